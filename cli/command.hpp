@@ -1,0 +1,29 @@
+// What: how subcommands plug into the `gaccum-tune` binary. Each subcommand lives in one file
+//       with its options struct and defaults, and exposes one add_* function listed in main.cpp
+//       (CLI11 examples/subcom_in_files style).
+// Why: the only place that turns typed exceptions into messages and exit codes is main.cpp;
+//      subcommands just return 0 (success) or 1 (a check or run that failed).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace gaccum::cli {
+
+using Action = std::function<int()>;
+
+// Registers a subcommand on `app`; when it is the one parsed, `action` is set to its body.
+using AddCommand = void (*)(CLI::App& app, Action& action);
+
+void add_version_command(CLI::App& app, Action& action);
+void add_workloads_command(CLI::App& app, Action& action);
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;    // a check failed, a run failed
+inline constexpr int kExitBadInput = 2;  // bad flags, files or fields
+
+}  // namespace gaccum::cli

@@ -1,0 +1,72 @@
+// What: the `gaccum-tune` entry point: registers subcommands, parses flags, runs the chosen one
+//       and maps errors to exit codes (0 ok, 1 failed, 2 bad input) with one-line messages.
+// Why: libraries throw typed exceptions (core/error.hpp); only here do they become text.
+#include <c10/util/Exception.h>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/command.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+
+namespace {
+
+std::string first_line(const std::string& s) {
+  auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+int error(const std::string& msg, int code) {
+  std::fflush(stdout);
+  std::cerr << "gaccum-tune: error: " << first_line(msg) << "\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gaccum::cli;
+  CLI::App app{"gaccum-tune: measure, model and tune micro_batch, accum_steps and world_size for data-parallel "
+               "training",
+               "gaccum-tune"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", GACCUM_VERSION_STRING);
+  app.get_formatter()->column_width(34);
+  app.option_defaults()->always_capture_default();
+
+  Action action;
+  for (AddCommand add : {add_version_command, add_workloads_command}) add(app, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string hint;
+    for (const auto* sub : app.get_subcommands()) hint = fmt::format(" (see gaccum-tune {} --help)", sub->get_name());
+    if (hint.empty()) hint = " (see gaccum-tune --help)";
+    return error(std::string(e.what()) + hint, kExitBadInput);
+  } catch (const gaccum::InputError& e) {
+    return error(e.what(), kExitBadInput);
+  }
+
+  try {
+    return action ? action() : kExitBadInput;
+  } catch (const gaccum::InputError& e) {
+    return error(e.what(), kExitBadInput);
+  } catch (const gaccum::Error& e) {
+    return error(e.what(), kExitFailed);
+  } catch (const c10::Error& e) {
+    return error(std::string("LibTorch: ") + e.what_without_backtrace(), kExitFailed);
+  } catch (const std::exception& e) {
+    return error(std::string("internal error: ") + e.what(), kExitFailed);
+  }
+}

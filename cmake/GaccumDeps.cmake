@@ -1,0 +1,86 @@
+# Finds every third-party dependency once, so folder CMakeLists only name targets.
+# LibTorch: Debian's libtorch-dev (1.13, CPU) by default, or a CUDA LibTorch 2.x found through
+# CMAKE_PREFIX_PATH (e.g. `python3 -c 'import torch;print(torch.utils.cmake_prefix_path)'`).
+
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json 3.9 REQUIRED)
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)
+find_package(CLI11 CONFIG QUIET)
+if(NOT TARGET CLI11::CLI11)
+  find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+  add_library(CLI11::CLI11 INTERFACE IMPORTED)
+  target_include_directories(CLI11::CLI11 SYSTEM INTERFACE "${CLI11_INCLUDE_DIR}")
+endif()
+find_package(yaml-cpp REQUIRED)
+if(NOT TARGET yaml-cpp::yaml-cpp)
+  add_library(yaml-cpp::yaml-cpp INTERFACE IMPORTED)
+  target_link_libraries(yaml-cpp::yaml-cpp INTERFACE yaml-cpp)
+endif()
+
+# --- LibTorch ---------------------------------------------------------------------------------
+find_package(Torch REQUIRED)
+# TORCH_CXX_FLAGS carries -D_GLIBCXX_USE_CXX11_ABI=...; it must match for every TU we link.
+separate_arguments(GACCUM_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+add_library(gaccum_torch INTERFACE)
+add_library(gaccum::torch ALIAS gaccum_torch)
+target_link_libraries(gaccum_torch INTERFACE ${TORCH_LIBRARIES})
+target_include_directories(gaccum_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+target_compile_options(gaccum_torch INTERFACE ${GACCUM_TORCH_CXX_FLAGS})
+set(GACCUM_TORCH_VERSION "${Torch_VERSION}")
+
+# Which c10d backends this LibTorch ships. Debian's 1.13 has Gloo; CUDA builds add NCCL.
+include(CheckCXXSourceCompiles)
+set(GACCUM_TORCH_HAS_CUDA OFF)
+if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES OR CAFFE2_USE_CUDA OR USE_CUDA)
+  set(GACCUM_TORCH_HAS_CUDA ON)
+endif()
+find_library(GACCUM_GLOO_LIBRARY gloo)
+find_path(GACCUM_GLOO_INCLUDE gloo/config.h HINTS ${TORCH_INCLUDE_DIRS})
+if(GACCUM_GLOO_INCLUDE)
+  set(GACCUM_HAS_GLOO ON)
+else()
+  set(GACCUM_HAS_GLOO OFF)
+  message(WARNING "gloo headers not found: install libgloo-dev (scripts/install-deps)")
+endif()
+
+# --- CUDA toolkit + NCCL (raw probes in gpu/) -------------------------------------------------
+set(GACCUM_CUDA_ENABLED OFF)
+if(NOT GACCUM_WITH_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  find_package(CUDAToolkit QUIET)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  find_library(NCCL_LIBRARY nccl
+    HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib /usr/local/cuda/lib
+          /usr/local/cuda/lib64)
+  if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      # sm_80 (A100) and sm_90 (H100/H200); override with -DCMAKE_CUDA_ARCHITECTURES=...
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    enable_language(CUDA)
+    set(GACCUM_CUDA_ENABLED ON)
+    add_library(gaccum_nccl INTERFACE)
+    add_library(gaccum::nccl ALIAS gaccum_nccl)
+    target_include_directories(gaccum_nccl SYSTEM INTERFACE ${NCCL_INCLUDE_DIR})
+    target_link_libraries(gaccum_nccl INTERFACE ${NCCL_LIBRARY})
+    file(STRINGS "${NCCL_INCLUDE_DIR}/nccl.h" _nccl_ver REGEX "#define NCCL_(MAJOR|MINOR|PATCH) ")
+    string(REGEX REPLACE ".*NCCL_MAJOR ([0-9]+).*NCCL_MINOR ([0-9]+).*NCCL_PATCH ([0-9]+).*" "\\1.\\2.\\3"
+           GACCUM_NCCL_HEADER_VERSION "${_nccl_ver}")
+  elseif(GACCUM_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "GACCUM_WITH_CUDA=ON but CUDA toolkit/nvcc/NCCL not found "
+                        "(nvcc=${CMAKE_CUDA_COMPILER} nccl.h=${NCCL_INCLUDE_DIR} libnccl=${NCCL_LIBRARY})")
+  endif()
+endif()
+
+# --- test and benchmark frameworks ------------------------------------------------------------
+if(GACCUM_BUILD_TESTS)
+  find_package(Catch2 2 REQUIRED)
+endif()
+if(GACCUM_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

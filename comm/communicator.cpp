@@ -1,0 +1,219 @@
+// What: the c10d seam (see communicator.hpp). The only file that includes c10d headers; every
+//       difference between LibTorch 1.13 and 2.x is handled here.
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO 1
+#endif
+#if defined(GACCUM_WITH_C10D_NCCL) && !defined(USE_C10D_NCCL)
+#define USE_C10D_NCCL 1
+#endif
+
+#include "comm/communicator.hpp"
+
+#include <unistd.h>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+#include <torch/torch.h>
+#if __has_include(<gloo/config.h>)
+#include <gloo/config.h>
+#endif
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace gaccum::comm {
+namespace {
+
+#define GACCUM_C10D(op, expr)                                                                  \
+  [&]() -> decltype(auto) {                                                                    \
+    try {                                                                                      \
+      return expr;                                                                             \
+    } catch (const std::exception& e) {                                                        \
+      throw RuntimeFailure(fmt::format("c10d {} failed ({}:{}): {}", op, __FILE__, __LINE__,   \
+                                       first_line(e.what())));                                 \
+    }                                                                                          \
+  }()
+
+std::string first_line(const std::string& s) {
+  auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+std::chrono::milliseconds to_ms(Seconds s) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000.0));
+}
+
+using StorePtr = c10::intrusive_ptr<c10d::Store>;
+
+class C10dStore final : public KeyValueStore {
+ public:
+  explicit C10dStore(StorePtr s) : s_(std::move(s)) {}
+  void set(const std::string& key, const std::string& value) override {
+    std::vector<std::uint8_t> v(value.begin(), value.end());
+    GACCUM_C10D("store.set", s_->set(key, v));
+  }
+  std::string get(const std::string& key) override {
+    auto v = GACCUM_C10D("store.get", s_->get(key));
+    return std::string(v.begin(), v.end());
+  }
+  std::int64_t add(const std::string& key, std::int64_t delta) override {
+    return GACCUM_C10D("store.add", s_->add(key, delta));
+  }
+  StorePtr raw() const { return s_; }
+
+ private:
+  StorePtr s_;
+};
+
+class C10dServer final : public StoreServer {
+ public:
+  C10dServer(int port, int world_size, Seconds timeout) {
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<std::uint16_t>(port);
+    o.isServer = true;
+    o.numWorkers = c10::nullopt;
+    o.waitWorkers = false;
+    o.timeout = to_ms(timeout);
+    (void)world_size;
+    store_ = GACCUM_C10D("TCPStore(server)", c10::make_intrusive<c10d::TCPStore>("0.0.0.0", o));
+  }
+  int port() const override { return static_cast<int>(store_->getPort()); }
+
+ private:
+  c10::intrusive_ptr<c10d::TCPStore> store_;
+};
+
+class WorkHandle final : public PendingCollective {
+ public:
+  explicit WorkHandle(c10::intrusive_ptr<c10d::Work> w) : w_(std::move(w)) {}
+  void wait() override {
+    if (!w_) return;
+    GACCUM_C10D("allreduce.wait", w_->wait());
+    w_.reset();
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> w_;
+};
+
+template <class PG>
+class C10dCommunicator final : public Communicator {
+ public:
+  C10dCommunicator(int rank, int world, std::string backend, torch::Device dev, std::unique_ptr<KeyValueStore> store,
+                   c10::intrusive_ptr<PG> pg)
+      : Communicator(rank, world, std::move(backend), dev, std::move(store)), pg_(std::move(pg)) {}
+
+  std::unique_ptr<PendingCollective> allreduce_sum_async(torch::Tensor& t) override {
+    std::vector<at::Tensor> v{t};
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::SUM;
+    auto work = GACCUM_C10D("allreduce", pg_->allreduce(v, o));
+    return std::make_unique<WorkHandle>(std::move(work));
+  }
+
+  void broadcast(torch::Tensor& t, int root) override {
+    std::vector<at::Tensor> v{t};
+    c10d::BroadcastOptions o;
+    o.rootRank = root;
+    auto work = GACCUM_C10D("broadcast", pg_->broadcast(v, o));
+    GACCUM_C10D("broadcast.wait", work->wait());
+  }
+
+ private:
+  c10::intrusive_ptr<PG> pg_;
+};
+
+bool is_loopback(const std::string& addr) {
+  return addr == "127.0.0.1" || addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
+std::unique_ptr<StoreServer> host_store(int port, int world_size, Seconds timeout) {
+  return std::make_unique<C10dServer>(port, world_size, timeout);
+}
+
+void Communicator::barrier() {
+  auto t = torch::ones({1}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+  allreduce_sum(t);
+}
+
+std::vector<std::string> Communicator::allgather_strings(const std::string& mine) {
+  const auto seq = gather_seq_++;
+  store_->set(fmt::format("allgather/{}/{}", seq, rank_), mine);
+  std::vector<std::string> out;
+  for (int r = 0; r < world_size_; ++r) out.push_back(store_->get(fmt::format("allgather/{}/{}", seq, r)));
+  return out;
+}
+
+std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptions& opts) {
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<std::uint16_t>(ctx.master_port);
+  so.isServer = !ctx.store_hosted_externally && ctx.rank == 0;
+  so.numWorkers = c10::nullopt;
+  so.waitWorkers = false;
+  so.timeout = to_ms(opts.timeout);
+  auto tcp = GACCUM_C10D("TCPStore(connect " + ctx.master_addr + ":" + std::to_string(ctx.master_port) + ")",
+                         c10::make_intrusive<c10d::TCPStore>(ctx.master_addr, so));
+  StorePtr store = c10::make_intrusive<c10d::PrefixStore>(opts.key_prefix, tcp);
+  auto kv = std::make_unique<C10dStore>(store);
+
+  if (opts.backend == "gloo") {
+    auto go = c10d::ProcessGroupGloo::Options::create();
+    go->timeout = to_ms(opts.timeout);
+    std::string host = opts.gloo_interface_host;
+    if (host.empty()) {
+      if (is_loopback(ctx.master_addr)) {
+        host = "127.0.0.1";
+      } else {
+        char name[256] = {0};
+        ::gethostname(name, sizeof(name) - 1);
+        host = name;
+      }
+    }
+    go->devices.push_back(GACCUM_C10D("Gloo device for " + host, c10d::ProcessGroupGloo::createDeviceForHostname(host)));
+    auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", store);
+    auto pg = GACCUM_C10D("ProcessGroupGloo", c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, ctx.rank,
+                                                                                         ctx.world_size, go));
+    return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(ctx.rank, ctx.world_size, "gloo",
+                                                                      torch::Device(opts.device), std::move(kv), pg);
+  }
+  if (opts.backend == "nccl") {
+#ifdef USE_C10D_NCCL
+    auto no = c10d::ProcessGroupNCCL::Options::create();
+    no->timeout = to_ms(opts.timeout);
+    auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", store);
+    auto pg = GACCUM_C10D("ProcessGroupNCCL", c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, ctx.rank,
+                                                                                         ctx.world_size, no));
+    return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(ctx.rank, ctx.world_size, "nccl",
+                                                                      torch::Device(opts.device), std::move(kv), pg);
+#else
+    throw InputError("--backend: nccl is not available: this LibTorch was built without CUDA/NCCL "
+                     "(build against a CUDA LibTorch, e.g. pip torch, via CMAKE_PREFIX_PATH)");
+#endif
+  }
+  throw InputError(fmt::format("--backend: unknown backend '{}': expected gloo or nccl", opts.backend));
+}
+
+std::vector<std::string> available_backends() {
+  std::vector<std::string> b{"gloo"};
+#ifdef USE_C10D_NCCL
+  b.push_back("nccl");
+#endif
+  return b;
+}
+
+std::string gloo_version() {
+#ifdef GLOO_VERSION_MAJOR
+  return fmt::format("{}.{}.{}", GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH);
+#else
+  return "";
+#endif
+}
+
+}  // namespace gaccum::comm

@@ -1,0 +1,93 @@
+// What: the one seam between gaccum-tune and LibTorch's c10d: a rendezvous store (TCPStore)
+//       and a process group (ProcessGroupGloo on CPU, ProcessGroupNCCL on GPU) behind a small
+//       interface of the collectives we use.
+// Why: c10d's C++ API moves between LibTorch 1.13 and 2.x (Work vs ProcessGroup::Work,
+//      ProcessGroup vs Backend, USE_C10D_* guards, TCPStore options); every version difference
+//      lives in communicator.cpp and nothing else includes c10d headers.
+// Errors: every c10d failure is rethrown as RuntimeFailure "c10d <op> failed (<file>:<line>): ...".
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "comm/rank_env.hpp"
+#include "core/units.hpp"
+
+namespace gaccum::comm {
+
+// A collective in flight.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  virtual void wait() = 0;
+};
+
+// Key/value rendezvous store shared by all ranks of one job.
+class KeyValueStore {
+ public:
+  virtual ~KeyValueStore() = default;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  virtual std::string get(const std::string& key) = 0;  // blocks until set or timeout
+  virtual std::int64_t add(const std::string& key, std::int64_t delta) = 0;
+};
+
+// A store server hosted by the launcher process (children connect as clients), so the port is
+// bound before any rank starts and the store outlives a crashed rank 0.
+class StoreServer {
+ public:
+  virtual ~StoreServer() = default;
+  virtual int port() const = 0;
+};
+// Binds 0.0.0.0:port (port 0: the kernel picks a free one).
+std::unique_ptr<StoreServer> host_store(int port, int world_size, Seconds timeout);
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  const std::string& backend() const { return backend_; }
+  torch::Device device() const { return device_; }
+
+  // In-place sum over ranks. The tensor must be contiguous and stay alive until wait().
+  virtual std::unique_ptr<PendingCollective> allreduce_sum_async(torch::Tensor& t) = 0;
+  void allreduce_sum(torch::Tensor& t) { allreduce_sum_async(t)->wait(); }
+  virtual void broadcast(torch::Tensor& t, int root) = 0;
+  void barrier();
+  // Every rank's string, indexed by rank (through the store; for small metadata).
+  std::vector<std::string> allgather_strings(const std::string& mine);
+  KeyValueStore& store() { return *store_; }
+
+ protected:
+  Communicator(int rank, int world_size, std::string backend, torch::Device device,
+               std::unique_ptr<KeyValueStore> store)
+      : rank_(rank), world_size_(world_size), backend_(std::move(backend)), device_(device), store_(std::move(store)) {}
+  int rank_, world_size_;
+  std::string backend_;
+  torch::Device device_;
+  std::unique_ptr<KeyValueStore> store_;
+  std::int64_t gather_seq_ = 0;
+};
+
+struct ConnectOptions {
+  std::string backend = "gloo";          // gloo | nccl
+  std::string device = "cpu";            // the device tensors live on (nccl: cuda:<local_rank>)
+  Seconds timeout = 60;                  // rendezvous and collective timeout
+  std::string key_prefix = "gaccum";     // namespaces keys of concurrent jobs on one store
+  std::string gloo_interface_host = "";  // hostname/IP Gloo binds to; default: 127.0.0.1 when
+                                         // master_addr is loopback, else this host's name
+};
+
+std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptions& opts);
+
+// Which c10d backends this LibTorch build offers ("gloo", "nccl").
+std::vector<std::string> available_backends();
+// Gloo's version as compiled in ("0.5.0"), empty if unknown.
+std::string gloo_version();
+
+}  // namespace gaccum::comm

@@ -1,0 +1,41 @@
+// What: the typed exceptions libraries throw; only cli/ turns them into messages + exit codes.
+// Why: "bad input" (exit 2) must be told apart from "the run failed" (exit 1) without string
+//      matching, and every message is one line naming the field and the fix.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace gaccum {
+
+// Base of every error we throw on purpose.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The user gave something unusable: a flag, a file, a field. Exit code 2.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A profile/result file that is malformed, of another schema version or of another workload.
+class ProfileError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// The workload cannot run as asked (e.g. does not fit the memory cap even at micro_batch 1).
+class InfeasibleError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A device, collective or rank process failed at run time. Exit code 1.
+class RuntimeFailure : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace gaccum

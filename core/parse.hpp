@@ -1,0 +1,41 @@
+// What: parsers for the textual values users type in flags and job files.
+//   sizes      "20GiB", "512M", "4K", "1048576"        -> Bytes   (K/M/G/T are binary, like nccl-tests)
+//   fractions  "90%", "0.9"                            -> double in [0, 1]
+//   size cap   "20GiB" or "90%"                        -> MemoryCap
+//   lists      "1,2,4,8"                               -> vector<Count>
+//   sweeps     "4K-256M*4" (geometric), "1-8+1"        -> vector<Bytes>
+//   durations  "60s", "500ms", "2m", "1.5"             -> Seconds
+//   ranges     "256-1024"                              -> {lo, hi}
+// Why: one place decides what a valid value is; each failure is an InputError naming `field`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace gaccum {
+
+Bytes parse_bytes(std::string_view text, std::string_view field);
+double parse_fraction(std::string_view text, std::string_view field);
+Seconds parse_seconds(std::string_view text, std::string_view field);
+// A strictly positive integer that fits in int64 ("0", "-3", "2.5", "1e40" are errors).
+Count parse_positive_count(std::string_view text, std::string_view field);
+std::vector<Count> parse_count_list(std::string_view text, std::string_view field);
+std::pair<Count, Count> parse_count_range(std::string_view text, std::string_view field);
+std::vector<Bytes> parse_size_sweep(std::string_view text, std::string_view field);
+
+// A memory cap is either absolute or a fraction of the device's memory.
+struct MemoryCap {
+  std::optional<Bytes> absolute;
+  std::optional<double> fraction;
+  Bytes resolve(Bytes device_memory) const;
+  std::string to_string() const;
+};
+MemoryCap parse_memory_cap(std::string_view text, std::string_view field);
+
+}  // namespace gaccum

@@ -1,0 +1,313 @@
+// What/why: JSON (de)serialisation of profile.json (see profile.hpp). Reading is strict: every
+// required field is checked and named in the error; unknown keys are tolerated (newer writers).
+#include "core/profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/json_fields.hpp"
+
+namespace gaccum {
+
+using nlohmann::json;
+
+TimingStats TimingStats::from_samples(std::vector<Seconds> s) {
+  TimingStats t;
+  t.samples = s;
+  if (s.empty()) return t;
+  std::sort(s.begin(), s.end());
+  auto q = [&](double f) {
+    // Linear interpolation between closest ranks (numpy's default).
+    double pos = f * double(s.size() - 1);
+    size_t lo = static_cast<size_t>(std::floor(pos));
+    size_t hi = std::min(lo + 1, s.size() - 1);
+    return s[lo] + (s[hi] - s[lo]) * (pos - double(lo));
+  };
+  t.median = q(0.5);
+  t.p10 = q(0.1);
+  t.p90 = q(0.9);
+  t.min = s.front();
+  t.max = s.back();
+  double sum = 0;
+  for (double v : s) sum += v;
+  t.mean = sum / double(s.size());
+  return t;
+}
+
+namespace {
+
+json timing_json(const TimingStats& t) {
+  return json{{"median", t.median}, {"p10", t.p10}, {"p90", t.p90}, {"mean", t.mean},
+              {"min", t.min},       {"max", t.max}, {"samples", t.samples}};
+}
+
+TimingStats timing_from(const json& j, const std::string& path) {
+  JsonFields f(j, path);
+  auto samples = f.num_list("samples");
+  for (double s : samples)
+    if (!(s >= 0)) throw ProfileError(fmt::format("{}.samples: times must be non-negative", path));
+  TimingStats t = TimingStats::from_samples(samples);
+  if (samples.empty()) {
+    t.median = f.num("median");
+    t.p10 = f.opt_num("p10").value_or(t.median);
+    t.p90 = f.opt_num("p90").value_or(t.median);
+    t.mean = f.opt_num("mean").value_or(t.median);
+    t.min = f.opt_num("min").value_or(t.median);
+    t.max = f.opt_num("max").value_or(t.median);
+  }
+  return t;
+}
+
+template <class T, class F>
+std::vector<T> list_from(JsonFields& f, const std::string& key, F&& one) {
+  std::vector<T> out;
+  if (!f.has(key)) {
+    (void)f.opt_object(key);  // mark as seen
+    return out;
+  }
+  const auto& a = f.array(key);
+  for (size_t i = 0; i < a.size(); ++i) out.push_back(one(a[i], fmt::format("{}[{}]", f.child(key), i)));
+  return out;
+}
+
+}  // namespace
+
+json to_json(const Profile& p) {
+  json j;
+  j["schema"] = "gaccum-tune/profile";
+  j["schema_version"] = p.schema_version;
+  j["created_utc"] = p.created_utc;
+  const auto& h = p.hardware;
+  j["hardware"] = {{"host", h.host},
+                   {"device_kind", h.device_kind},
+                   {"device_name", h.device_name},
+                   {"cpu_cores", h.cpu_cores},
+                   {"threads_per_rank", h.threads_per_rank},
+                   {"device_memory", h.device_memory},
+                   {"sm_count", h.sm_count},
+                   {"driver", h.driver}};
+  const auto& v = p.versions;
+  j["versions"] = {{"tool", v.tool}, {"libtorch", v.libtorch}, {"cuda", v.cuda}, {"nccl", v.nccl}, {"gloo", v.gloo}};
+  const auto& w = p.workload;
+  j["workload"] = {{"name", w.name},
+                   {"kind", w.kind},
+                   {"hash", w.hash},
+                   {"dtype", w.dtype},
+                   {"hyper", w.hyper},
+                   {"param_count", w.param_count},
+                   {"param_bytes", w.param_bytes},
+                   {"param_tensor_bytes", w.param_tensor_bytes},
+                   {"tokens_per_sample", w.tokens_per_sample},
+                   {"mean_tokens_per_sample", w.mean_tokens_per_sample}};
+  const auto& s = p.settings;
+  j["settings"] = {{"warmup", s.warmup},
+                   {"iters", s.iters},
+                   {"ranks", s.ranks},
+                   {"sizes", s.sizes},
+                   {"memory_cap", s.memory_cap},
+                   {"max_micro_batch", s.max_micro_batch},
+                   {"time_budget_s", s.time_budget_s},
+                   {"seed", s.seed},
+                   {"optimizer", s.optimizer}};
+  json mem = json::array();
+  for (const auto& m : p.memory)
+    mem.push_back({{"micro_batch", m.micro_batch},
+                   {"weights", m.weights},
+                   {"gradients", m.gradients},
+                   {"optimizer_state", m.optimizer_state},
+                   {"peak", m.peak},
+                   {"activations", m.activations},
+                   {"reserved_peak", m.reserved_peak}});
+  j["memory"] = mem;
+  json comp = json::array();
+  for (const auto& c : p.compute)
+    comp.push_back({{"micro_batch", c.micro_batch},
+                    {"concurrent_ranks", c.concurrent_ranks},
+                    {"forward", timing_json(c.forward)},
+                    {"backward", timing_json(c.backward)},
+                    {"micro_step", timing_json(c.micro_step)}});
+  j["compute"] = comp;
+  json opt = json::array();
+  for (const auto& o : p.optimizer) opt.push_back({{"concurrent_ranks", o.concurrent_ranks}, {"step", timing_json(o.step)}});
+  j["optimizer"] = opt;
+  json ar = json::array();
+  for (const auto& a : p.allreduce)
+    ar.push_back({{"backend", a.backend},
+                  {"world_size", a.world_size},
+                  {"bytes", a.bytes},
+                  {"time", a.time},
+                  {"algbw", a.algbw},
+                  {"busbw", a.busbw},
+                  {"wrong", a.wrong},
+                  {"tag", a.tag},
+                  {"samples", a.samples}});
+  j["allreduce"] = ar;
+  json gn = json::array();
+  for (const auto& g : p.grad_norms) gn.push_back({{"micro_batch", g.micro_batch}, {"sq_norms", g.sq_norms}});
+  j["grad_norms"] = gn;
+  json ov = json::array();
+  for (const auto& o : p.overlap)
+    ov.push_back({{"world_size", o.world_size},
+                  {"micro_batch", o.micro_batch},
+                  {"backward_alone", o.backward_alone},
+                  {"comm_alone", o.comm_alone},
+                  {"overlapped", o.overlapped}});
+  j["overlap"] = ov;
+  j["max_micro_batch_fitting"] = p.max_micro_batch_fitting;
+  j["notes"] = p.notes;
+  return j;
+}
+
+Profile profile_from_json(const json& j, const std::string& what) {
+  try {
+    JsonFields f(j, what);
+    Profile p;
+    if (auto schema = f.opt_str("schema"); schema && *schema != "gaccum-tune/profile")
+      throw ProfileError(fmt::format("{}: not a gaccum-tune profile (schema '{}')", what, *schema));
+    p.schema_version = static_cast<int>(f.positive("schema_version"));
+    if (p.schema_version != kProfileSchemaVersion)
+      throw ProfileError(fmt::format("{}: profile schema version {} is not supported (this gaccum-tune reads {}); "
+                                     "re-run `gaccum-tune profile`",
+                                     what, p.schema_version, kProfileSchemaVersion));
+    p.created_utc = f.opt_str("created_utc").value_or("");
+
+    JsonFields h(f.object("hardware"), f.child("hardware"));
+    p.hardware.host = h.opt_str("host").value_or("");
+    p.hardware.device_kind = h.str("device_kind");
+    p.hardware.device_name = h.opt_str("device_name").value_or("");
+    p.hardware.cpu_cores = static_cast<int>(h.count("cpu_cores"));
+    p.hardware.threads_per_rank = static_cast<int>(h.count("threads_per_rank"));
+    p.hardware.device_memory = h.bytes("device_memory");
+    p.hardware.sm_count = static_cast<int>(h.has("sm_count") ? h.count("sm_count") : 0);
+    p.hardware.driver = h.opt_str("driver").value_or("");
+
+    if (auto* v = f.opt_object("versions")) {
+      JsonFields vf(*v, f.child("versions"));
+      p.versions.tool = vf.opt_str("tool").value_or("");
+      p.versions.libtorch = vf.opt_str("libtorch").value_or("");
+      p.versions.cuda = vf.opt_str("cuda").value_or("");
+      p.versions.nccl = vf.opt_str("nccl").value_or("");
+      p.versions.gloo = vf.opt_str("gloo").value_or("");
+    }
+
+    JsonFields w(f.object("workload"), f.child("workload"));
+    p.workload.name = w.str("name");
+    p.workload.kind = w.str("kind");
+    p.workload.hash = w.str("hash");
+    p.workload.dtype = w.str("dtype");
+    if (auto* hy = w.opt_object("hyper")) p.workload.hyper = *hy;
+    p.workload.param_count = w.positive("param_count");
+    p.workload.param_bytes = w.bytes("param_bytes");
+    p.workload.param_tensor_bytes = w.bytes_list("param_tensor_bytes");
+    p.workload.tokens_per_sample = w.has("tokens_per_sample") ? w.count("tokens_per_sample") : 0;
+    p.workload.mean_tokens_per_sample = w.opt_num("mean_tokens_per_sample").value_or(0);
+    Bytes sum = 0;
+    for (auto b : p.workload.param_tensor_bytes) sum += b;
+    if (!p.workload.param_tensor_bytes.empty() && sum != p.workload.param_bytes)
+      throw ProfileError(fmt::format("{}: param_tensor_bytes sum to {} but param_bytes is {}", w.path(), sum,
+                                     p.workload.param_bytes));
+
+    if (auto* s = f.opt_object("settings")) {
+      JsonFields sf(*s, f.child("settings"));
+      p.settings.warmup = static_cast<int>(sf.has("warmup") ? sf.count("warmup") : 0);
+      p.settings.iters = static_cast<int>(sf.has("iters") ? sf.count("iters") : 0);
+      if (sf.has("ranks")) p.settings.ranks = sf.count_list("ranks");
+      if (sf.has("sizes")) p.settings.sizes = sf.bytes_list("sizes");
+      p.settings.memory_cap = sf.opt_bytes("memory_cap").value_or(0);
+      p.settings.max_micro_batch = sf.has("max_micro_batch") ? sf.count("max_micro_batch") : 0;
+      p.settings.time_budget_s = sf.opt_num("time_budget_s").value_or(0);
+      p.settings.seed = sf.has("seed") ? static_cast<std::uint64_t>(sf.count("seed")) : 0;
+      p.settings.optimizer = sf.opt_str("optimizer").value_or("adam");
+    }
+
+    p.memory = list_from<MemoryPoint>(f, "memory", [](const json& e, const std::string& path) {
+      JsonFields m(e, path);
+      MemoryPoint pt;
+      pt.micro_batch = m.positive("micro_batch");
+      pt.weights = m.bytes("weights");
+      pt.gradients = m.bytes("gradients");
+      pt.optimizer_state = m.bytes("optimizer_state");
+      pt.peak = m.bytes("peak");
+      pt.activations = m.bytes("activations");
+      pt.reserved_peak = m.opt_bytes("reserved_peak").value_or(0);
+      return pt;
+    });
+    p.compute = list_from<ComputePoint>(f, "compute", [](const json& e, const std::string& path) {
+      JsonFields c(e, path);
+      ComputePoint pt;
+      pt.micro_batch = c.positive("micro_batch");
+      pt.concurrent_ranks = c.opt_positive("concurrent_ranks").value_or(1);
+      pt.micro_step = timing_from(c.object("micro_step"), c.child("micro_step"));
+      if (c.has("forward")) pt.forward = timing_from(c.object("forward"), c.child("forward"));
+      if (c.has("backward")) pt.backward = timing_from(c.object("backward"), c.child("backward"));
+      return pt;
+    });
+    p.optimizer = list_from<OptimizerPoint>(f, "optimizer", [](const json& e, const std::string& path) {
+      JsonFields o(e, path);
+      OptimizerPoint pt;
+      pt.concurrent_ranks = o.opt_positive("concurrent_ranks").value_or(1);
+      pt.step = timing_from(o.object("step"), o.child("step"));
+      return pt;
+    });
+    p.allreduce = list_from<AllreducePoint>(f, "allreduce", [](const json& e, const std::string& path) {
+      JsonFields a(e, path);
+      AllreducePoint pt;
+      pt.backend = a.str("backend");
+      pt.world_size = a.positive("world_size");
+      pt.bytes = a.bytes("bytes");
+      pt.time = a.num("time");
+      pt.algbw = a.opt_num("algbw").value_or(0);
+      pt.busbw = a.opt_num("busbw").value_or(0);
+      pt.wrong = a.has("wrong") ? a.count("wrong") : 0;
+      pt.tag = a.opt_str("tag").value_or("sweep");
+      if (a.has("samples")) pt.samples = a.num_list("samples");
+      if (!(pt.time >= 0)) throw ProfileError(fmt::format("{}.time: must be non-negative", path));
+      return pt;
+    });
+    p.grad_norms = list_from<GradNormPoint>(f, "grad_norms", [](const json& e, const std::string& path) {
+      JsonFields g(e, path);
+      GradNormPoint pt;
+      pt.micro_batch = g.positive("micro_batch");
+      pt.sq_norms = g.num_list("sq_norms");
+      return pt;
+    });
+    p.overlap = list_from<OverlapPoint>(f, "overlap", [](const json& e, const std::string& path) {
+      JsonFields o(e, path);
+      OverlapPoint pt;
+      pt.world_size = o.positive("world_size");
+      pt.micro_batch = o.positive("micro_batch");
+      pt.backward_alone = o.num("backward_alone");
+      pt.comm_alone = o.num("comm_alone");
+      pt.overlapped = o.num("overlapped");
+      return pt;
+    });
+    p.max_micro_batch_fitting = f.has("max_micro_batch_fitting") ? f.count("max_micro_batch_fitting") : 0;
+    if (f.has("notes")) {
+      for (const auto& n : f.array("notes"))
+        if (n.is_string()) p.notes.push_back(n.get<std::string>());
+    }
+    return p;
+  } catch (const ProfileError&) {
+    throw;
+  } catch (const InputError& e) {
+    throw ProfileError(e.what());
+  }
+}
+
+Profile load_profile(const std::string& path, const std::string& expected_workload_hash) {
+  auto text = read_file(path, "profile");
+  Profile p = profile_from_json(parse_json_text(text, path), path);
+  if (!expected_workload_hash.empty() && p.workload.hash != expected_workload_hash)
+    throw ProfileError(fmt::format("{}: profile is for workload '{}' (hash {}), not the requested one (hash {}); "
+                                   "re-run `gaccum-tune profile` for this workload",
+                                   path, p.workload.name, p.workload.hash, expected_workload_hash));
+  return p;
+}
+
+void save_profile(const Profile& p, const std::string& path) { write_file_atomic(path, to_json(p).dump(1) + "\n"); }
+
+}  // namespace gaccum

@@ -1,0 +1,157 @@
+// What: profile.json as value types: everything the profiler measured on real hardware, raw,
+//       plus the identity of the hardware, libraries and workload it was measured with.
+// Why: the cost model, tuner and check run on a laptop from this file alone (DESIGN.md, Data
+//      flow), so it carries raw measurements (not only fitted values) and is schema-versioned.
+//      Loading a profile of another schema version or another workload is a ProfileError.
+//
+// Units: bytes are exact byte counts; times are seconds; bandwidths bytes/second.
+// Contract: the profiler writes, the model reads. Add fields freely (with defaults when
+// reading older files of the same schema); rename or re-purpose one only with a schema bump.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/units.hpp"
+
+namespace gaccum {
+
+inline constexpr int kProfileSchemaVersion = 1;
+
+// What is trained. `hash` is the workload's stable identity (name + hyper-parameters + dtype,
+// plus the file content for TorchScript): 16 hex digits.
+struct WorkloadIdentity {
+  std::string name;                     // preset or user label, e.g. "gpt-tiny"
+  std::string kind;                     // mlp | gpt | cnn | torchscript
+  std::string hash;
+  std::string dtype;                    // float32 | float64
+  nlohmann::json hyper = nlohmann::json::object();  // hyper-parameters as configured
+  Count param_count = 0;
+  Bytes param_bytes = 0;                // param_count x dtype size, exact
+  std::vector<Bytes> param_tensor_bytes;  // per parameter tensor, registration order
+  Count tokens_per_sample = 0;          // padded sequence length; 0 for non-sequence workloads
+  double mean_tokens_per_sample = 0;    // expected real (loss-bearing) tokens per sample; 0 if n/a
+};
+
+struct HardwareInfo {
+  std::string host;
+  std::string device_kind;              // "cpu" or "cuda"
+  std::string device_name;              // CPU model or GPU name
+  int cpu_cores = 0;
+  int threads_per_rank = 0;             // torch::set_num_threads in every rank process (CPU)
+  Bytes device_memory = 0;              // GPU memory, or the size given to the CPU "device"
+  int sm_count = 0;                     // GPU only
+  std::string driver;                   // GPU only
+};
+
+struct LibraryVersions {
+  std::string tool, libtorch, cuda, nccl, gloo;
+};
+
+struct ProfileSettings {
+  int warmup = 0;
+  int iters = 0;
+  std::vector<Count> ranks;             // rank counts probed for allreduce/contention
+  std::vector<Bytes> sizes;             // allreduce message sizes in the sweep
+  Bytes memory_cap = 0;                 // the cap the sweep respected, bytes
+  Count max_micro_batch = 0;            // upper bound given to the sweep (0 = none)
+  double time_budget_s = 0;
+  std::uint64_t seed = 0;
+  std::string optimizer;                // "adam" or "sgd": what optimizer_state was measured for
+};
+
+// Spread of repeated timings of the same thing.
+struct TimingStats {
+  Seconds median = 0, p10 = 0, p90 = 0, mean = 0, min = 0, max = 0;
+  std::vector<Seconds> samples;         // raw, in measurement order
+  static TimingStats from_samples(std::vector<Seconds> samples);
+};
+
+// Memory of one training window at one micro_batch (allocated bytes, byte-exact on CPU).
+struct MemoryPoint {
+  Count micro_batch = 0;
+  Bytes weights = 0;
+  Bytes gradients = 0;
+  Bytes optimizer_state = 0;            // after the first optimizer step (Adam: 2 x params)
+  Bytes peak = 0;                       // allocated high-water mark over the window
+  Bytes activations = 0;                // peak - (weights + gradients + optimizer_state)
+  Bytes reserved_peak = 0;              // CUDA caching allocator reserved high-water; 0 on CPU
+};
+
+// Time of one micro-step (batch generation + forward + loss + backward) at one micro_batch,
+// with `concurrent_ranks` rank processes computing at the same time on this host.
+struct ComputePoint {
+  Count micro_batch = 0;
+  Count concurrent_ranks = 1;
+  TimingStats forward;
+  TimingStats backward;
+  TimingStats micro_step;
+};
+
+// zero_grad + optimizer.step over all parameters.
+struct OptimizerPoint {
+  Count concurrent_ranks = 1;
+  TimingStats step;
+};
+
+// One allreduce size/rank-count cell, reported as nccl-tests does:
+// algbw = bytes / time, busbw = algbw * 2(p-1)/p.
+struct AllreducePoint {
+  std::string backend;                  // "gloo" or "nccl"
+  Count world_size = 0;
+  Bytes bytes = 0;
+  Seconds time = 0;                     // mean over iterations of the max over ranks
+  BytesPerSecond algbw = 0;
+  BytesPerSecond busbw = 0;
+  Count wrong = 0;                      // elements that failed the correctness check
+  std::string tag = "sweep";            // "sweep" or "bucket" (the workload's own bucket sizes)
+  std::vector<Seconds> samples;         // per-iteration max-over-ranks times
+};
+
+// Squared L2 norms of the full gradient of independent micro-batches of one size
+// (gradient noise scale, McCandlish et al. 2018, App. A.1).
+struct GradNormPoint {
+  Count micro_batch = 0;
+  std::vector<double> sq_norms;
+};
+
+// Calibration of compute/communication overlap at one rank count: backward alone, the
+// bucketed allreduce alone, and both overlapped as the `overlap` strategy runs them.
+struct OverlapPoint {
+  Count world_size = 0;
+  Count micro_batch = 0;
+  Seconds backward_alone = 0;
+  Seconds comm_alone = 0;
+  Seconds overlapped = 0;
+};
+
+struct Profile {
+  int schema_version = kProfileSchemaVersion;
+  std::string created_utc;              // ISO 8601
+  HardwareInfo hardware;
+  LibraryVersions versions;
+  WorkloadIdentity workload;
+  ProfileSettings settings;
+  std::vector<MemoryPoint> memory;
+  std::vector<ComputePoint> compute;
+  std::vector<OptimizerPoint> optimizer;
+  std::vector<AllreducePoint> allreduce;
+  std::vector<GradNormPoint> grad_norms;
+  std::vector<OverlapPoint> overlap;
+  Count max_micro_batch_fitting = 0;    // largest micro_batch within the cap the sweep found
+  std::vector<std::string> notes;       // e.g. "one GPU: allreduce probed at world_size 1 only"
+};
+
+nlohmann::json to_json(const Profile& p);
+// `what` names the source in errors (usually the file path).
+Profile profile_from_json(const nlohmann::json& j, const std::string& what);
+
+// Reads and validates a profile file. If expected_workload_hash is given and differs, throws a
+// ProfileError telling the user to re-profile.
+Profile load_profile(const std::string& path, const std::string& expected_workload_hash = "");
+void save_profile(const Profile& p, const std::string& path);  // atomic
+
+}  // namespace gaccum

@@ -1,0 +1,50 @@
+// What: the cost model's vocabulary: a configuration (micro_batch, accum_steps, world_size,
+//       strategy) and its prediction (step-time breakdown, throughput, peak memory breakdown).
+// Why: plain value types that the tuner, reports, check and the runner's "predicted vs
+//      measured" all share; no allocation, so the tuner can evaluate millions per second.
+// Units: Seconds per optimizer step, Bytes per rank, samples/s.
+#pragma once
+
+#include "core/strategy.hpp"
+#include "core/units.hpp"
+
+namespace gaccum::model {
+
+struct Config {
+  Count micro_batch = 1;   // b: samples per forward/backward on one rank
+  Count accum_steps = 1;   // k: micro-batches per optimizer step on one rank
+  Count world_size = 1;    // p: data-parallel ranks
+  Strategy strategy = Strategy::overlap;
+  Count global_batch() const { return micro_batch * accum_steps * world_size; }  // B = b k p
+};
+
+struct StepBreakdown {
+  Seconds compute = 0;       // k x t(b): forward + loss + backward of every micro-step
+  Seconds comm_total = 0;    // all allreduce time issued during the step (hidden or not)
+  Seconds comm_exposed = 0;  // the part of comm_total not hidden behind backward
+  Seconds optimizer = 0;     // zero_grad + optimizer step
+  Seconds step_time = 0;     // compute + comm_exposed + optimizer
+};
+
+struct MemoryBreakdown {
+  Bytes weights = 0;
+  Bytes gradients = 0;
+  Bytes optimizer_state = 0;
+  Bytes comm_buffers = 0;    // gradient buckets / fusion buffer (0 when world_size == 1)
+  Bytes activations = 0;     // peak above the static part, a function of micro_batch only
+  Bytes peak = 0;            // per rank: static + comm_buffers + activations
+};
+
+struct Prediction {
+  Config config;
+  StepBreakdown time;
+  Seconds step_time_lo = 0;  // uncertainty band from the measurement spread (p10 / p90)
+  Seconds step_time_hi = 0;
+  SamplesPerSecond throughput = 0;   // global_batch / step_time
+  double tokens_per_s = 0;           // real tokens/s for sequence workloads, else 0
+  MemoryBreakdown memory;
+  Count collectives_per_step = 0;    // allreduce calls per optimizer step on each rank
+  bool extrapolated = false;         // micro_batch or world_size beyond what was measured
+};
+
+}  // namespace gaccum::model

@@ -1,0 +1,15 @@
+# Runs scripts/make-torchscript-fixture.py with a Python that has torch; a missing torch is a
+# skip (the TorchScript test then says so), not a failure.
+if(NOT PY OR NOT EXISTS "${PY}")
+  message(STATUS "no python3 with torch: TorchScript fixture skipped")
+  return()
+endif()
+execute_process(COMMAND "${PY}" -c "import torch" RESULT_VARIABLE has_torch OUTPUT_QUIET ERROR_QUIET)
+if(NOT has_torch EQUAL 0)
+  message(STATUS "python3-torch not installed: TorchScript fixture skipped")
+  return()
+endif()
+execute_process(COMMAND "${PY}" "${SCRIPT}" "${OUT}" RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "make-torchscript-fixture.py failed (${rc})")
+endif()

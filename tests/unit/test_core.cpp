@@ -1,0 +1,125 @@
+// Unit tests for core: JSON field readers, profile.json round trip and validation, atomic files.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/hash.hpp"
+#include "core/json_fields.hpp"
+#include "core/profile.hpp"
+#include "core/strategy.hpp"
+
+using namespace gaccum;
+using nlohmann::json;
+
+TEST_CASE("JsonFields names the field in every error", "[json]") {
+  json j = {{"a", 3}, {"b", "x"}, {"c", 2.5}, {"d", -1}, {"e", "2GiB"}, {"big", 18446744073709551615ull}};
+  JsonFields f(j, "job.json");
+  CHECK(f.positive("a") == 3);
+  CHECK(f.str("b") == "x");
+  CHECK_THROWS_WITH(f.positive("c"), Catch::Contains("job.json.c") && Catch::Contains("integer"));
+  CHECK_THROWS_WITH(f.positive("d"), Catch::Contains("job.json.d"));
+  CHECK(f.bytes("e") == 2147483648ull);
+  CHECK_THROWS_WITH(f.positive("big"), Catch::Contains("64 bits"));
+  CHECK_THROWS_WITH(f.str("missing"), Catch::Contains("missing required field 'missing'"));
+  CHECK_THROWS_WITH(f.str("a"), Catch::Contains("expected a string"));
+  json k = {{"known", 1}, {"typo", 2}};
+  JsonFields g(k, "x");
+  (void)g.positive("known");
+  CHECK(g.unknown_keys() == std::vector<std::string>{"typo"});
+  CHECK_THROWS_AS(parse_json_text("{\"a\": ", "f.json"), InputError);
+}
+
+TEST_CASE("timing stats use linear-interpolated quantiles", "[profile]") {
+  auto t = TimingStats::from_samples({5, 1, 3, 2, 4});
+  CHECK(t.median == Approx(3));
+  CHECK(t.min == 1);
+  CHECK(t.max == 5);
+  CHECK(t.mean == Approx(3));
+  CHECK(t.p10 == Approx(1.4));  // pos 0.4 between 1 and 2
+  CHECK(t.p90 == Approx(4.6));
+}
+
+static Profile sample_profile() {
+  Profile p;
+  p.created_utc = "2026-11-29T00:00:00Z";
+  p.hardware = {"host", "cpu", "Test CPU", 2, 1, 2 * GiB, 0, ""};
+  p.versions = {"0.1.0", "1.13.1", "", "", "0.5.0"};
+  p.workload.name = "gpt-tiny";
+  p.workload.kind = "gpt";
+  p.workload.hash = "0123456789abcdef";
+  p.workload.dtype = "float32";
+  p.workload.param_count = 10;
+  p.workload.param_bytes = 40;
+  p.workload.param_tensor_bytes = {24, 16};
+  p.workload.tokens_per_sample = 64;
+  p.workload.mean_tokens_per_sample = 40;
+  p.settings.ranks = {1, 2};
+  p.memory.push_back({4, 40, 40, 80, 1000, 840, 0});
+  ComputePoint c;
+  c.micro_batch = 4;
+  c.micro_step = TimingStats::from_samples({0.01, 0.012, 0.011});
+  p.compute.push_back(c);
+  p.optimizer.push_back({1, TimingStats::from_samples({0.001})});
+  p.allreduce.push_back({"gloo", 2, 4096, 1e-4, 4.096e7, 4.096e7, 0, "sweep", {1e-4}});
+  p.grad_norms.push_back({4, {1.0, 2.0}});
+  p.overlap.push_back({2, 4, 0.01, 0.005, 0.012});
+  p.max_micro_batch_fitting = 64;
+  p.notes = {"hello"};
+  return p;
+}
+
+TEST_CASE("profile.json round-trips and is validated", "[profile]") {
+  auto p = sample_profile();
+  auto j = to_json(p);
+  auto q = profile_from_json(j, "p.json");
+  CHECK(to_json(q) == j);
+
+  SECTION("another schema version is refused with advice") {
+    auto k = j;
+    k["schema_version"] = 99;
+    CHECK_THROWS_WITH(profile_from_json(k, "p.json"), Catch::Contains("schema version 99") && Catch::Contains("re-run"));
+  }
+  SECTION("tensor sizes must add up") {
+    auto k = j;
+    k["workload"]["param_bytes"] = 41;
+    CHECK_THROWS_AS(profile_from_json(k, "p.json"), ProfileError);
+  }
+  SECTION("a missing field is named") {
+    auto k = j;
+    k["hardware"].erase("device_kind");
+    CHECK_THROWS_WITH(profile_from_json(k, "p.json"), Catch::Contains("hardware") && Catch::Contains("device_kind"));
+  }
+  SECTION("a profile of another workload is refused") {
+    auto dir = std::filesystem::temp_directory_path() / "gaccum_test_profile";
+    std::filesystem::create_directories(dir);
+    auto path = (dir / "p.json").string();
+    save_profile(p, path);
+    CHECK(load_profile(path, p.workload.hash).workload.name == "gpt-tiny");
+    CHECK_THROWS_WITH(load_profile(path, "ffffffffffffffff"), Catch::Contains("re-run `gaccum-tune profile`"));
+  }
+}
+
+TEST_CASE("atomic writes leave no temp file and replace content", "[file]") {
+  auto dir = std::filesystem::temp_directory_path() / "gaccum_test_atomic";
+  std::filesystem::remove_all(dir);
+  auto path = dir / "sub" / "out.txt";
+  write_file_atomic(path, "first");
+  write_file_atomic(path, "second");
+  CHECK(read_file(path, "x") == "second");
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(path.parent_path())) files += e.is_regular_file();
+  CHECK(files == 1);
+  CHECK_THROWS_AS(read_file(dir / "nope", "--profile"), InputError);
+}
+
+TEST_CASE("hash and strategy names are stable", "[core]") {
+  CHECK(hex64(fnv1a64("")) == "cbf29ce484222325");
+  CHECK(hex64(fnv1a64("a")) == "af63dc4c8601ec8c");
+  CHECK(parse_strategy("every-step") == Strategy::every_step);
+  CHECK(parse_strategy("every_step") == Strategy::every_step);
+  CHECK(to_string(Strategy::overlap) == "overlap");
+  CHECK_THROWS_AS(parse_strategy("ddp"), InputError);
+}

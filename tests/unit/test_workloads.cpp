@@ -1,0 +1,167 @@
+// Unit tests for workloads/: parameter counts against hand-computed formulas, finite gradients,
+// deterministic sample-exact data, variable token counts, TorchScript loading.
+#include <catch2/catch.hpp>
+
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "workloads/optimizer.hpp"
+#include "workloads/workload.hpp"
+
+using namespace gaccum;
+using namespace gaccum::workloads;
+
+static std::unique_ptr<Workload> preset(const std::string& name, const std::string& dtype = "float32") {
+  WorkloadConfig cfg;
+  cfg.name = name;
+  cfg.dtype = dtype;
+  return make_workload(cfg);
+}
+
+TEST_CASE("parameter counts match the hand-computed formulas", "[workloads]") {
+  // mlp 256-512-512-10: sum of fan_in*fan_out + fan_out.
+  CHECK(preset("mlp-small")->identity().param_count == (256 * 512 + 512) + (512 * 512 + 512) + (512 * 10 + 10));
+  // gpt: V d + S d + n (12 d^2 + 13 d) + 2 d + d V.
+  auto gpt = [](Count n, Count d, Count S, Count V) { return V * d + S * d + n * (12 * d * d + 13 * d) + 2 * d + d * V; };
+  CHECK(preset("gpt-tiny")->identity().param_count == gpt(2, 128, 64, 512));
+  CHECK(gpt(2, 128, 64, 512) == 536064);
+  CHECK(preset("gpt-small")->identity().param_count == gpt(4, 256, 128, 2048));
+  // cnn channels 16,32: stem 27*16+16, stages 2(9c^2+c), transition 9*16*32+32, head 32*10+10.
+  CHECK(preset("cnn-small")->identity().param_count ==
+        (27 * 16 + 16) + 2 * (9 * 16 * 16 + 16) + (9 * 16 * 32 + 32) + 2 * (9 * 32 * 32 + 32) + (32 * 10 + 10));
+}
+
+TEST_CASE("parameter bytes are count x dtype size and per-tensor sizes add up", "[workloads]") {
+  for (const auto& dtype : {"float32", "float64"}) {
+    auto w = preset("gpt-tiny", dtype);
+    const auto& id = w->identity();
+    CHECK(id.param_bytes == static_cast<Bytes>(id.param_count) * (std::string(dtype) == "float32" ? 4 : 8));
+    Bytes sum = 0;
+    for (auto b : id.param_tensor_bytes) sum += b;
+    CHECK(sum == id.param_bytes);
+    CHECK(id.param_tensor_bytes.size() == w->parameters().size());
+  }
+}
+
+TEST_CASE("identity hash depends on hyper-parameters and dtype only", "[workloads]") {
+  auto a = preset("gpt-tiny")->identity().hash;
+  CHECK(preset("gpt-tiny")->identity().hash == a);
+  CHECK(preset("gpt-tiny", "float64")->identity().hash != a);
+  auto cfg = parse_workload_arg("gpt-tiny:layers=3");
+  CHECK(make_workload(cfg)->identity().hash != a);
+  CHECK(a.size() == 16);
+}
+
+TEST_CASE("every preset runs forward and backward with finite gradients", "[workloads]") {
+  torch::set_num_threads(1);
+  for (const auto& p : presets()) {
+    if (p.name == "gpt-small") continue;  // same code as gpt-tiny, slower
+    auto w = preset(p.name);
+    auto batch = w->make_batch(7, 0, 3);
+    auto out = w->forward(batch);
+    auto loss = w->loss_sum(out, batch) / double(batch.loss_terms);
+    CHECK(std::isfinite(loss.item<double>()));
+    loss.backward();
+    for (const auto& param : w->parameters()) {
+      REQUIRE(param.grad().defined());
+      CHECK(torch::isfinite(param.grad()).all().item<bool>());
+    }
+    CHECK(w->parameters().front().grad().abs().sum().item<double>() > 0);
+  }
+}
+
+TEST_CASE("batches are deterministic and sample-exact", "[workloads]") {
+  for (const auto& name : {"mlp-small", "gpt-tiny", "cnn-small"}) {
+    auto w = preset(name);
+    auto a = w->make_batch(1, 10, 4);
+    auto b = w->make_batch(1, 10, 4);
+    CHECK(torch::equal(a.input, b.input));
+    CHECK(torch::equal(a.target, b.target));
+    // Two halves concatenated equal the whole: the runner's one-pass reference relies on it.
+    auto h1 = w->make_batch(1, 10, 2), h2 = w->make_batch(1, 12, 2);
+    CHECK(torch::equal(torch::cat({h1.input, h2.input}), a.input));
+    CHECK(torch::equal(torch::cat({h1.target, h2.target}), a.target));
+    CHECK(h1.loss_terms + h2.loss_terms == a.loss_terms);
+    // Other samples (another rank/step) and another seed differ.
+    CHECK_FALSE(torch::equal(w->make_batch(1, 14, 4).input, a.input));
+    CHECK_FALSE(torch::equal(w->make_batch(2, 10, 4).input, a.input));
+  }
+}
+
+TEST_CASE("sample offsets tile the global batch without overlap", "[workloads]") {
+  // b=2, k=3, p=2: B = 12. Window 1 starts at 12; rank 1 micro 0 at 12 + 3*2 = 18.
+  CHECK(sample_offset(0, 0, 0, 2, 3, 2) == 0);
+  CHECK(sample_offset(0, 0, 2, 2, 3, 2) == 4);
+  CHECK(sample_offset(0, 1, 0, 2, 3, 2) == 6);
+  CHECK(sample_offset(1, 1, 0, 2, 3, 2) == 18);
+  CHECK(sample_offset(1, 1, 2, 2, 3, 2) == 22);
+}
+
+TEST_CASE("gpt micro-batches carry different numbers of real tokens", "[workloads]") {
+  auto w = preset("gpt-tiny");
+  std::set<Count> terms;
+  for (int i = 0; i < 8; ++i) terms.insert(w->make_batch(3, i * 4, 4).loss_terms);
+  CHECK(terms.size() > 1);
+  auto b = w->make_batch(3, 0, 4);
+  CHECK(b.loss_terms == (b.target != -100).sum().item<Count>());
+  CHECK(b.loss_terms >= 4 * 16);   // lengths in [seq/4, seq]
+  CHECK(b.loss_terms <= 4 * 64);
+}
+
+TEST_CASE("optimizer state and zero_grad", "[workloads]") {
+  auto w = preset("mlp-small");
+  auto params = w->parameters();
+  zero_grad(params);
+  for (const auto& p : params) CHECK(p.grad().abs().sum().item<double>() == 0);
+  CHECK(optimizer_state_slots("adam") == 2);
+  CHECK(optimizer_state_slots("sgd") == 1);
+  CHECK_THROWS_AS(make_optimizer(params, "lamb", 1e-3), InputError);
+}
+
+TEST_CASE("workload names and overrides are validated", "[workloads]") {
+  CHECK_THROWS_WITH(make_workload(parse_workload_arg("gpt-huge")), Catch::Contains("unknown workload 'gpt-huge'"));
+  CHECK_THROWS_WITH(make_workload(parse_workload_arg("gpt-tiny:depth=3")), Catch::Contains("no hyper-parameter 'depth'"));
+  CHECK_THROWS_AS(parse_workload_arg("gpt-tiny:layers=0"), InputError);
+  CHECK_THROWS_WITH(make_workload(parse_workload_arg("gpt-tiny:heads=3")), Catch::Contains("not divisible"));
+  auto cfg = parse_workload_arg("mlp-small:hidden=64x32");
+  CHECK(make_workload(cfg)->identity().param_count == (256 * 64 + 64) + (64 * 32 + 32) + (32 * 10 + 10));
+  CHECK_THROWS_AS(resolve_device("tpu"), InputError);
+  CHECK(resolve_device("cpu") == "cpu");
+}
+
+// The fixture script (scripts/make-torchscript-fixture.py, run by CTest before this test)
+// writes a scripted model; without python3-torch this test is skipped with a message.
+TEST_CASE("TorchScript workloads load, train, and reject corrupt files", "[workloads][torchscript]") {
+  const char* dir = std::getenv("GACCUM_FIXTURE_DIR");
+  std::filesystem::path model = dir ? std::filesystem::path(dir) / "tiny_cnn.pt" : "";
+  if (!dir || !std::filesystem::exists(model)) {
+    WARN("skipped: no TorchScript fixture (needs python3-torch; run scripts/make-torchscript-fixture.py)");
+    return;
+  }
+  WorkloadConfig cfg;
+  cfg.name = "torchscript";
+  cfg.torchscript_path = model.string();
+  cfg.input_shape = {3, 16, 16};
+  cfg.target = "classes:10";
+  auto w = make_workload(cfg);
+  CHECK(w->identity().kind == "torchscript");
+  CHECK(w->identity().param_count > 0);
+  auto b = w->make_batch(1, 0, 4);
+  auto loss = w->loss_sum(w->forward(b), b);
+  loss.backward();
+  CHECK(w->parameters().front().grad().defined());
+
+  auto corrupt = std::filesystem::temp_directory_path() / "gaccum_corrupt.pt";
+  { std::ofstream(corrupt) << "this is not a zip archive"; }
+  cfg.torchscript_path = corrupt.string();
+  CHECK_THROWS_WITH(make_workload(cfg), Catch::Contains("not a loadable TorchScript file"));
+  cfg.torchscript_path = model.string();
+  cfg.target = "classes:7";
+  auto w7 = make_workload(cfg);
+  auto b7 = w7->make_batch(1, 0, 2);
+  CHECK_THROWS_WITH(w7->loss_sum(w7->forward(b7), b7), Catch::Contains("--target"));
+}

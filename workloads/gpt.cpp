@@ -1,0 +1,138 @@
+// What: `gpt`, a decoder-only transformer language model (pre-LayerNorm blocks, causal
+//       multi-head self-attention, GELU MLP of width 4*d_model, learned positions, untied head).
+// Data: sequences of a fixed random Markov chain over the vocabulary (each token has 4 possible
+//       successors), of variable length L ~ U[ceil(seq_len/4), seq_len], padded to seq_len.
+//       Shapes stay fixed (so memory is a function of micro_batch alone) while the number of
+//       real tokens differs between micro-batches: token-level loss must be normalised by the
+//       tokens in the window, not by accum_steps.
+// Loss: cross-entropy summed over real tokens (targets on padding are -100, ignored).
+// Parameters (d = d_model, V = vocab, S = seq_len, n = layers):
+//       V*d (tokens) + S*d (positions) + n*(12 d^2 + 13 d) + 2 d (final LN) + d*V (head).
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "workloads/module_workload.hpp"
+#include "workloads/synthetic_rng.hpp"
+
+namespace gaccum::workloads {
+namespace {
+
+struct Block : torch::nn::Module {
+  Block(Count d, Count heads) : d_(d), heads_(heads) {
+    ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+    qkv = register_module("qkv", torch::nn::Linear(d, 3 * d));
+    proj = register_module("proj", torch::nn::Linear(d, d));
+    ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+    fc1 = register_module("fc1", torch::nn::Linear(d, 4 * d));
+    fc2 = register_module("fc2", torch::nn::Linear(4 * d, d));
+  }
+  // x: [b, s, d]; causal: [s, s] additive mask (0 or -inf).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& causal) {
+    const auto b = x.size(0), s = x.size(1), dh = d_ / heads_;
+    auto qkv_out = qkv->forward(ln1->forward(x)).view({b, s, 3, heads_, dh}).permute({2, 0, 3, 1, 4});
+    auto q = qkv_out[0], k = qkv_out[1], v = qkv_out[2];          // [b, h, s, dh]
+    auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(dh)));  // [b, h, s, s]
+    att = torch::softmax(att + causal, -1);
+    auto y = torch::matmul(att, v).transpose(1, 2).reshape({b, s, d_});  // [b, s, d]
+    auto h = x + proj->forward(y);
+    return h + fc2->forward(torch::gelu(fc1->forward(ln2->forward(h))));
+  }
+  Count d_, heads_;
+  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+  torch::nn::Linear qkv{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr};
+};
+
+struct GptNet : torch::nn::Module {
+  GptNet(Count layers, Count d, Count heads, Count seq, Count vocab) {
+    tok = register_module("tok", torch::nn::Embedding(vocab, d));
+    pos = register_module("pos", torch::nn::Embedding(seq, d));
+    for (Count i = 0; i < layers; ++i) blocks.push_back(register_module("block" + std::to_string(i), std::make_shared<Block>(d, heads)));
+    ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+    head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(d, vocab).bias(false)));
+  }
+  torch::Tensor forward(const torch::Tensor& tokens) {  // [b, s] -> logits [b, s, V]
+    const auto s = tokens.size(1);
+    auto positions = torch::arange(s, tokens.options());
+    auto x = tok->forward(tokens) + pos->forward(positions);
+    auto causal = torch::full({s, s}, -std::numeric_limits<double>::infinity(), x.options()).triu(1);
+    for (auto& blk : blocks) x = blk->forward(x, causal);
+    return head->forward(ln_f->forward(x));
+  }
+  torch::nn::Embedding tok{nullptr}, pos{nullptr};
+  std::vector<std::shared_ptr<Block>> blocks;
+  torch::nn::LayerNorm ln_f{nullptr};
+  torch::nn::Linear head{nullptr};
+};
+
+class Gpt final : public ModuleWorkload {
+ public:
+  Gpt(WorkloadIdentity id, const WorkloadConfig& cfg) : ModuleWorkload(std::move(id), cfg) {
+    const auto& h = identity_.hyper;
+    const auto& n = identity_.name;
+    layers_ = hyper_int(h, n, "layers");
+    d_ = hyper_int(h, n, "d_model");
+    heads_ = hyper_int(h, n, "heads");
+    seq_ = hyper_int(h, n, "seq_len");
+    vocab_ = hyper_int(h, n, "vocab");
+    if (d_ % heads_ != 0)
+      throw InputError(fmt::format("workload {}: d_model {} is not divisible by heads {}", n, d_, heads_));
+    if (vocab_ < 8) throw InputError(fmt::format("workload {}: vocab must be at least 8, got {}", n, vocab_));
+    min_len_ = std::max<Count>(1, (seq_ + 3) / 4);
+    identity_.tokens_per_sample = seq_;
+    identity_.mean_tokens_per_sample = 0.5 * double(min_len_ + seq_);
+    net_ = std::make_shared<GptNet>(layers_, d_, heads_, seq_, vocab_);
+    adopt(net_);
+  }
+
+  torch::Tensor forward(const Batch& b) override { return net_->forward(b.input); }
+
+  torch::Tensor loss_sum(const torch::Tensor& out, const Batch& b) const override {
+    return torch::nn::functional::cross_entropy(
+        out.reshape({-1, vocab_}), b.target.reshape({-1}),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
+  }
+
+  Batch make_batch(std::uint64_t seed, Count first, Count count) const override {
+    auto x = torch::zeros({count, seq_}, torch::kInt64);
+    auto y = torch::full({count, seq_}, -100, torch::kInt64);
+    auto* xp = x.data_ptr<std::int64_t>();
+    auto* yp = y.data_ptr<std::int64_t>();
+    const auto V = static_cast<std::uint64_t>(vocab_);
+    SampleRng chain(0x6a7e, 0, 0);  // the Markov chain itself: fixed for the workload
+    Count terms = 0;
+    for (Count s = 0; s < count; ++s) {
+      SampleRng rng(seed, static_cast<std::uint64_t>(first + s), 3);
+      Count len = min_len_ + static_cast<Count>(rng.below(0, static_cast<std::uint64_t>(seq_ - min_len_ + 1)));
+      std::uint64_t tok = 1 + rng.below(1, V - 1);  // token 0 is padding
+      for (Count t = 0; t <= len; ++t) {
+        if (t < len) xp[s * seq_ + t] = static_cast<std::int64_t>(tok);
+        if (t > 0) yp[s * seq_ + t - 1] = static_cast<std::int64_t>(tok);
+        std::uint64_t pick = rng.below(2 + static_cast<std::uint64_t>(t), 4);
+        tok = 1 + chain.below(tok * 4 + pick, V - 1);
+      }
+      terms += len;
+    }
+    Batch b;
+    b.input = x.to(device_);
+    b.target = y.to(device_);
+    b.samples = count;
+    b.loss_terms = terms;
+    return b;
+  }
+
+ private:
+  Count layers_ = 0, d_ = 0, heads_ = 0, seq_ = 0, vocab_ = 0, min_len_ = 1;
+  std::shared_ptr<GptNet> net_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_gpt(WorkloadIdentity id, const WorkloadConfig& cfg) {
+  return std::make_unique<Gpt>(std::move(id), cfg);
+}
+
+}  // namespace gaccum::workloads

@@ -1,0 +1,104 @@
+// What: the networks being trained (DESIGN.md, Workloads): a common interface over LibTorch
+//       modules (mlp, gpt, cnn) and a user's TorchScript file, each with a deterministic
+//       synthetic data stream and a loss that reports its own normaliser.
+// Why: the profiler and the runner must execute exactly the same micro-step, and the runner's
+//      gradient-equivalence check needs sample-exact data: sample i of the stream depends only on
+//      (seed, i), so a window's micro-batches concatenated equal the one-pass reference batch.
+//
+// Shapes: mlp input [b, in], target [b] (int64 class); gpt input/target [b, seq_len] (int64
+// tokens, target -100 on padding); cnn input [b, 3, H, W], target [b]; torchscript input
+// [b, *input_shape], target [b] (classes) or [b, D] (regression).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include "core/profile.hpp"
+#include "core/units.hpp"
+
+namespace gaccum::workloads {
+
+struct Batch {
+  torch::Tensor input;
+  torch::Tensor target;
+  Count samples = 0;
+  Count loss_terms = 0;  // what the loss sum is normalised by: samples, or real tokens (gpt)
+};
+
+// How a user asks for a workload. `name` is a preset ("gpt-tiny"), a kind ("gpt") or
+// "torchscript"; `overrides` replace preset hyper-parameters ({"layers": 4}).
+struct WorkloadConfig {
+  std::string name = "gpt-tiny";
+  nlohmann::json overrides = nlohmann::json::object();
+  std::string dtype = "float32";        // float32 | float64
+  std::string device = "cpu";           // cpu | cuda | cuda:N (already resolved, not "auto")
+  std::uint64_t init_seed = 1234;       // parameter initialisation (identical on all ranks)
+  // TorchScript only:
+  std::string torchscript_path;
+  std::vector<Count> input_shape;       // per sample, e.g. {3, 32, 32}
+  std::string target;                   // "classes:10" or "regression:4"
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  Workload(const Workload&) = delete;
+  Workload& operator=(const Workload&) = delete;
+
+  const WorkloadIdentity& identity() const { return identity_; }
+  torch::Device device() const { return device_; }
+  torch::Dtype dtype() const { return dtype_; }
+
+  // Trainable parameters in registration order (the order DDP buckets them in reverse).
+  virtual std::vector<torch::Tensor> parameters() const = 0;
+  virtual std::vector<std::string> parameter_names() const = 0;
+  virtual torch::Tensor forward(const Batch& batch) = 0;
+  // Sum (not mean) of the per-term losses of `output`, a 0-dim tensor; divide by the window's
+  // loss_terms to normalise.
+  virtual torch::Tensor loss_sum(const torch::Tensor& output, const Batch& batch) const = 0;
+  // Samples [first_sample, first_sample + count) of the stream `seed`, on device(), in dtype().
+  virtual Batch make_batch(std::uint64_t seed, Count first_sample, Count count) const = 0;
+
+ protected:
+  Workload(WorkloadIdentity id, torch::Device device, torch::Dtype dtype)
+      : identity_(std::move(id)), device_(device), dtype_(dtype) {}
+  // Fills param_count / param_bytes / param_tensor_bytes / hash from parameters(); call last
+  // in a derived constructor. `extra_identity` joins the hash (e.g. a file's content hash).
+  void finish_identity(const std::string& extra_identity = "");
+
+  WorkloadIdentity identity_;
+  torch::Device device_;
+  torch::Dtype dtype_;
+};
+
+// Where sample indices come from in a distributed accumulation window (the runner's layout):
+// window `step` covers global_batch = b*k*p samples; rank r, micro-step m reads
+// [step*B + (r*k + m)*b, ... + b).
+Count sample_offset(Count step, Count rank, Count micro, Count micro_batch, Count accum_steps, Count world_size);
+
+std::unique_ptr<Workload> make_workload(const WorkloadConfig& cfg);
+
+struct PresetInfo {
+  std::string name;
+  std::string kind;
+  std::string description;
+  nlohmann::json hyper;
+};
+const std::vector<PresetInfo>& presets();
+
+// "cpu", "cuda", "cuda:1" or "auto" (cuda:0 when LibTorch has CUDA and a device answers, else
+// cpu). InputError naming --device for anything else or for cuda without a device.
+std::string resolve_device(const std::string& requested);
+
+// Parses "gpt-tiny", "gpt-tiny:layers=4,seq_len=128" into name + overrides.
+WorkloadConfig parse_workload_arg(const std::string& text);
+
+torch::Dtype parse_dtype(const std::string& text);
+Bytes dtype_size(torch::Dtype dt);
+
+}  // namespace gaccum::workloads
