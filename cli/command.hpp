@@ -20,6 +20,7 @@ using AddCommand = void (*)(CLI::App& app, Action& action);
 
 void add_version_command(CLI::App& app, Action& action);
 void add_workloads_command(CLI::App& app, Action& action);
+void add_worker_command(CLI::App& app, Action& action);  // hidden; rank processes
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;
