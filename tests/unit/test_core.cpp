@@ -123,3 +123,22 @@ TEST_CASE("hash and strategy names are stable", "[core]") {
   CHECK(to_string(Strategy::overlap) == "overlap");
   CHECK_THROWS_AS(parse_strategy("ddp"), InputError);
 }
+
+#include "core/buckets.hpp"
+
+TEST_CASE("DDP bucket assignment: reverse order, 1 MiB first cap, 25 MiB after", "[buckets]") {
+  // Registration order sizes (MiB): a=10, b=10, c=0.5, d=0.75. Backward order: d, c, b, a.
+  std::vector<Bytes> sizes{10 * MiB, 10 * MiB, MiB / 2, 3 * MiB / 4};
+  auto b = assign_buckets(sizes);
+  // d (0.75) + c (0.5) = 1.25 MiB >= 1 MiB closes bucket 0; b + a = 20 MiB < 25 MiB stays open.
+  REQUIRE(b.size() == 2);
+  CHECK(b[0].params == std::vector<std::size_t>{3, 2});
+  CHECK(b[0].bytes == MiB + MiB / 4);
+  CHECK(b[1].params == std::vector<std::size_t>{1, 0});
+  CHECK(b[1].bytes == 20 * MiB);
+  // A single huge tensor is its own bucket.
+  auto big = assign_buckets({30 * MiB, 30 * MiB});
+  REQUIRE(big.size() == 2);
+  CHECK(big[0].bytes == 30 * MiB);
+  CHECK(assign_buckets({}).empty());
+}
