@@ -19,6 +19,30 @@ if(NOT TARGET yaml-cpp::yaml-cpp)
 endif()
 
 # --- LibTorch ---------------------------------------------------------------------------------
+# TorchConfig.cmake looks for libtorch/libc10 with find_library(... PATHS <prefix>/lib), which
+# searches the system first: with Debian's libtorch-dev installed, a pip torch would silently
+# link Debian's libtorch.so. Point those cache entries at the chosen prefix before it runs.
+set(_gaccum_torch_cfgs "")
+if(Torch_DIR)
+  list(APPEND _gaccum_torch_cfgs "${Torch_DIR}/TorchConfig.cmake")
+endif()
+foreach(_p IN LISTS CMAKE_PREFIX_PATH)
+  list(APPEND _gaccum_torch_cfgs "${_p}/Torch/TorchConfig.cmake" "${_p}/share/cmake/Torch/TorchConfig.cmake")
+endforeach()
+foreach(_cfg IN LISTS _gaccum_torch_cfgs)
+  if(EXISTS "${_cfg}")
+    get_filename_component(_tprefix "${_cfg}/../../../.." ABSOLUTE)
+    foreach(_lib torch c10 torch_cpu)
+      if(EXISTS "${_tprefix}/lib/lib${_lib}.so")
+        set(${_lib}_LIBRARY "${_tprefix}/lib/lib${_lib}.so" CACHE FILEPATH "LibTorch ${_lib}" FORCE)
+      endif()
+    endforeach()
+    if(EXISTS "${_tprefix}/lib/libtorch.so")
+      set(TORCH_LIBRARY "${_tprefix}/lib/libtorch.so" CACHE FILEPATH "LibTorch" FORCE)
+    endif()
+    break()
+  endif()
+endforeach()
 find_package(Torch REQUIRED)
 # TORCH_CXX_FLAGS carries -D_GLIBCXX_USE_CXX11_ABI=...; it must match for every TU we link.
 separate_arguments(GACCUM_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
@@ -58,7 +82,7 @@ if(NOT GACCUM_WITH_CUDA STREQUAL "OFF")
     HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib /usr/local/cuda/lib
           /usr/local/cuda/lib64)
   if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    if(NOT CMAKE_CUDA_ARCHITECTURES)  # unset, or OFF as a CUDA LibTorch's config leaves it
       # sm_80 (A100) and sm_90 (H100/H200); override with -DCMAKE_CUDA_ARCHITECTURES=...
       set(CMAKE_CUDA_ARCHITECTURES 80 90)
     endif()
