@@ -11,6 +11,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -90,15 +92,40 @@ class C10dServer final : public StoreServer {
 
 class WorkHandle final : public PendingCollective {
  public:
-  explicit WorkHandle(c10::intrusive_ptr<c10d::Work> w) : w_(std::move(w)) {}
+  // track_completion: record the completion time from the work's future (Gloo only: an NCCL
+  // future completes when the kernel is enqueued, not when it ends).
+  WorkHandle(c10::intrusive_ptr<c10d::Work> w, bool track_completion) : w_(std::move(w)) {
+    if (!track_completion) return;
+    done_ = std::make_shared<std::atomic<std::int64_t>>(-1);
+    try {
+      auto fut = w_->getFuture();
+      if (!fut) {
+        done_.reset();
+        return;
+      }
+      auto done = done_;
+      fut->addCallback([done](c10::ivalue::Future&) {
+        done->store(Clock::now().time_since_epoch().count(), std::memory_order_release);
+      });
+    } catch (const std::exception&) {
+      done_.reset();  // this backend's work has no future: wait()'s return time is used
+    }
+  }
   void wait() override {
     if (!w_) return;
     GACCUM_C10D("allreduce.wait", w_->wait());
     w_.reset();
   }
+  std::optional<Clock::time_point> completed_at() const override {
+    if (!done_) return std::nullopt;
+    auto t = done_->load(std::memory_order_acquire);
+    if (t < 0) return std::nullopt;
+    return Clock::time_point(Clock::duration(t));
+  }
 
  private:
   c10::intrusive_ptr<c10d::Work> w_;
+  std::shared_ptr<std::atomic<std::int64_t>> done_;
 };
 
 template <class PG>
@@ -113,7 +140,7 @@ class C10dCommunicator final : public Communicator {
     c10d::AllreduceOptions o;
     o.reduceOp = c10d::ReduceOp::SUM;
     auto work = GACCUM_C10D("allreduce", pg_->allreduce(v, o));
-    return std::make_unique<WorkHandle>(std::move(work));
+    return std::make_unique<WorkHandle>(std::move(work), backend_ == "gloo");
   }
 
   void broadcast(torch::Tensor& t, int root) override {
@@ -158,10 +185,22 @@ std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptio
   so.numWorkers = c10::nullopt;
   so.waitWorkers = false;
   so.timeout = to_ms(opts.timeout);
-  auto tcp = GACCUM_C10D("TCPStore(connect " + ctx.master_addr + ":" + std::to_string(ctx.master_port) + ")",
-                         c10::make_intrusive<c10d::TCPStore>(ctx.master_addr, so));
+  c10::intrusive_ptr<c10d::TCPStore> tcp;
+  try {
+    tcp = GACCUM_C10D("TCPStore(connect " + ctx.master_addr + ":" + std::to_string(ctx.master_port) + ")",
+                      c10::make_intrusive<c10d::TCPStore>(ctx.master_addr, so));
+  } catch (const RuntimeFailure& e) {
+    const std::string what = e.what();
+    if (so.isServer && (what.find("Address already in use") != std::string::npos ||
+                        what.find("errno: 98") != std::string::npos))
+      throw InputError(fmt::format("environment: MASTER_PORT={} is already in use on this host (rank 0 hosts the "
+                                   "rendezvous store there): choose a free port for MASTER_PORT",
+                                   ctx.master_port));
+    throw;
+  }
   StorePtr store = c10::make_intrusive<c10d::PrefixStore>(opts.key_prefix, tcp);
   auto kv = std::make_unique<C10dStore>(store);
+  if (opts.after_store) opts.after_store(*kv);
 
   if (opts.backend == "gloo") {
     auto go = c10d::ProcessGroupGloo::Options::create();

@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,8 +25,13 @@ namespace gaccum::comm {
 // A collective in flight.
 class PendingCollective {
  public:
+  using Clock = std::chrono::steady_clock;
   virtual ~PendingCollective() = default;
   virtual void wait() = 0;
+  // When the backend finished the collective, where it reports that (Gloo, through the work's
+  // future); nullopt otherwise (NCCL: completion is a stream event), then the caller takes
+  // the time wait() returned as an upper bound.
+  virtual std::optional<Clock::time_point> completed_at() const { return std::nullopt; }
 };
 
 // Key/value rendezvous store shared by all ranks of one job.
@@ -81,8 +88,13 @@ struct ConnectOptions {
   std::string key_prefix = "gaccum";     // namespaces keys of concurrent jobs on one store
   std::string gloo_interface_host = "";  // hostname/IP Gloo binds to; default: 127.0.0.1 when
                                          // master_addr is loopback, else this host's name
+  // Called once the store is connected and before the process group is created (whose
+  // construction blocks until every rank joined): e.g. a rendezvous that names missing ranks.
+  std::function<void(KeyValueStore&)> after_store;
 };
 
+// A rank-0-hosted store (torchrun without the agent store, Slurm, mpirun) whose MASTER_PORT is
+// already taken throws InputError naming MASTER_PORT.
 std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptions& opts);
 
 // Which c10d backends this LibTorch build offers ("gloo", "nccl").

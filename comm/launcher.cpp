@@ -194,7 +194,21 @@ LaunchResult launch_local(const LaunchOptions& opts) {
     if (bad) {
       res.failed_rank = bad->rank;
       res.failure = bad->describe();
-      if (secondary(*bad)) res.failure += " (a collective failed: a peer died or the network failed)";
+      if (secondary(*bad)) {
+        // Its peers gave up on a collective and nobody died: the ranks still running are the
+        // ones that stopped taking part (hung), so they are the cause to name.
+        std::vector<std::string> hung;
+        for (const auto& st : res.ranks)
+          if (!st.finished) {
+            if (hung.empty()) res.failed_rank = st.rank;
+            hung.push_back(fmt::format("rank {} (pid {})", st.rank, st.pid));
+          }
+        if (hung.empty())
+          res.failure += " (a collective failed: a peer died or the network failed)";
+        else
+          res.failure = fmt::format("{} stopped responding (hung?): {} (its collective timed out waiting for it)",
+                                    fmt::join(hung, ", "), res.failure);
+      }
       stop_all();
       break;
     }

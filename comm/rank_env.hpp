@@ -1,35 +1,15 @@
-// What: who this process is in a distributed job: rank, world_size, local rank, rendezvous
-//       address, and which launcher started it (our own `--nproc` launcher, torchrun, Slurm,
-//       mpirun, or none).
-// Why: `validate` and `check --distributed` run unchanged under the cluster's own launcher
-//      (DESIGN.md, Runner: launch); the variables each launcher sets are read in one place.
-//   torchrun : RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
-//   Slurm    : SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE; MASTER_ADDR/PORT
-//              from the environment (the README's sbatch script exports them)
-//   mpirun   : OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK (Open MPI) or PMI_RANK/PMI_SIZE (MPICH)
-//   local    : our launcher sets RANK/WORLD_SIZE/... and GACCUM_STORE=launcher
+// What: who this process is in a distributed job (rank, world_size, launcher): re-exports
+//       core/rank_env.hpp into gaccum::comm, where the runner, profiler and communicator use it.
+// Why: rank detection has no LibTorch dependency, so it lives in core/ (the light `gaccum-tune`
+//      binary's `check` reads WORLD_SIZE / SLURM_NTASKS without linking comm/); this header keeps
+//      the comm:: spelling every existing caller uses.
 #pragma once
 
-#include <string>
+#include "core/rank_env.hpp"
 
 namespace gaccum::comm {
 
-struct RankContext {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  int local_world_size = 1;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 0;
-  std::string launcher = "none";   // none | local | torchrun | slurm | mpirun
-  // True when the TCPStore server runs outside the ranks (our launcher, or torchrun's agent
-  // with TORCHELASTIC_USE_AGENT_STORE=True); otherwise rank 0 hosts it.
-  bool store_hosted_externally = false;
-  bool distributed() const { return launcher != "none"; }
-};
-
-// Reads the environment. InputError naming the variable when one is present but malformed
-// (e.g. RANK without WORLD_SIZE, RANK >= WORLD_SIZE, MASTER_PORT not a port).
-RankContext detect_rank_context();
+using gaccum::RankContext;
+using gaccum::detect_rank_context;
 
 }  // namespace gaccum::comm

@@ -183,8 +183,9 @@ std::vector<std::string> JsonFields::unknown_keys() const {
 json parse_json_text(const std::string& text, const std::string& what) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+  } catch (const json::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ..."; a
+    // number beyond double ("1e999") is an out_of_range.406, bad input all the same.
     std::string msg = e.what();
     auto pos = msg.find("] ");
     if (pos != std::string::npos) msg = msg.substr(pos + 2);

@@ -96,6 +96,12 @@ class Gpt final : public ModuleWorkload {
         torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
   }
 
+  Count loss_terms(std::uint64_t seed, Count first, Count count) const override {
+    Count terms = 0;
+    for (Count s = 0; s < count; ++s) terms += sample_length(seed, first + s);
+    return terms;
+  }
+
   Batch make_batch(std::uint64_t seed, Count first, Count count) const override {
     auto x = torch::zeros({count, seq_}, torch::kInt64);
     auto y = torch::full({count, seq_}, -100, torch::kInt64);
@@ -106,7 +112,7 @@ class Gpt final : public ModuleWorkload {
     Count terms = 0;
     for (Count s = 0; s < count; ++s) {
       SampleRng rng(seed, static_cast<std::uint64_t>(first + s), 3);
-      Count len = min_len_ + static_cast<Count>(rng.below(0, static_cast<std::uint64_t>(seq_ - min_len_ + 1)));
+      const Count len = sample_length(seed, first + s);
       std::uint64_t tok = 1 + rng.below(1, V - 1);  // token 0 is padding
       for (Count t = 0; t <= len; ++t) {
         if (t < len) xp[s * seq_ + t] = static_cast<std::int64_t>(tok);
@@ -125,6 +131,12 @@ class Gpt final : public ModuleWorkload {
   }
 
  private:
+  // Real length of sample i, uniform in [min_len_, seq_] (draw 0 of the sample's stream).
+  Count sample_length(std::uint64_t seed, Count sample) const {
+    SampleRng rng(seed, static_cast<std::uint64_t>(sample), 3);
+    return min_len_ + static_cast<Count>(rng.below(0, static_cast<std::uint64_t>(seq_ - min_len_ + 1)));
+  }
+
   Count layers_ = 0, d_ = 0, heads_ = 0, seq_ = 0, vocab_ = 0, min_len_ = 1;
   std::shared_ptr<GptNet> net_;
 };

@@ -63,6 +63,11 @@ class Workload {
   virtual torch::Tensor loss_sum(const torch::Tensor& output, const Batch& batch) const = 0;
   // Samples [first_sample, first_sample + count) of the stream `seed`, on device(), in dtype().
   virtual Batch make_batch(std::uint64_t seed, Count first_sample, Count count) const = 0;
+  // make_batch(seed, first_sample, count).loss_terms without building the batch (the runner
+  // needs a window's token count before its first backward).
+  virtual Count loss_terms(std::uint64_t seed, Count first_sample, Count count) const {
+    return make_batch(seed, first_sample, count).loss_terms;
+  }
 
  protected:
   Workload(WorkloadIdentity id, torch::Device device, torch::Dtype dtype)

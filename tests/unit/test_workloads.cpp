@@ -108,6 +108,8 @@ TEST_CASE("gpt micro-batches carry different numbers of real tokens", "[workload
   CHECK(terms.size() > 1);
   auto b = w->make_batch(3, 0, 4);
   CHECK(b.loss_terms == (b.target != -100).sum().item<Count>());
+  CHECK(w->loss_terms(3, 0, 4) == b.loss_terms);  // counted without building the batch
+  CHECK(w->loss_terms(3, 5, 7) == w->make_batch(3, 5, 7).loss_terms);
   CHECK(b.loss_terms >= 4 * 16);   // lengths in [seq/4, seq]
   CHECK(b.loss_terms <= 4 * 64);
 }

@@ -1,5 +1,5 @@
 // What/why: see rank_env.hpp.
-#include "comm/rank_env.hpp"
+#include "core/rank_env.hpp"
 
 #include <cstdlib>
 #include <optional>
@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "core/parse.hpp"
 
-namespace gaccum::comm {
+namespace gaccum {
 namespace {
 
 std::optional<std::string> env(const char* name) {
@@ -34,7 +34,7 @@ int env_int(const char* name, int min_value) {
 
 }  // namespace
 
-RankContext detect_rank_context() {
+RankContext detect_rank_context(bool need_rendezvous) {
   RankContext ctx;
   if (env("RANK") || env("WORLD_SIZE")) {
     ctx.rank = env_int("RANK", 0);
@@ -76,7 +76,7 @@ RankContext detect_rank_context() {
   if (env("MASTER_PORT")) {
     ctx.master_port = env_int("MASTER_PORT", 1);
     if (ctx.master_port > 65535) throw InputError("environment: MASTER_PORT must be a TCP port (1-65535)");
-  } else if (ctx.world_size > 1) {
+  } else if (ctx.world_size > 1 && need_rendezvous) {
     throw InputError(fmt::format("environment: MASTER_PORT is not set; the {} launcher must export MASTER_ADDR and "
                                  "MASTER_PORT (see README, multi-node)",
                                  ctx.launcher));
@@ -84,4 +84,4 @@ RankContext detect_rank_context() {
   return ctx;
 }
 
-}  // namespace gaccum::comm
+}  // namespace gaccum
