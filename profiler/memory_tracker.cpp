@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "profiler/cuda_support.hpp"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
 #define GACCUM_ALLOCATOR_CONST
@@ -99,7 +100,8 @@ std::unique_ptr<DeviceMemory> memory_for(const torch::Device& device) {
       throw RuntimeFailure("memory: could not install the CPU tracking allocator (another allocator has priority)");
     return std::make_unique<CpuMemory>();
   }
-  throw InputError(fmt::format("--device: memory accounting for '{}' needs a CUDA LibTorch", device.str()));
+  if (device.is_cuda()) return cuda_memory(device);  // InputError on a CPU-only LibTorch
+  throw InputError(fmt::format("--device: no memory accounting for device '{}'", device.str()));
 }
 
 }  // namespace gaccum::profiler

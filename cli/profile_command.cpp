@@ -1,0 +1,166 @@
+// What: `gaccum-tune profile`: measures a workload on this machine (memory per micro_batch,
+//       compute per micro-step, optimizer step, allreduce, gradient norms, overlap) and writes
+//       profile.json (atomically), printing a human summary (profiler/summary.hpp) and, when
+//       stderr is a terminal, a progress line.
+// Why: every later stage (predict, tune, check) runs from this file alone (DESIGN.md, Profiler).
+// Exit codes: 0 ok; 2 bad input (flags, workload name, files); 1 when the workload does not fit
+// the memory cap even at the smallest micro_batch (InfeasibleError: the flags are valid, the
+// request is impossible) or when a rank process fails.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli/command.hpp"
+#include "core/error.hpp"
+#include "core/parse.hpp"
+#include "core/profile.hpp"
+#include "profiler/profile_session.hpp"
+#include "profiler/progress.hpp"
+#include "profiler/summary.hpp"
+
+namespace gaccum::cli {
+namespace {
+
+struct ProfileOptions {
+  std::string workload = "gpt-tiny";
+  std::string torchscript;
+  std::string input_shape;
+  std::string target = "classes:10";
+  std::string dtype = "float32";
+  std::string device = "auto";
+  std::string micro_batches = "auto";
+  std::string memory_cap = "90%";
+  std::string device_memory = "96MiB";
+  std::string max_micro_batch = "auto";
+  std::string time_budget = "30s";
+  std::string ranks = "auto";
+  std::string sizes = "auto";
+  int warmup = 1;
+  int iters = 5;
+  int comm_warmup = 3;
+  int comm_iters = 20;
+  std::string threads_per_rank = "auto";
+  std::string optimizer = "adam";
+  std::uint64_t seed = 1;
+  int grad_norm_batches = 8;
+  std::string timeout = "60s";
+  std::string output = "profile.json";
+  bool quiet = false;
+  bool device_memory_given = false;
+  bool workload_given = false;
+};
+
+profiler::ProfileRequest to_request(const ProfileOptions& o) {
+  profiler::ProfileRequest r;
+  if (!o.torchscript.empty()) {
+    if (o.workload_given && o.workload != "torchscript")
+      throw InputError(fmt::format("--torchscript: use it with --workload torchscript (or without --workload), not "
+                                   "with --workload {}",
+                                   o.workload));
+    r.workload.name = "torchscript";
+    r.workload.torchscript_path = std::filesystem::absolute(o.torchscript).string();
+    if (!o.input_shape.empty()) r.workload.input_shape = parse_count_list(o.input_shape, "--input-shape");
+    r.workload.target = o.target;
+  } else {
+    r.workload = workloads::parse_workload_arg(o.workload);
+    if (r.workload.name == "torchscript")
+      throw InputError("--torchscript: a TorchScript file is required for workload 'torchscript'");
+  }
+  r.workload.dtype = o.dtype;
+  (void)workloads::parse_dtype(o.dtype);
+  r.device = o.device;
+  if (o.micro_batches != "auto") r.micro_batches = parse_count_list(o.micro_batches, "--micro-batches");
+  r.memory_cap = parse_memory_cap(o.memory_cap, "--memory-cap");
+  if (o.device_memory_given) r.device_memory = parse_bytes(o.device_memory, "--device-memory");
+  if (o.max_micro_batch != "auto") r.max_micro_batch = parse_positive_count(o.max_micro_batch, "--max-micro-batch");
+  r.time_budget = parse_seconds(o.time_budget, "--time-budget");
+  if (r.time_budget <= 0) throw InputError("--time-budget: must be positive, e.g. 30s");
+  if (o.ranks != "auto") r.ranks = parse_count_list(o.ranks, "--ranks");
+  if (o.sizes != "auto") r.sizes = parse_size_sweep(o.sizes, "--sizes");
+  if (o.warmup < 0) throw InputError("--warmup: must be >= 0");
+  if (o.iters < 1) throw InputError("--iters: must be >= 1");
+  if (o.comm_warmup < 0) throw InputError("--comm-warmup: must be >= 0");
+  if (o.comm_iters < 1) throw InputError("--comm-iters: must be >= 1");
+  r.warmup = o.warmup;
+  r.iters = o.iters;
+  r.comm_warmup = o.comm_warmup;
+  r.comm_iters = o.comm_iters;
+  if (o.threads_per_rank != "auto")
+    r.threads_per_rank = static_cast<int>(parse_positive_count(o.threads_per_rank, "--threads-per-rank"));
+  if (o.optimizer != "adam" && o.optimizer != "adamw" && o.optimizer != "sgd")
+    throw InputError(fmt::format("--optimizer: unknown optimizer '{}': expected adam, adamw or sgd", o.optimizer));
+  r.optimizer = o.optimizer;
+  r.seed = o.seed;
+  if (o.grad_norm_batches < 2) throw InputError("--grad-norm-batches: must be >= 2");
+  r.grad_norm_batches = o.grad_norm_batches;
+  r.rank_timeout = parse_seconds(o.timeout, "--timeout");
+  if (r.rank_timeout < 1) throw InputError("--timeout: must be at least 1s");
+  if (o.output.empty()) throw InputError("--output: empty path");
+  return r;
+}
+
+int run_profile_command(const ProfileOptions& o) {
+  auto req = to_request(o);
+  profiler::Progress progress(!o.quiet && ::isatty(STDERR_FILENO) == 1);
+  auto prof = profiler::run_profile(req, progress);
+  save_profile(prof, o.output);
+  progress.clear();
+  if (!o.quiet) {
+    profiler::print_summary(prof, stdout);
+    fmt::print("\nwrote {}\n", o.output);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<ProfileOptions>();
+  auto* sub = app.add_subcommand("profile",
+                                 "Measure a workload's memory, compute and allreduce cost on this machine -> "
+                                 "profile.json");
+  auto* wl = sub->add_option("--workload", o->workload,
+                             "Workload: a preset (see `gaccum-tune workloads`), a kind with overrides "
+                             "(gpt:layers=4,d_model=256) or torchscript");
+  sub->add_option("--torchscript", o->torchscript, "A TorchScript model file (implies --workload torchscript)");
+  sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
+  sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D");
+  sub->add_option("--dtype", o->dtype, "float32 or float64");
+  sub->add_option("--device", o->device, "auto, cpu, cuda or cuda:N (auto: cuda:0 when a GPU answers)");
+  sub->add_option("--micro-batches", o->micro_batches,
+                  "auto (double until the cap/OOM/--max-micro-batch/time budget, bisect, add ~1.5x points) or a "
+                  "list 1,2,4,...");
+  sub->add_option("--memory-cap", o->memory_cap, "Peak-memory cap per rank: bytes (20GiB) or a share of the device (90%)");
+  auto* dm = sub->add_option("--device-memory", o->device_memory,
+                             "The CPU \"device\" size (like a GPU's memory; 96MiB fits gpt-tiny up to micro_batch 46 "
+                             "at 90%); CUDA default: the GPU's memory");
+  sub->add_option("--max-micro-batch", o->max_micro_batch, "Largest micro_batch the sweep tries (auto: 64 CPU, 1024 CUDA)");
+  sub->add_option("--time-budget", o->time_budget,
+                  "Soft budget: bounds the sweep's doubling (1/3) and the extra compute points; required points "
+                  "always run");
+  sub->add_option("--ranks", o->ranks,
+                  "Rank counts, e.g. 1,2 (auto: CPU powers of 2 up to min(cores,4); CUDA up to the GPU count)");
+  sub->add_option("--sizes", o->sizes, "Allreduce sweep, e.g. 4K-64M*4 (auto: 4K x4 up to max(16M, gradient bytes))");
+  sub->add_option("--warmup", o->warmup, "Untimed iterations before compute/optimizer/overlap timing");
+  sub->add_option("--iters", o->iters, "Timed iterations for compute/optimizer/overlap (median and spread)");
+  sub->add_option("--comm-warmup", o->comm_warmup, "Untimed allreduces per message size");
+  sub->add_option("--comm-iters", o->comm_iters, "Timed allreduces per message size");
+  sub->add_option("--threads-per-rank", o->threads_per_rank,
+                  "torch::set_num_threads in every rank (auto: max(1, cores / max(--ranks)); the runner uses the same)");
+  sub->add_option("--optimizer", o->optimizer, "adam, adamw or sgd (momentum 0.9): the optimizer state measured");
+  sub->add_option("--seed", o->seed, "Seed of the synthetic data streams");
+  sub->add_option("--grad-norm-batches", o->grad_norm_batches, "Independent micro-batches per size for gradient norms");
+  sub->add_option("--timeout", o->timeout, "Rendezvous/collective timeout inside rank groups");
+  sub->add_option("-o,--output", o->output, "Where to write profile.json (atomically)");
+  sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
+  sub->callback([o, wl, dm, &action] {
+    o->workload_given = wl->count() > 0;
+    o->device_memory_given = dm->count() > 0;
+    action = [o] { return run_profile_command(*o); };
+  });
+}
+
+}  // namespace gaccum::cli

@@ -1,0 +1,105 @@
+// What: the allreduce probe (p >= 2), all_reduce_perf style. Messages: the size sweep (tag
+//       "sweep"), each distinct DDP bucket size of the workload (tag "bucket", core/buckets.hpp)
+//       and the whole gradient as one message (tag "fused"). Per message:
+//         1. correctness: rank r fills element i with (r+1) + i%13, allreduce(sum), and counts
+//            the elements that differ from p(p+1)/2 + p*(i%13) (exact in float32); #wrong is
+//            the count summed over ranks;
+//         2. timing: a zeroed buffer, comm_warmup untimed then comm_iters timed allreduces, each
+//            barrier-aligned; time = mean over iterations of the max over ranks (per-iteration
+//            times exchanged through the communicator); algbw/busbw as iteration_driver.hpp.
+//       Buffers are float32 with bytes/4 elements (the cost of a message depends on its bytes).
+//       Backends: Gloo (c10d) on CPU; on CUDA the raw NCCL probe (gpu/nccl_allreduce) when this
+//       build has it, else c10d's ProcessGroupNCCL.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "gpu/nccl_allreduce.hpp"
+#include "profiler/probe.hpp"
+
+namespace gaccum::profiler {
+namespace {
+
+struct Message {
+  Bytes bytes;
+  std::string tag;
+};
+
+std::vector<Message> messages(const RankPlan& plan) {
+  std::vector<Message> out;
+  for (Bytes b : plan.sizes) out.push_back({b, "sweep"});
+  std::set<Bytes> seen;
+  for (Bytes b : plan.buckets)
+    if (seen.insert(b).second) out.push_back({b, "bucket"});
+  if (plan.fused > 0) out.push_back({plan.fused, "fused"});
+  return out;
+}
+
+class AllreduceProbe final : public Probe {
+ public:
+  const char* name() const override { return "allreduce"; }
+  bool applies(const RankSession& s) const override { return s.world_size >= 2 && s.comm; }
+
+  void run(RankSession& s, RankResults& out) override {
+    const bool raw = s.plan.raw_nccl && s.comm->device().is_cuda() && gpu::nccl_probe_compiled();
+    std::unique_ptr<gpu::NcclAllreduceProbe> nccl;
+    if (raw) {
+      auto& store = s.comm->store();
+      gpu::IdExchange ex;
+      ex.publish = [&store](const std::string& id) { store.set("nccl-probe/id", id); };
+      ex.fetch = [&store] { return store.get("nccl-probe/id"); };
+      nccl = std::make_unique<gpu::NcclAllreduceProbe>(s.rank, s.world_size, s.comm->device().index(), ex);
+    }
+    const std::string backend = raw ? "nccl" : s.comm->backend();
+    for (const auto& m : messages(s.plan)) {
+      AllreducePoint p;
+      p.backend = backend;
+      p.world_size = s.world_size;
+      p.tag = m.tag;
+      std::vector<Seconds> samples;
+      Count wrong = 0;
+      if (nccl) {
+        auto r = nccl->run(m.bytes, s.plan.comm_warmup, s.plan.comm_iters);
+        p.bytes = r.bytes;
+        std::vector<std::vector<double>> local;
+        for (double t : r.samples) local.push_back({t});
+        for (const auto& row : s.driver.max_over_ranks(local)) samples.push_back(row[0]);
+        wrong = r.wrong;
+      } else {
+        const std::int64_t n = std::max<std::int64_t>(1, static_cast<std::int64_t>(m.bytes / 4));
+        p.bytes = static_cast<Bytes>(n) * 4;
+        auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(s.comm->device());
+        auto pattern = torch::arange(n, opts.dtype(torch::kInt64)).remainder(13).to(torch::kFloat32);
+        auto buf = (pattern + static_cast<double>(s.rank + 1)).contiguous();
+        s.comm->allreduce_sum(buf);
+        const double p_ranks = static_cast<double>(s.world_size);
+        auto expect = pattern * p_ranks + p_ranks * (p_ranks + 1) / 2;
+        wrong = buf.ne(expect).sum().item<std::int64_t>();
+        buf.zero_();
+        auto timed = s.driver.run(1, s.plan.comm_warmup, s.plan.comm_iters, [&](PhaseClock& clock, int) {
+          s.comm->allreduce_sum(buf);
+          clock.mark();
+        });
+        samples = timed.total.samples;
+      }
+      Count wrong_all = 0;
+      for (double w : s.driver.gather(static_cast<double>(wrong))) wrong_all += static_cast<Count>(w);
+      const auto stats = TimingStats::from_samples(samples);
+      p.time = stats.mean;
+      p.samples = samples;
+      p.algbw = algbw(p.bytes, p.time);
+      p.busbw = busbw(p.bytes, p.time, s.world_size);
+      p.wrong = wrong_all;
+      out.allreduce.push_back(p);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_allreduce_probe() { return std::make_unique<AllreduceProbe>(); }
+
+}  // namespace gaccum::profiler

@@ -1,0 +1,70 @@
+// What: the one place that owns how things are timed (nccl-tests' driver role): warm-up, then
+//       timed iterations, each barrier-aligned across the ranks of the job, each split into
+//       phases by PhaseClock marks; then the cross-rank reduction (per iteration and phase, the
+//       max over ranks, exchanged through the communicator) and the statistics
+//       (TimingStats::from_samples: median, p10/p90, mean, raw samples).
+// Why: every probe (compute, optimizer, allreduce, overlap) must time the same way, and the
+//      slowest rank is what a synchronous data-parallel step waits for.
+//
+// Bandwidths, defined once here and used by every allreduce report (nccl-tests, PERFORMANCE.md):
+//   algbw = bytes / time                     (bytes: the message size each rank contributes)
+//   busbw = algbw * 2(p-1)/p                 (a ring allreduce moves 2(p-1)/p x bytes over each
+//                                              rank's link, so busbw is comparable to the link
+//                                              bandwidth whatever p is; busbw = 0 at p = 1)
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "comm/communicator.hpp"
+#include "core/profile.hpp"
+#include "core/units.hpp"
+#include "profiler/phase_clock.hpp"
+
+namespace gaccum::profiler {
+
+BytesPerSecond algbw(Bytes bytes, Seconds time);
+BytesPerSecond busbw(Bytes bytes, Seconds time, Count world_size);
+
+struct TimedRun {
+  std::vector<TimingStats> phases;     // per phase: stats of the per-iteration max over ranks
+  TimingStats total;                   // per iteration: max over ranks of the sum of phases
+  std::vector<Seconds> local_total;    // this rank's own per-iteration totals (for rank skew)
+};
+
+class IterationDriver {
+ public:
+  // `comm` may be null (world_size 1: no barriers, no exchange).
+  IterationDriver(comm::Communicator* comm, torch::Device device, int warmup, int iters);
+
+  int warmup() const { return warmup_; }
+  int iters() const { return iters_; }
+  int rank() const;
+  int world_size() const;
+
+  // Runs `body` warmup + iters times (iters >= 1). Before each iteration all ranks meet at a
+  // barrier, then the driver calls clock.begin(); the body does its work and calls clock.mark()
+  // after each of its `phases` phases. Warm-up iterations are not recorded.
+  TimedRun run(int phases, const std::function<void(PhaseClock&, int iteration)>& body);
+  // Same, with explicit counts (e.g. the allreduce sweep's own warm-up/iterations).
+  TimedRun run(int phases, int warmup, int iters, const std::function<void(PhaseClock&, int iteration)>& body);
+
+  // Element-wise max over ranks of a rank-local [rows x cols] matrix (a zero-padded
+  // [world x rows x cols] float64 allreduce-sum, which gathers every rank's rows). Identity at
+  // world_size 1. Every rank gets the same result.
+  std::vector<std::vector<double>> max_over_ranks(const std::vector<std::vector<double>>& local);
+  // Every rank's value of a scalar, indexed by rank (same gather).
+  std::vector<double> gather(double mine);
+  void barrier();
+
+ private:
+  comm::Communicator* comm_;
+  torch::Device device_;
+  int warmup_, iters_;
+  std::unique_ptr<PhaseClock> clock_;
+};
+
+}  // namespace gaccum::profiler

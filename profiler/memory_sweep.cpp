@@ -1,0 +1,211 @@
+// What/why: see memory_sweep.hpp.
+#include "profiler/memory_sweep.hpp"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "profiler/cuda_support.hpp"
+#include "profiler/progress.hpp"
+#include "workloads/optimizer.hpp"
+
+namespace gaccum::profiler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A micro_batch whose predicted peak exceeds the cap by more than this factor is not run (the
+// peak is affine in micro_batch; the slack covers allocator rounding on CUDA). Predictions need
+// two measured points: at micro_batch 1 the b-independent part of the window (optimizer
+// temporaries, data-stream state) cannot be told apart from the per-sample part.
+constexpr double kPredictionSlack = 1.02;
+
+Seconds since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void sync_device(const torch::Device& d) {
+  if (d.is_cuda()) torch::cuda::synchronize(d.index());
+}
+
+}  // namespace
+
+std::string does_not_fit_message(const std::string& workload, Count micro_batch, Bytes needs, Bytes cap,
+                                 const std::string& what) {
+  return fmt::format("--memory-cap: {} does not fit even at micro_batch {}: needs {} ({} bytes{}), cap {} ({} bytes); "
+                     "raise --memory-cap or --device-memory, or profile a smaller workload",
+                     workload, micro_batch, format_bytes(needs), needs, what.empty() ? "" : ", " + what,
+                     format_bytes(cap), cap);
+}
+
+MemorySweep::MemorySweep(const workloads::WorkloadConfig& cfg, const std::string& optimizer, double lr) {
+  const torch::Device device(cfg.device);
+  mem_ = memory_for(device);
+  sync_device(device);
+  base_ = mem_->snapshot().allocated;
+  workload_ = workloads::make_workload(cfg);
+  sync_device(device);
+  static_.weights = mem_->snapshot().allocated - base_;
+  params_ = workload_->parameters();
+  Bytes before = mem_->snapshot().allocated;
+  workloads::zero_grad(params_);
+  sync_device(device);
+  static_.gradients = mem_->snapshot().allocated - before;
+  optimizer_ = workloads::make_optimizer(params_, optimizer, lr);
+  before = mem_->snapshot().allocated;
+  optimizer_->step();
+  sync_device(device);
+  static_.optimizer_state = mem_->snapshot().allocated - before;
+  static_.peak = static_.weights + static_.gradients + static_.optimizer_state;
+}
+
+MemorySweep::~MemorySweep() = default;
+
+std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Seconds* micro_step,
+                                                Seconds* optimizer_step) {
+  const auto device = workload_->device();
+  workloads::zero_grad(params_);
+  sync_device(device);
+  mem_->reset_peak();
+  try {
+    for (int m = 0; m < 2; ++m) {
+      const auto t0 = Clock::now();
+      auto batch = workload_->make_batch(seed, static_cast<Count>(m) * b, b);
+      // The output is a temporary, as in the runner's micro-step: its memory is released by
+      // backward, not held across it.
+      auto loss = workload_->loss_sum(workload_->forward(batch), batch) /
+                  static_cast<double>(std::max<Count>(1, batch.loss_terms));
+      loss.backward();
+      sync_device(device);
+      if (m == 1 && micro_step) *micro_step = since(t0);
+    }
+    const auto t0 = Clock::now();
+    optimizer_->step();
+    workloads::zero_grad(params_);
+    sync_device(device);
+    if (optimizer_step) *optimizer_step = since(t0);
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    workloads::zero_grad(params_);
+    cuda_release_cache();
+    return std::nullopt;
+  }
+  const auto snap = mem_->snapshot();
+  MemoryPoint p;
+  p.micro_batch = b;
+  p.weights = static_.weights;
+  p.gradients = static_.gradients;
+  p.optimizer_state = static_.optimizer_state;
+  p.peak = snap.peak_allocated - base_;
+  const Bytes fixed = p.weights + p.gradients + p.optimizer_state;
+  p.activations = p.peak > fixed ? p.peak - fixed : 0;
+  p.reserved_peak = device.is_cuda() ? snap.peak_reserved : 0;
+  return p;
+}
+
+MemorySweepResult MemorySweep::run(const MemorySweepOptions& o, Progress* progress) {
+  MemorySweepResult r;
+  const auto t_start = Clock::now();
+  const std::string& name = workload_->identity().name;
+  if (static_.peak > o.cap)
+    throw InfeasibleError(does_not_fit_message(name, 1, static_.peak, o.cap,
+                                               "weights + gradients + optimizer state alone"));
+  auto record = [&](Count b) -> std::optional<MemoryPoint> {
+    if (progress) progress->status(fmt::format("memory: micro_batch {}", b));
+    Seconds t_step = 0, t_opt = 0;
+    auto p = measure(b, o.seed, &t_step, &t_opt);
+    if (p) {
+      r.points.push_back(*p);
+      r.micro_step_times.emplace_back(b, t_step);
+      r.optimizer_step_time = t_opt;
+    }
+    return p;
+  };
+  auto fits = [&](const std::optional<MemoryPoint>& p) { return p && p->peak <= o.cap; };
+  auto first_failure = [&](Count b, const std::optional<MemoryPoint>& p) {
+    if (!p)
+      throw InfeasibleError(fmt::format("--memory-cap: {} does not fit even at micro_batch {}: the device ran out of "
+                                        "memory; profile a smaller workload or use a larger device",
+                                        name, b));
+    throw InfeasibleError(does_not_fit_message(name, b, p->peak, o.cap, ""));
+  };
+
+  if (!o.micro_batches.empty()) {
+    r.stop = SweepStop::explicit_list;
+    for (Count b : o.micro_batches) {
+      auto p = record(b);
+      if (!fits(p)) {
+        if (r.max_fitting == 0) first_failure(b, p);
+        r.notes.push_back(fmt::format("--micro-batches: {} and larger do not fit the cap ({}); not measured further", b,
+                                      p ? "memory cap" : "out of memory"));
+        break;
+      }
+      r.max_fitting = b;
+    }
+    r.notes.push_back("--micro-batches given: max_micro_batch_fitting is the largest listed size that fits, "
+                      "not a bisected bound");
+    std::sort(r.points.begin(), r.points.end(), [](auto& a, auto& c) { return a.micro_batch < c.micro_batch; });
+    return r;
+  }
+
+  // Doubling.
+  const Count limit = std::max<Count>(1, o.max_micro_batch);
+  Count lo = 0, hi = 0;
+  Count b = 1;
+  while (true) {
+    if (r.points.size() >= 2 && predict_peak(r.points, b) > kPredictionSlack * static_cast<double>(o.cap)) {
+      hi = b;  // predicted not to fit: not run
+      r.stop = SweepStop::memory_cap;
+      break;
+    }
+    auto p = record(b);
+    if (!fits(p)) {
+      if (lo == 0) first_failure(b, p);
+      hi = b;
+      r.stop = p ? SweepStop::memory_cap : SweepStop::out_of_memory;
+      break;
+    }
+    lo = b;
+    if (b >= limit) {
+      r.stop = SweepStop::max_micro_batch;
+      break;
+    }
+    if (o.time_budget > 0 && since(t_start) > o.time_budget && r.points.size() >= 2) {
+      r.stop = SweepStop::time_budget;
+      break;
+    }
+    b = std::min(2 * b, limit);
+  }
+  // The time budget ended the doubling below the cap: take the predicted boundary as the upper
+  // end (its neighbour above is measured, so a correct prediction is confirmed at both sides).
+  if (hi == 0 && r.stop == SweepStop::time_budget && r.points.size() >= 2) {
+    const Count predicted = predicted_largest_fitting(r.points, o.cap, limit);
+    if (predicted > lo) {
+      hi = std::min(limit, predicted + 1) + 1;
+      r.notes.push_back(fmt::format("the time budget ended the doubling at micro_batch {}: the largest fitting size "
+                                    "was searched up to the predicted boundary {}",
+                                    lo, predicted));
+    }
+  }
+  // Bisection between the largest fitting and the smallest non-fitting micro_batch.
+  if (hi > 0) {
+    for (int guard = 0; guard < 24; ++guard) {
+      const Count c = next_bisect_candidate(lo, hi, predicted_largest_fitting(r.points, o.cap, hi - 1));
+      if (c == 0) break;
+      auto p = record(c);
+      if (fits(p)) {
+        lo = c;
+      } else {
+        hi = c;
+        if (!p) r.stop = SweepStop::out_of_memory;
+      }
+    }
+  }
+  r.max_fitting = lo;
+  std::sort(r.points.begin(), r.points.end(), [](auto& a, auto& c) { return a.micro_batch < c.micro_batch; });
+  return r;
+}
+
+}  // namespace gaccum::profiler

@@ -1,0 +1,90 @@
+// What: the plug-in interface of the probes that run inside rank processes (nccl-tests style:
+//       the driver times, a probe only says what one iteration does), the plan every rank
+//       receives from the parent (`_worker --role profile-rank --args FILE`), and the results a
+//       rank hands back.
+// Probes, in the order a rank runs them (each in its own file):
+//   compute   (compute_probe.cpp)   make_batch | forward+loss | backward per micro_batch
+//   optimizer (optimizer_probe.cpp) zero_grad + optimizer.step
+//   allreduce (allreduce_probe.cpp) message-size sweep, bucket sizes, fused gradient (p >= 2)
+//   overlap   (overlap_probe.cpp)   backward vs bucket allreduces vs both at once (p >= 2)
+// The memory sweep and the gradient norms run in the parent process (memory_sweep.cpp,
+// grad_norm_probe.cpp), where the exact tracking allocator sees one model alone.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+
+#include "comm/communicator.hpp"
+#include "core/profile.hpp"
+#include "profiler/iteration_driver.hpp"
+#include "workloads/workload.hpp"
+
+namespace gaccum::profiler {
+
+// What the parent asks every rank of one rank count to measure (the --args JSON file).
+struct RankPlan {
+  workloads::WorkloadConfig workload;   // device "cpu" or "cuda:N"; in groups of >= 2 ranks,
+                                        // rank r uses cuda:<local rank>
+  int threads_per_rank = 1;             // torch::set_num_threads in the rank (contract)
+  int warmup = 2, iters = 5;            // compute, optimizer, overlap
+  int comm_warmup = 3, comm_iters = 20; // allreduce sweep
+  std::string optimizer = "adam";
+  double lr = 1e-3;
+  std::uint64_t seed = 1;               // data stream of the timed micro-batches
+  std::vector<Count> micro_batches;     // compute points, ascending
+  std::vector<Bytes> sizes;             // allreduce sweep (tag "sweep")
+  std::vector<Bytes> buckets;           // the workload's DDP buckets in launch order (tag "bucket")
+  Bytes fused = 0;                      // the whole gradient as one message (tag "fused")
+  bool raw_nccl = false;                // CUDA: time allreduce with the raw NCCL probe (gpu/)
+  Seconds timeout = 60;                 // rendezvous and collective timeout
+  std::string result_dir;               // rank r writes rank<r>.json and rank<r>.log here
+
+  nlohmann::json to_json() const;
+  static RankPlan from_json(const nlohmann::json& j);
+};
+
+// What a probe sees inside one rank process.
+struct RankSession {
+  const RankPlan& plan;
+  workloads::Workload& workload;
+  std::vector<torch::Tensor> params;
+  torch::optim::Optimizer& optimizer;
+  comm::Communicator* comm;   // null at world_size 1
+  IterationDriver& driver;
+  int rank = 0;
+  int world_size = 1;
+};
+
+// What a rank returns: the cross-rank reduced points (identical on every rank) and this rank's
+// own diagnostics (`local`, e.g. its median micro_step per micro_batch, for rank skew).
+struct RankResults {
+  std::vector<ComputePoint> compute;
+  std::vector<OptimizerPoint> optimizer;
+  std::vector<AllreducePoint> allreduce;
+  std::vector<OverlapPoint> overlap;
+  std::vector<std::string> notes;
+  nlohmann::json local = nlohmann::json::object();
+};
+
+class Probe {
+ public:
+  virtual ~Probe() = default;
+  virtual const char* name() const = 0;
+  virtual bool applies(const RankSession& s) const = 0;
+  // Appends its points to `out`; may read what earlier probes appended (overlap reads compute
+  // and bucket allreduce times to pick its reference micro_batch).
+  virtual void run(RankSession& s, RankResults& out) = 0;
+};
+
+std::unique_ptr<Probe> make_compute_probe();
+std::unique_ptr<Probe> make_optimizer_probe();
+std::unique_ptr<Probe> make_allreduce_probe();
+std::unique_ptr<Probe> make_overlap_probe();
+
+}  // namespace gaccum::profiler

@@ -1,0 +1,69 @@
+// What: `gaccum-tune profile` as a library call: resolves the device, rank counts, threads and
+//       memory cap; runs the memory sweep and the gradient norms in this process; plans the
+//       compute points under the time budget; launches one rank group per rank count
+//       (comm::launch_local re-executing this binary as `_worker --role profile-rank`); merges
+//       the rank result files; returns the complete Profile (core/profile.hpp).
+//
+// Contracts the cost model relies on (see also probe.hpp and each probe's header comment):
+//   - threads_per_rank (default max(1, cores / max(ranks))) is set in every rank process and in
+//     this process (memory sweep, gradient norms), recorded in hardware.threads_per_rank; the
+//     runner uses the same value.
+//   - ComputePoint / OptimizerPoint are measured for every p in ranks with p concurrent rank
+//     processes (concurrent_ranks = p); values are the per-iteration max over ranks.
+//   - MemoryPoint excludes communication buffers (memory_sweep.hpp).
+//   - AllreducePoint: p >= 2 only (world_size 1 records none, with a note); tags sweep | bucket
+//     | fused; time = mean over iterations of the max over ranks.
+//   - GradNormPoint: at least two micro_batch sizes when max_micro_batch_fitting >= 2.
+//   - OverlapPoint: one per p >= 2 (overlap_probe.cpp).
+// Time budget (--time-budget): the doubling sweep stops growing after a third of it; extra
+//   (refinement) compute points are added only while the projected total stays within it.
+//   Required measurements always run, so a tiny budget still yields a complete profile.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/parse.hpp"
+#include "core/profile.hpp"
+#include "workloads/workload.hpp"
+
+namespace gaccum::profiler {
+
+class Progress;
+
+// The CPU "device" size when --device-memory is not given, chosen from a measurement so that CPU
+// demos have a real memory trade-off, as on a GPU: gpt-tiny (Adam, float32) has 8,577,024 static
+// bytes and 1,773,056 activation bytes per sample (peak 65,315,336 at micro_batch 32), so under
+// the default 90% cap of 96 MiB (90,596,966 bytes) its largest fitting micro_batch is 46.
+inline constexpr Bytes kDefaultCpuDeviceMemory = 96 * MiB;
+inline constexpr Count kDefaultCpuMaxMicroBatch = 64;
+inline constexpr Count kDefaultCudaMaxMicroBatch = 1024;
+
+struct ProfileRequest {
+  workloads::WorkloadConfig workload;    // device unresolved: taken from `device`
+  std::string device = "auto";           // auto | cpu | cuda | cuda:N
+  std::vector<Count> micro_batches;      // empty: auto sweep
+  MemoryCap memory_cap{std::nullopt, 0.9};
+  std::optional<Bytes> device_memory;    // CPU "device" size; CUDA: defaults to the GPU's memory
+  Count max_micro_batch = 0;             // 0: 64 on CPU, 1024 on CUDA
+  Seconds time_budget = 30;
+  std::vector<Count> ranks;              // empty: default_ranks
+  std::vector<Bytes> sizes;              // empty: default_allreduce_sizes(gradient bytes)
+  int warmup = 1, iters = 5;
+  int comm_warmup = 3, comm_iters = 20;
+  int threads_per_rank = 0;              // 0: default_threads_per_rank
+  std::string optimizer = "adam";
+  double lr = 1e-3;
+  std::uint64_t seed = 1;
+  int grad_norm_batches = 8;
+  Seconds rank_timeout = 60;             // rendezvous/collective timeout inside rank groups
+  std::string worker_executable;         // re-executed as `_worker --role profile-rank`; empty: this
+                                         // program (tests point it at gaccum-tune)
+};
+
+// InputError for unusable requests (naming the flag), InfeasibleError when the workload does not
+// fit the cap at micro_batch 1, RuntimeFailure when a rank group fails (naming the rank).
+Profile run_profile(const ProfileRequest& req, Progress& progress);
+
+}  // namespace gaccum::profiler

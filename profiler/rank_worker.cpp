@@ -1,0 +1,202 @@
+// What/why: see rank_worker.hpp (and probe.hpp for RankPlan).
+#include "profiler/rank_worker.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <torch/torch.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "comm/launcher.hpp"
+#include "comm/rank_env.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/json_fields.hpp"
+#include "profiler/memory_tracker.hpp"
+#include "workloads/optimizer.hpp"
+
+namespace gaccum::profiler {
+
+using nlohmann::json;
+
+json RankPlan::to_json() const {
+  const auto& w = workload;
+  return json{{"workload",
+               {{"name", w.name},
+                {"overrides", w.overrides},
+                {"dtype", w.dtype},
+                {"device", w.device},
+                {"init_seed", w.init_seed},
+                {"torchscript_path", w.torchscript_path},
+                {"input_shape", w.input_shape},
+                {"target", w.target}}},
+              {"threads_per_rank", threads_per_rank},
+              {"warmup", warmup},
+              {"iters", iters},
+              {"comm_warmup", comm_warmup},
+              {"comm_iters", comm_iters},
+              {"optimizer", optimizer},
+              {"lr", lr},
+              {"seed", seed},
+              {"micro_batches", micro_batches},
+              {"sizes", sizes},
+              {"buckets", buckets},
+              {"fused", fused},
+              {"raw_nccl", raw_nccl},
+              {"timeout_s", timeout},
+              {"result_dir", result_dir}};
+}
+
+RankPlan RankPlan::from_json(const json& j) {
+  JsonFields f(j, "profile-rank args");
+  RankPlan p;
+  JsonFields w(f.object("workload"), f.child("workload"));
+  p.workload.name = w.str("name");
+  if (auto* o = w.opt_object("overrides")) p.workload.overrides = *o;
+  p.workload.dtype = w.str("dtype");
+  p.workload.device = w.str("device");
+  p.workload.init_seed = static_cast<std::uint64_t>(w.count("init_seed"));
+  p.workload.torchscript_path = w.opt_str("torchscript_path").value_or("");
+  if (w.has("input_shape")) p.workload.input_shape = w.count_list("input_shape");
+  p.workload.target = w.opt_str("target").value_or("");
+  p.threads_per_rank = static_cast<int>(f.positive("threads_per_rank"));
+  p.warmup = static_cast<int>(f.count("warmup"));
+  p.iters = static_cast<int>(f.positive("iters"));
+  p.comm_warmup = static_cast<int>(f.count("comm_warmup"));
+  p.comm_iters = static_cast<int>(f.positive("comm_iters"));
+  p.optimizer = f.str("optimizer");
+  p.lr = f.num("lr");
+  p.seed = static_cast<std::uint64_t>(f.count("seed"));
+  p.micro_batches = f.count_list("micro_batches");
+  p.sizes = f.bytes_list("sizes");
+  p.buckets = f.bytes_list("buckets");
+  p.fused = f.bytes("fused");
+  p.raw_nccl = f.boolean("raw_nccl");
+  p.timeout = f.num("timeout_s");
+  p.result_dir = f.str("result_dir");
+  return p;
+}
+
+std::string rank_file_path(const std::string& result_dir, int rank) {
+  return fmt::format("{}/rank{}.json", result_dir, rank);
+}
+std::string rank_log_path(const std::string& result_dir, int rank) {
+  return fmt::format("{}/rank{}.log", result_dir, rank);
+}
+
+namespace {
+
+void redirect_output(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // keep the inherited streams
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::dup2(fd, STDOUT_FILENO);
+  ::dup2(fd, STDERR_FILENO);
+  ::close(fd);
+}
+
+// c10d failures arrive as RuntimeFailure("c10d <op> failed ...") from comm/communicator.cpp.
+bool is_collective_failure(const RuntimeFailure& e) { return std::string(e.what()).rfind("c10d ", 0) == 0; }
+
+json results_json(const RankResults& r, const workloads::Workload& w, const RankPlan& plan) {
+  Profile frag;
+  frag.hardware.device_kind = w.device().is_cuda() ? "cuda" : "cpu";
+  frag.hardware.threads_per_rank = plan.threads_per_rank;
+  frag.workload = w.identity();
+  frag.compute = r.compute;
+  frag.optimizer = r.optimizer;
+  frag.allreduce = r.allreduce;
+  frag.overlap = r.overlap;
+  frag.notes = r.notes;
+  return gaccum::to_json(frag);
+}
+
+int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
+  torch::set_num_threads(plan.threads_per_rank);
+  try {
+    torch::set_num_interop_threads(1);
+  } catch (const c10::Error&) {
+    // Only allowed before any inter-op work started; a fresh rank process normally allows it.
+  }
+  auto cfg = plan.workload;
+  const bool cuda = cfg.device.rfind("cuda", 0) == 0;
+  if (cuda) {
+    // One process per GPU: rank r of a group uses cuda:<local rank>; a single rank keeps the
+    // device the user chose (e.g. cuda:1).
+    if (ctx.world_size > 1 || cfg.device == "cuda") cfg.device = fmt::format("cuda:{}", ctx.local_rank);
+  } else {
+    install_cpu_tracking_allocator();
+  }
+  auto workload = workloads::make_workload(cfg);
+  auto params = workload->parameters();
+  workloads::zero_grad(params);
+  auto optimizer = workloads::make_optimizer(params, plan.optimizer, plan.lr);
+
+  std::unique_ptr<comm::Communicator> comm;
+  if (ctx.world_size > 1) {
+    comm::ConnectOptions co;
+    co.backend = cuda ? "nccl" : "gloo";
+    co.device = cuda ? cfg.device : "cpu";
+    co.timeout = plan.timeout;
+    co.key_prefix = "profile";
+    comm = comm::connect(ctx, co);
+  }
+  IterationDriver driver(comm.get(), workload->device(), plan.warmup, plan.iters);
+  RankSession session{plan, *workload, params, *optimizer, comm.get(), driver, ctx.rank, ctx.world_size};
+  RankResults results;
+  std::unique_ptr<Probe> probes[] = {make_compute_probe(), make_optimizer_probe(), make_allreduce_probe(),
+                                     make_overlap_probe()};
+  for (auto& probe : probes)
+    if (probe->applies(session)) probe->run(session, results);
+  driver.barrier();
+
+  json out{{"rank", ctx.rank},
+           {"world_size", ctx.world_size},
+           {"pid", static_cast<long>(::getpid())},
+           {"threads", torch::get_num_threads()},
+           {"interop_threads", torch::get_num_interop_threads()},
+           {"fragment", results_json(results, *workload, plan)},
+           {"local", results.local}};
+  write_file_atomic(rank_file_path(plan.result_dir, ctx.rank), out.dump(1) + "\n");
+  return 0;
+}
+
+}  // namespace
+
+int run_profile_rank(const json& args) {
+  const RankPlan plan = RankPlan::from_json(args);
+  const auto ctx = comm::detect_rank_context();
+  redirect_output(rank_log_path(plan.result_dir, ctx.rank));
+  try {
+    return run_rank(plan, ctx);
+  } catch (const RuntimeFailure& e) {
+    if (!is_collective_failure(e)) throw;
+    std::fprintf(stderr, "gaccum-tune: error: %s\n", e.what());
+    return comm::kExitPeerLost;
+  }
+}
+
+RankFile read_rank_file(const std::string& path) {
+  auto j = parse_json_text(read_file(path, "rank result"), path);
+  JsonFields f(j, path);
+  RankFile r;
+  r.rank = static_cast<int>(f.count("rank"));
+  r.world_size = static_cast<int>(f.positive("world_size"));
+  r.threads = static_cast<int>(f.positive("threads"));
+  r.pid = static_cast<long>(f.count("pid"));
+  Profile frag = profile_from_json(f.object("fragment"), f.child("fragment"));
+  r.workload_hash = frag.workload.hash;
+  r.results.compute = frag.compute;
+  r.results.optimizer = frag.optimizer;
+  r.results.allreduce = frag.allreduce;
+  r.results.overlap = frag.overlap;
+  r.results.notes = frag.notes;
+  if (auto* local = f.opt_object("local")) r.results.local = *local;
+  return r;
+}
+
+}  // namespace gaccum::profiler

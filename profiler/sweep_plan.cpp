@@ -1,0 +1,163 @@
+// What/why: see sweep_plan.hpp. Pure arithmetic, no LibTorch.
+#include "profiler/sweep_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace gaccum::profiler {
+
+std::vector<Count> default_ranks(bool cuda, int cpu_cores, int gpus) {
+  const Count limit = cuda ? std::max(1, gpus) : std::clamp(cpu_cores, 1, 4);
+  std::vector<Count> out;
+  for (Count p = 1; p <= limit; p *= 2) out.push_back(p);
+  return out;
+}
+
+int default_threads_per_rank(int cpu_cores, const std::vector<Count>& ranks) {
+  Count most = 1;
+  for (Count p : ranks) most = std::max(most, p);
+  return std::max(1, static_cast<int>(cpu_cores / most));
+}
+
+std::vector<Bytes> default_allreduce_sizes(Bytes gradient_bytes) {
+  const Bytes top = std::max<Bytes>(16 * MiB, gradient_bytes);
+  std::vector<Bytes> out;
+  Bytes s = 4 * KiB;
+  out.push_back(s);
+  while (s < top) {
+    s *= 4;
+    out.push_back(s);
+  }
+  return out;
+}
+
+namespace {
+
+Bytes static_bytes(const MemoryPoint& m) { return m.weights + m.gradients + m.optimizer_state; }
+
+}  // namespace
+
+double predict_peak(const std::vector<MemoryPoint>& measured, Count micro_batch) {
+  if (measured.empty()) return 0;
+  std::vector<const MemoryPoint*> pts;
+  for (const auto& m : measured) pts.push_back(&m);
+  std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->micro_batch < b->micro_batch; });
+  const MemoryPoint& hi = *pts.back();
+  double x0 = 0, y0 = static_cast<double>(static_bytes(hi));
+  if (pts.size() >= 2) {
+    x0 = static_cast<double>(pts[pts.size() - 2]->micro_batch);
+    y0 = static_cast<double>(pts[pts.size() - 2]->peak);
+  }
+  const double x1 = static_cast<double>(hi.micro_batch), y1 = static_cast<double>(hi.peak);
+  const double slope = x1 > x0 ? (y1 - y0) / (x1 - x0) : 0;
+  return y1 + slope * (static_cast<double>(micro_batch) - x1);
+}
+
+Count predicted_largest_fitting(const std::vector<MemoryPoint>& measured, Bytes cap, Count limit) {
+  if (measured.empty() || limit < 1) return 0;
+  const double p1 = predict_peak(measured, 1), p2 = predict_peak(measured, 2);
+  const double slope = p2 - p1;
+  if (p1 > static_cast<double>(cap)) return 0;
+  if (slope <= 0) return limit;
+  const double b = 1 + std::floor((static_cast<double>(cap) - p1) / slope);
+  return static_cast<Count>(std::clamp(b, 1.0, static_cast<double>(limit)));
+}
+
+Count next_bisect_candidate(Count lo, Count hi, Count predicted) {
+  if (hi - lo <= 1) return 0;
+  if (predicted > lo && predicted < hi) return predicted;
+  if (predicted + 1 > lo && predicted + 1 < hi) return predicted + 1;
+  return lo + (hi - lo) / 2;
+}
+
+std::string describe(SweepStop s) {
+  switch (s) {
+    case SweepStop::memory_cap: return "memory cap";
+    case SweepStop::out_of_memory: return "out of memory";
+    case SweepStop::max_micro_batch: return "--max-micro-batch";
+    case SweepStop::time_budget: return "time budget";
+    case SweepStop::explicit_list: return "--micro-batches list";
+  }
+  return "?";
+}
+
+ComputePointPlan plan_compute_points(Count max_fitting) {
+  ComputePointPlan plan;
+  if (max_fitting < 1) return plan;
+  for (Count b = 1; b <= max_fitting; b *= 2) plan.required.push_back(b);
+  if (plan.required.back() != max_fitting) plan.required.push_back(max_fitting);
+  std::set<Count> have(plan.required.begin(), plan.required.end());
+  for (int level = 0; level < 3; ++level) {
+    std::vector<Count> sorted(have.begin(), have.end()), mids;
+    for (size_t i = 0; i + 1 < sorted.size(); ++i)
+      if (sorted[i + 1] - sorted[i] >= 2) mids.push_back((sorted[i] + sorted[i + 1]) / 2);
+    if (mids.empty()) break;
+    for (Count m : mids) have.insert(m);
+    plan.levels.push_back(mids);
+  }
+  return plan;
+}
+
+std::vector<Count> choose_compute_points(const ComputePointPlan& plan, const std::function<Seconds(Count)>& cost,
+                                         Seconds budget) {
+  std::set<Count> chosen(plan.required.begin(), plan.required.end());
+  Seconds spent = 0;
+  for (const auto& level : plan.levels) {
+    std::vector<Count> order = level;
+    std::sort(order.begin(), order.end(), [&](Count a, Count b) { return cost(a) < cost(b); });
+    bool complete = true;
+    for (Count b : order) {
+      const Seconds c = cost(b);
+      if (spent + c > budget) {
+        complete = false;
+        continue;
+      }
+      spent += c;
+      chosen.insert(b);
+    }
+    if (!complete) break;  // a finer level only makes sense once this one is whole
+  }
+  return {chosen.begin(), chosen.end()};
+}
+
+Seconds interpolate_time(const std::vector<std::pair<Count, Seconds>>& points, Count micro_batch) {
+  if (points.empty()) return 0;
+  auto pts = points;
+  std::sort(pts.begin(), pts.end());
+  if (pts.size() == 1) return pts[0].second * static_cast<double>(micro_batch) / static_cast<double>(pts[0].first);
+  size_t i = 1;
+  while (i + 1 < pts.size() && pts[i].first < micro_batch) ++i;
+  const auto [x0, y0] = pts[i - 1];
+  const auto [x1, y1] = pts[i];
+  if (x1 == x0) return y1;
+  const double t = y0 + (y1 - y0) * static_cast<double>(micro_batch - x0) / static_cast<double>(x1 - x0);
+  return std::max(t, 0.0);
+}
+
+NoiseScaleEstimate estimate_noise_scale(const std::vector<GradNormPoint>& points) {
+  NoiseScaleEstimate e;
+  const GradNormPoint *small = nullptr, *big = nullptr;
+  for (const auto& p : points) {
+    if (p.sq_norms.empty()) continue;
+    if (!small || p.micro_batch < small->micro_batch) small = &p;
+    if (!big || p.micro_batch > big->micro_batch) big = &p;
+  }
+  if (!small || !big || small->micro_batch == big->micro_batch) return e;
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+  };
+  const double bs = static_cast<double>(small->micro_batch), bb = static_cast<double>(big->micro_batch);
+  const double ss = mean(small->sq_norms), sb = mean(big->sq_norms);
+  e.grad_sq = (bb * sb - bs * ss) / (bb - bs);
+  e.trace_sigma = (ss - sb) / (1.0 / bs - 1.0 / bb);
+  if (e.grad_sq > 0) {
+    e.b_simple = e.trace_sigma / e.grad_sq;
+    e.valid = true;
+  }
+  return e;
+}
+
+}  // namespace gaccum::profiler

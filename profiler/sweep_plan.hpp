@@ -1,0 +1,81 @@
+// What: the profiler's planning arithmetic, free of LibTorch so it is unit-tested by hand:
+//   - defaults that depend on the machine (rank counts, threads per rank, allreduce sizes),
+//   - the micro-batch sweep: linear peak-memory prediction, the prediction-guided bisection
+//     step, which micro-batches get compute measured (required points + refinement levels),
+//     and the greedy choice of extra points under a time budget.
+// Why: the cost model is judged on micro_batch sizes the profiler never measured, so where the
+//      compute points lie (and how many the time budget allows) decides how honest its
+//      interpolation is; these choices must be deterministic and testable.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/profile.hpp"
+#include "core/units.hpp"
+
+namespace gaccum::profiler {
+
+// --- machine-dependent defaults ---------------------------------------------------------------
+
+// CPU: powers of two up to min(cores, 4) (one compute rank per core at most);
+// CUDA: powers of two up to the number of visible GPUs (one process per GPU).
+std::vector<Count> default_ranks(bool cuda, int cpu_cores, int gpus);
+// max(1, cpu_cores / max(ranks)): every rank process of every rank count uses this many
+// intra-op threads (torch::set_num_threads), and so does the runner (contract with model/runner).
+int default_threads_per_rank(int cpu_cores, const std::vector<Count>& ranks);
+// 4 KiB, 16 KiB, ... (x4) up to the first size >= max(16 MiB, gradient_bytes).
+std::vector<Bytes> default_allreduce_sizes(Bytes gradient_bytes);
+
+// --- memory sweep -----------------------------------------------------------------------------
+
+// Peak memory predicted at `micro_batch` by the line through the two largest measured
+// micro-batches (peak is affine in micro_batch for fixed-shape workloads). With one point the
+// line goes through (0, static) where static = weights + gradients + optimizer_state.
+double predict_peak(const std::vector<MemoryPoint>& measured, Count micro_batch);
+// Largest micro_batch whose predicted peak is <= cap; 0 when none, capped at `limit`.
+Count predicted_largest_fitting(const std::vector<MemoryPoint>& measured, Bytes cap, Count limit);
+// Next micro_batch to measure when `lo` fits and `hi` does not (0 when hi - lo <= 1): the
+// predicted boundary if it lies strictly inside (lo, hi), else one above it, else the midpoint.
+// With an affine memory curve this ends after two measurements (boundary fits, +1 does not).
+Count next_bisect_candidate(Count lo, Count hi, Count predicted);
+
+// Why the micro-batch sweep stopped growing.
+enum class SweepStop { memory_cap, out_of_memory, max_micro_batch, time_budget, explicit_list };
+std::string describe(SweepStop s);
+
+// --- compute points ---------------------------------------------------------------------------
+
+// Required points: the powers of two <= max_fitting and max_fitting itself. Refinement level 1
+// holds the midpoints (a+c)/2 of consecutive required points that differ by >= 2 (1..64 with
+// max 51: 3, 6, 12, 24, 41); level 2 the midpoints of level 1's intervals, and so on (3 levels).
+struct ComputePointPlan {
+  std::vector<Count> required;
+  std::vector<std::vector<Count>> levels;
+};
+ComputePointPlan plan_compute_points(Count max_fitting);
+
+// The required points plus extra points taken level by level (cheapest first within a level)
+// while the summed estimated cost of the extras stays <= budget. Sorted ascending.
+std::vector<Count> choose_compute_points(const ComputePointPlan& plan, const std::function<Seconds(Count)>& cost,
+                                         Seconds budget);
+
+// Linear interpolation (and extrapolation through the nearest two points) of measured
+// (micro_batch, seconds) pairs; used to estimate the cost of unmeasured points.
+Seconds interpolate_time(const std::vector<std::pair<Count, Seconds>>& points, Count micro_batch);
+
+// --- gradient noise scale (what the grad-norm samples are for) ------------------------------
+
+// McCandlish et al. 2018, App. A.1: E|G_b|^2 = |G|^2 + tr(Sigma)/b, so two batch sizes
+// b_small < b_big with mean squared norms S_small, S_big give the unbiased estimates
+//   |G|^2     = (b_big S_big - b_small S_small) / (b_big - b_small)
+//   tr(Sigma) = (S_small - S_big) / (1/b_small - 1/b_big)
+// and B_simple = tr(Sigma) / |G|^2. Uses the smallest and largest micro_batch present.
+struct NoiseScaleEstimate {
+  bool valid = false;  // needs two sizes and |G|^2 > 0
+  double grad_sq = 0, trace_sigma = 0, b_simple = 0;
+};
+NoiseScaleEstimate estimate_noise_scale(const std::vector<GradNormPoint>& points);
+
+}  // namespace gaccum::profiler

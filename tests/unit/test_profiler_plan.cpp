@@ -1,0 +1,118 @@
+// Unit tests for profiler/sweep_plan: defaults, peak prediction, the bisection step, compute
+// point planning under a budget and the noise-scale estimate, all with hand-computed values.
+#include <catch2/catch.hpp>
+
+#include "profiler/sweep_plan.hpp"
+
+using namespace gaccum;
+using namespace gaccum::profiler;
+
+static MemoryPoint point(Count b, Bytes peak) {
+  MemoryPoint m;
+  m.micro_batch = b;
+  m.weights = 100;
+  m.gradients = 100;
+  m.optimizer_state = 200;  // static = 400
+  m.peak = peak;
+  m.activations = peak - 400;
+  return m;
+}
+
+TEST_CASE("machine defaults: ranks, threads per rank, allreduce sizes", "[profiler][plan]") {
+  CHECK(default_ranks(false, 2, 0) == std::vector<Count>{1, 2});
+  CHECK(default_ranks(false, 1, 0) == std::vector<Count>{1});
+  CHECK(default_ranks(false, 16, 0) == std::vector<Count>{1, 2, 4});
+  CHECK(default_ranks(true, 16, 8) == std::vector<Count>{1, 2, 4, 8});
+  CHECK(default_ranks(true, 16, 1) == std::vector<Count>{1});
+  CHECK(default_threads_per_rank(2, {1, 2}) == 1);
+  CHECK(default_threads_per_rank(16, {1, 2, 4}) == 4);
+  CHECK(default_threads_per_rank(3, {1, 2}) == 1);
+  CHECK(default_threads_per_rank(1, {1, 2}) == 1);
+  // 4K x4 up to the first size >= max(16M, gradient): 4K 16K 64K 256K 1M 4M 16M.
+  auto s = default_allreduce_sizes(2 * MiB);
+  CHECK(s == std::vector<Bytes>{4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB});
+  // A 20 MiB gradient needs 64M as the last size.
+  CHECK(default_allreduce_sizes(20 * MiB).back() == 64 * MiB);
+}
+
+TEST_CASE("peak prediction is the line through the two largest points", "[profiler][plan]") {
+  // One point: through (0, static=400) and (1, 1400): 400 + 1000 b.
+  std::vector<MemoryPoint> pts{point(1, 1400)};
+  CHECK(predict_peak(pts, 4) == Approx(4400));
+  // Two points (2, 2400), (4, 4400): slope 1000, intercept 400.
+  pts = {point(1, 1500), point(2, 2400), point(4, 4400)};
+  CHECK(predict_peak(pts, 8) == Approx(8400));
+  CHECK(predict_peak(pts, 3) == Approx(3400));
+  // Largest b with 400 + 1000 b <= 6000 -> 5 (6 would need 6400).
+  CHECK(predicted_largest_fitting(pts, 6000, 100) == 5);
+  CHECK(predicted_largest_fitting(pts, 6400, 100) == 6);
+  CHECK(predicted_largest_fitting(pts, 6400, 4) == 4);     // capped
+  CHECK(predicted_largest_fitting(pts, 1000, 100) == 0);   // not even b = 1 (1400)
+}
+
+TEST_CASE("bisection step: predicted boundary, then one above it, else the midpoint", "[profiler][plan]") {
+  CHECK(next_bisect_candidate(32, 33, 40) == 0);  // nothing left between
+  CHECK(next_bisect_candidate(32, 64, 51) == 51);
+  CHECK(next_bisect_candidate(51, 64, 51) == 52);  // boundary fitted: test the next one
+  CHECK(next_bisect_candidate(32, 64, 80) == 48);  // prediction outside: midpoint
+  CHECK(next_bisect_candidate(32, 64, 10) == 48);
+  // A whole bisection on a true boundary of 51 with an exact prediction: 51 fits, 52 does not.
+  Count lo = 32, hi = 64, steps = 0;
+  while (Count c = next_bisect_candidate(lo, hi, 51)) {
+    (c <= 51 ? lo : hi) = c;
+    ++steps;
+  }
+  CHECK(lo == 51);
+  CHECK(hi == 52);
+  CHECK(steps == 2);
+  // A bad prediction still converges (plain bisection).
+  lo = 32, hi = 64, steps = 0;
+  while (Count c = next_bisect_candidate(lo, hi, 1000)) {
+    (c <= 37 ? lo : hi) = c;
+    ++steps;
+  }
+  CHECK(lo == 37);
+  CHECK(steps <= 6);
+}
+
+TEST_CASE("compute points: powers of two, the largest fitting size and refinement levels", "[profiler][plan]") {
+  auto plan = plan_compute_points(51);
+  CHECK(plan.required == std::vector<Count>{1, 2, 4, 8, 16, 32, 51});
+  REQUIRE(plan.levels.size() >= 2);
+  CHECK(plan.levels[0] == std::vector<Count>{3, 6, 12, 24, 41});
+  CHECK(plan.levels[1] == std::vector<Count>{5, 7, 10, 14, 20, 28, 36, 46});
+  CHECK(plan_compute_points(64).required == std::vector<Count>{1, 2, 4, 8, 16, 32, 64});
+  CHECK(plan_compute_points(1).required == std::vector<Count>{1});
+  CHECK(plan_compute_points(1).levels.empty());
+
+  auto cost = [](Count b) { return 0.01 * static_cast<double>(b); };  // seconds
+  // Budget 0: required only.
+  CHECK(choose_compute_points(plan, cost, 0) == plan.required);
+  // Level 1 costs 0.03+0.06+0.12+0.24+0.41 = 0.86 s; with 0.9 s it fits, level 2 (1.66 s) does not
+  // and its cheapest points (5: 0.05) still fit partially? 0.86 + 0.05 = 0.91 > 0.9: no.
+  auto pts = choose_compute_points(plan, cost, 0.9);
+  CHECK(pts == std::vector<Count>{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 41, 51});
+  // With 0.5 s only the cheapest of level 1 that fit in order 3, 6, 12, 24 (0.45 s); then 41 does
+  // not fit, and level 2 is not started.
+  pts = choose_compute_points(plan, cost, 0.5);
+  CHECK(pts == std::vector<Count>{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 51});
+}
+
+TEST_CASE("time interpolation between measured points", "[profiler][plan]") {
+  std::vector<std::pair<Count, Seconds>> pts{{1, 0.010}, {4, 0.040}, {8, 0.060}};
+  CHECK(interpolate_time(pts, 2) == Approx(0.020));
+  CHECK(interpolate_time(pts, 6) == Approx(0.050));
+  CHECK(interpolate_time(pts, 16) == Approx(0.100));  // extrapolated through (4, 8)
+  CHECK(interpolate_time({{2, 0.02}}, 8) == Approx(0.08));
+}
+
+TEST_CASE("noise scale from squared gradient norms at two sizes", "[profiler][plan]") {
+  // |G|^2 = 2, tr(Sigma) = 16: E|G_b|^2 = 2 + 16/b -> b=2: 10, b=16: 3.
+  std::vector<GradNormPoint> g{{2, {9, 11}}, {16, {2.5, 3.5}}};
+  auto e = estimate_noise_scale(g);
+  REQUIRE(e.valid);
+  CHECK(e.grad_sq == Approx(2));      // (16*3 - 2*10) / 14
+  CHECK(e.trace_sigma == Approx(16)); // (10 - 3) / (1/2 - 1/16)
+  CHECK(e.b_simple == Approx(8));
+  CHECK_FALSE(estimate_noise_scale({{4, {1.0}}}).valid);
+}
