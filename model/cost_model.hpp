@@ -33,6 +33,7 @@ struct ModelInfo {
   std::string device_name;
   Bytes device_memory = 0;            // memory of one device (the base of a "90%" cap)
   Count max_world_size = 0;           // 0: unlimited (no cluster given)
+  std::string max_world_size_reason;  // why the limit exists (for the one-line error)
   Count measured_max_micro_batch = 0; // predictions above are extrapolated
   Count max_micro_batch_fitting = 0;  // largest micro_batch the profiler found within its cap
   int threads_per_rank = 0;           // CPU profiles: torch threads per rank

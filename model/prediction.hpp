@@ -35,6 +35,23 @@ struct MemoryBreakdown {
   Bytes peak = 0;            // per rank: static + comm_buffers + activations
 };
 
+// Where a prediction's allreduce times came from.
+enum class CommSource {
+  none,          // world_size 1: no communication
+  measured,      // the profile's allreduce measurements at this world_size (interpolated between sizes)
+  ring_fit,      // the ring model with (alpha, beta) fitted on the profile at another world_size
+  hierarchical,  // the hierarchical model of a cluster description (intra- then inter-node)
+};
+inline const char* to_string(CommSource s) {
+  switch (s) {
+    case CommSource::none: return "none";
+    case CommSource::measured: return "measured";
+    case CommSource::ring_fit: return "ring-fit";
+    case CommSource::hierarchical: return "hierarchical";
+  }
+  return "none";
+}
+
 struct Prediction {
   Config config;
   StepBreakdown time;
@@ -45,6 +62,10 @@ struct Prediction {
   MemoryBreakdown memory;
   Count collectives_per_step = 0;    // allreduce calls per optimizer step on each rank
   bool extrapolated = false;         // micro_batch or world_size beyond what was measured
+  bool micro_batch_extrapolated = false;  // micro_batch above the largest measured one
+  bool world_size_extrapolated = false;   // world_size above the largest profiled rank count
+  CommSource comm_source = CommSource::none;
+  double overlap_efficiency = 1;     // fraction of ideally overlappable comm the backward hides
 };
 
 }  // namespace gaccum::model

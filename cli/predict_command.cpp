@@ -1,0 +1,187 @@
+// What: `gaccum-tune predict`: the cost model's answer for one configuration: step-time
+//       breakdown with its band, throughput (samples/s, tokens/s), peak memory per rank with its
+//       breakdown, collectives per step, and which measurements or fits it came from; by default
+//       it also prices `every-step` against `overlap` (the common mistake's cost).
+//       `--profile` (measured) or `--spec` (analytic transformer, needs `--cluster` with a peak
+//       FLOP/s), optionally `--cluster` to scale a profile beyond the local machine.
+// Why: the model must be inspectable one configuration at a time before the tuner searches it.
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "core/error.hpp"
+#include "core/parse.hpp"
+#include "core/profile.hpp"
+#include "core/strategy.hpp"
+#include "core/units.hpp"
+#include "model/cluster.hpp"
+#include "model/prediction_json.hpp"
+#include "model/profile_model.hpp"
+#include "model/spec_model.hpp"
+
+namespace gaccum::cli {
+namespace {
+
+struct PredictOptions {
+  std::string profile;            // profile.json from `gaccum-tune profile`
+  std::string spec;               // analytic transformer spec
+  std::string cluster;            // cluster description (required with --spec)
+  std::string mfu;                // model FLOP utilisation for --spec; default 0.4
+  std::string micro_batch;        // required
+  std::string accum_steps = "1";
+  std::string world_size = "1";
+  std::string strategy = "overlap";  // overlap | fused | every-step | all
+  bool extrapolate = false;       // allow micro_batch above the measured range
+  bool json = false;
+};
+
+inline constexpr double kDefaultMfu = 0.4;
+
+std::unique_ptr<model::CostModel> make_model(const PredictOptions& o) {
+  if (o.profile.empty() == o.spec.empty())
+    throw InputError("pass exactly one of --profile profile.json or --spec spec.json");
+  std::optional<model::Cluster> cluster;
+  if (!o.cluster.empty()) cluster = model::load_cluster(o.cluster);
+  if (!o.spec.empty()) {
+    if (!cluster) throw InputError("--spec needs --cluster cluster.json (device peak FLOP/s, memory and links)");
+    double mfu = kDefaultMfu;
+    if (!o.mfu.empty()) {
+      mfu = parse_fraction(o.mfu, "--mfu");
+      if (!(mfu > 0)) throw InputError("--mfu: must be above 0 (a fraction such as 0.4 or 40%)");
+    }
+    return model::make_spec_model(model::load_spec(o.spec), *cluster, mfu);
+  }
+  if (!o.mfu.empty()) throw InputError("--mfu applies to --spec only (a profile's compute is measured)");
+  Profile prof = load_profile(o.profile);
+  return model::make_profile_model(prof, cluster ? &*cluster : nullptr);
+}
+
+std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
+
+void print_prediction(const model::Prediction& p, const model::ModelInfo& info) {
+  const auto& c = p.config;
+  const auto& t = p.time;
+  const auto& m = p.memory;
+  fmt::print("strategy {}: micro_batch {}, accum_steps {}, world_size {}, global_batch {}{}\n", to_string(c.strategy),
+             c.micro_batch, c.accum_steps, c.world_size, c.global_batch(), p.extrapolated ? "  (extrapolated)" : "");
+  fmt::print("  step time      {}  [{} .. {}]\n", format_seconds(t.step_time), format_seconds(p.step_time_lo),
+             format_seconds(p.step_time_hi));
+  fmt::print("    compute      {}  ({} x {} per micro-step)\n", format_seconds(t.compute), c.accum_steps,
+             format_seconds(t.compute / double(c.accum_steps)));
+  if (c.world_size > 1)
+    fmt::print("    comm exposed {}  (of {} issued incl. copies; {} allreduce(s) per step; times {}{})\n",
+               format_seconds(t.comm_exposed), format_seconds(t.comm_total), p.collectives_per_step,
+               model::to_string(p.comm_source),
+               c.strategy == Strategy::fused ? "" : fmt::format("; overlap efficiency {:.2f}", p.overlap_efficiency));
+  else
+    fmt::print("    comm exposed {}  (world_size 1: no communication)\n", format_seconds(t.comm_exposed));
+  fmt::print("    optimizer    {}\n", format_seconds(t.optimizer));
+  if (p.tokens_per_s > 0)
+    fmt::print("  throughput     {:.1f} samples/s, {:.0f} tokens/s\n", p.throughput, p.tokens_per_s);
+  else
+    fmt::print("  throughput     {:.1f} samples/s\n", p.throughput);
+  fmt::print("  peak memory    {} per rank{}\n", format_bytes(m.peak),
+             info.device_memory > 0 ? fmt::format(" ({:.1f}% of {})", 100.0 * double(m.peak) / double(info.device_memory),
+                                                  format_bytes(info.device_memory))
+                                    : "");
+  fmt::print("    weights {}, gradients {}, optimizer state {}, comm buffers {}, activations {}\n", format_bytes(m.weights),
+             format_bytes(m.gradients), format_bytes(m.optimizer_state), format_bytes(m.comm_buffers),
+             format_bytes(m.activations));
+}
+
+int run_predict(const PredictOptions& o) {
+  model::Config base;
+  base.micro_batch = parse_positive_count(o.micro_batch, "--micro-batch");
+  base.accum_steps = parse_positive_count(o.accum_steps, "--accum-steps");
+  base.world_size = parse_positive_count(o.world_size, "--world-size");
+  std::vector<Strategy> strategies;
+  const bool all = o.strategy == "all";
+  if (all)
+    strategies.assign(kAllStrategies.begin(), kAllStrategies.end());
+  else
+    try {
+      strategies.push_back(parse_strategy(o.strategy, "--strategy"));
+    } catch (const InputError&) {
+      throw InputError(fmt::format("--strategy: unknown strategy '{}': expected overlap, fused, every-step or all", o.strategy));
+    }
+
+  auto m = make_model(o);
+  const auto& info = m->info();
+  std::vector<model::Prediction> preds;
+  for (Strategy s : strategies) {
+    model::Config c = base;
+    c.strategy = s;
+    preds.push_back(m->predict(c));
+  }
+  if (preds.front().micro_batch_extrapolated && !o.extrapolate)
+    throw InputError(fmt::format("--micro-batch {} is above the largest measured micro_batch {}; pass --extrapolate to use "
+                                 "the model's extrapolation rule, or profile larger micro-batches",
+                                 base.micro_batch, info.measured_max_micro_batch));
+
+  // every-step priced against overlap (both with the same b, k, p).
+  std::optional<std::pair<model::Prediction, model::Prediction>> vs;
+  if (base.world_size > 1) {
+    model::Config c = base;
+    c.strategy = Strategy::overlap;
+    auto ov = m->predict(c);
+    c.strategy = Strategy::every_step;
+    vs.emplace(ov, m->predict(c));
+  }
+
+  if (o.json) {
+    nlohmann::json j;
+    j["schema"] = "gaccum-tune/prediction";
+    j["schema_version"] = 1;
+    j["model"] = model::to_json(info);
+    j["predictions"] = nlohmann::json::array();
+    for (const auto& p : preds) j["predictions"].push_back(model::to_json(p));
+    if (vs)
+      j["every_step_vs_overlap"] = {{"overlap_step_time", vs->first.time.step_time},
+                                    {"every_step_step_time", vs->second.time.step_time},
+                                    {"slowdown", vs->second.time.step_time / vs->first.time.step_time},
+                                    {"extra_comm_exposed", vs->second.time.comm_exposed - vs->first.time.comm_exposed}};
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+
+  fmt::print("gaccum-tune predict: {} ({} model, {} {}{})\n", info.workload_name, info.source, info.device_kind,
+             info.device_name, info.threads_per_rank > 0 ? fmt::format(", {} threads/rank", info.threads_per_rank) : "");
+  for (const auto& p : preds) print_prediction(p, info);
+  if (vs) {
+    const auto& [ov, ev] = *vs;
+    fmt::print("every-step vs overlap: {} vs {} per step ({}; {} vs {} allreduces per step)\n",
+               format_seconds(ev.time.step_time), format_seconds(ov.time.step_time),
+               pct(ev.time.step_time / ov.time.step_time - 1), ev.collectives_per_step, ov.collectives_per_step);
+  }
+  if (info.noise_scale)
+    fmt::print("noise scale: B_noise {:.1f} samples; steps to target x{:.2f} at global_batch {}\n", *info.noise_scale,
+               1.0 + *info.noise_scale / double(base.global_batch()), base.global_batch());
+  fmt::print("model notes:\n");
+  for (const auto& n : info.notes) fmt::print("  - {}\n", n);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_predict_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<PredictOptions>();
+  auto* sub = app.add_subcommand("predict", "Predict step time, throughput and peak memory of one configuration");
+  sub->add_option("--profile", o->profile, "profile.json from `gaccum-tune profile`");
+  sub->add_option("--spec", o->spec, "analytic transformer spec (examples/specs/), needs --cluster");
+  sub->add_option("--cluster", o->cluster, "cluster description (examples/clusters/): scale beyond the local machine");
+  sub->add_option("--mfu", o->mfu, "model FLOP utilisation for --spec (default 0.4)");
+  sub->add_option("--micro-batch,-b", o->micro_batch, "samples per forward/backward on one rank")->required();
+  sub->add_option("--accum-steps,-k", o->accum_steps, "micro-batches per optimizer step");
+  sub->add_option("--world-size,-p", o->world_size, "data-parallel ranks");
+  sub->add_option("--strategy", o->strategy, "overlap | fused | every-step | all");
+  sub->add_flag("--extrapolate", o->extrapolate, "allow a micro_batch above the measured range");
+  sub->add_flag("--json", o->json, "print one JSON object");
+  sub->callback([o, &action] { action = [o] { return run_predict(*o); }; });
+}
+
+}  // namespace gaccum::cli

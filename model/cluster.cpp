@@ -1,0 +1,95 @@
+// What/why: see cluster.hpp.
+#include "model/cluster.hpp"
+
+#include <fmt/format.h>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/json_fields.hpp"
+
+namespace gaccum::model {
+
+namespace {
+
+void reject_unknown(const JsonFields& f) {
+  for (const auto& k : f.unknown_keys())
+    if (k != "comment" && (k.empty() || k[0] != '_'))
+      throw InputError(fmt::format("{}: unknown field '{}' (check the spelling; see examples/clusters/)", f.path(), k));
+}
+
+double positive_num(JsonFields& f, const std::string& key) {
+  const double v = f.num(key);
+  if (!(v > 0)) throw InputError(fmt::format("{}: must be a positive number, got {}", f.child(key), v));
+  return v;
+}
+
+LinkParams link_from(const nlohmann::json& j, const std::string& path) {
+  JsonFields f(j, path);
+  LinkParams l;
+  l.bandwidth = positive_num(f, "bandwidth_GBps") * 1e9;
+  const double lat = f.num("latency_us");
+  if (!(lat >= 0)) throw InputError(fmt::format("{}: must be a non-negative number, got {}", f.child("latency_us"), lat));
+  l.latency = lat * 1e-6;
+  reject_unknown(f);
+  return l;
+}
+
+}  // namespace
+
+Cluster cluster_from_json(const nlohmann::json& j, const std::string& what) {
+  JsonFields f(j, what);
+  if (auto schema = f.opt_str("schema"); schema && *schema != "gaccum-tune/cluster")
+    throw InputError(fmt::format("{}.schema: '{}' is not a cluster description (expected \"gaccum-tune/cluster\")", what, *schema));
+  Cluster c;
+  c.name = f.str("name");
+  c.nodes = f.positive("nodes");
+  c.gpus_per_node = f.positive("gpus_per_node");
+  if (c.nodes > (Count(1) << 24) || c.gpus_per_node > (Count(1) << 16))
+    throw InputError(fmt::format("{}: nodes ({}) or gpus_per_node ({}) out of range (at most 16777216 nodes of 65536 GPUs)",
+                                 what, c.nodes, c.gpus_per_node));
+  JsonFields d(f.object("device"), f.child("device"));
+  c.device_name = d.opt_str("name").value_or("");
+  c.device_memory = d.bytes("memory");
+  if (c.device_memory == 0) throw InputError(fmt::format("{}: must be a positive size", d.child("memory")));
+  if (d.has("peak_tflops")) c.device_peak_flops = positive_num(d, "peak_tflops") * 1e12;
+  if (d.has("memory_bandwidth_GBps")) c.device_memory_bandwidth = positive_num(d, "memory_bandwidth_GBps") * 1e9;
+  if (d.has("cost_per_hour_usd")) {
+    const double v = d.num("cost_per_hour_usd");
+    if (!(v >= 0)) throw InputError(fmt::format("{}: must be a non-negative number", d.child("cost_per_hour_usd")));
+    c.cost_per_device_hour = v;
+  }
+  reject_unknown(d);
+  c.intra_node = link_from(f.object("intra_node"), f.child("intra_node"));
+  if (f.has("inter_node")) {
+    c.inter_node = link_from(f.object("inter_node"), f.child("inter_node"));
+  } else {
+    (void)f.opt_object("inter_node");
+    if (c.nodes > 1) throw InputError(fmt::format("{}: missing required field 'inter_node' (nodes is {})", what, c.nodes));
+  }
+  c.source = f.opt_str("_source").value_or(f.opt_str("comment").value_or(""));
+  reject_unknown(f);
+  return c;
+}
+
+Cluster load_cluster(const std::string& path) {
+  return cluster_from_json(parse_json_text(read_file(path, "--cluster"), path), path);
+}
+
+nlohmann::json to_json(const Cluster& c) {
+  nlohmann::json dev = {{"name", c.device_name}, {"memory", c.device_memory}};
+  if (c.device_peak_flops) dev["peak_tflops"] = *c.device_peak_flops / 1e12;
+  if (c.device_memory_bandwidth) dev["memory_bandwidth_GBps"] = *c.device_memory_bandwidth / 1e9;
+  if (c.cost_per_device_hour) dev["cost_per_hour_usd"] = *c.cost_per_device_hour;
+  nlohmann::json j = {{"schema", "gaccum-tune/cluster"},
+                      {"name", c.name},
+                      {"nodes", c.nodes},
+                      {"gpus_per_node", c.gpus_per_node},
+                      {"device", dev},
+                      {"intra_node", {{"bandwidth_GBps", c.intra_node.bandwidth / 1e9}, {"latency_us", c.intra_node.latency * 1e6}}}};
+  if (c.nodes > 1 || c.inter_node.bandwidth > 0)
+    j["inter_node"] = {{"bandwidth_GBps", c.inter_node.bandwidth / 1e9}, {"latency_us", c.inter_node.latency * 1e6}};
+  if (!c.source.empty()) j["_source"] = c.source;
+  return j;
+}
+
+}  // namespace gaccum::model

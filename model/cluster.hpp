@@ -1,0 +1,58 @@
+// What: a cluster description (cluster.json): nodes x GPUs per node, device memory, the
+//       intra-node and inter-node links as ring-model parameters, and optionally the device's
+//       peak FLOP/s, memory bandwidth and price.
+//   intra_node.bandwidth  bus bandwidth of a ring inside one node (nccl-tests busbw, large messages)
+//   inter_node.bandwidth  what each GPU can send off-node (its NIC, or its share of the node's NICs)
+//   latency               per ring step
+// Why: `--cluster` lets a one-node profile (or an analytic spec) predict a multi-node job
+//      through the hierarchical allreduce (model/allreduce.hpp); the tuner reads
+//      max_world_size() and device_memory for feasibility and cost for the `cost` objective.
+//
+// File format (strict: unknown keys are errors, except "_source", "comment" and keys starting
+// with '_'):
+//   {"schema": "gaccum-tune/cluster", "name": "...", "nodes": 16, "gpus_per_node": 8,
+//    "device": {"name": "...", "memory": "80GiB", "peak_tflops": 989.4,
+//               "memory_bandwidth_GBps": 3350, "cost_per_hour_usd": 12.29},
+//    "intra_node": {"bandwidth_GBps": 370, "latency_us": 1.0},
+//    "inter_node": {"bandwidth_GBps": 46, "latency_us": 5.0},
+//    "_source": "where the numbers come from"}
+// GB/s are decimal (1e9 bytes/s, as nccl-tests reports); memory sizes as core/parse.hpp.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/units.hpp"
+#include "model/allreduce.hpp"
+
+namespace gaccum::model {
+
+struct Cluster {
+  std::string name;
+  std::string device_name;
+  Count nodes = 1;
+  Count gpus_per_node = 1;
+  Bytes device_memory = 0;
+  LinkParams intra_node;
+  LinkParams inter_node;
+  std::optional<double> device_peak_flops;                   // FLOP/s in the training dtype
+  std::optional<BytesPerSecond> device_memory_bandwidth;     // HBM bytes/s
+  std::optional<double> cost_per_device_hour;                // USD
+  std::string source;                                        // "_source" / "comment"
+
+  Count max_world_size() const { return nodes * gpus_per_node; }
+  // The allreduce cost of one message at world_size p on this cluster.
+  AffineCost allreduce(Count world_size) const {
+    return hierarchical_allreduce(world_size, gpus_per_node, intra_node, inter_node);
+  }
+};
+
+// `what` names the source in errors.
+Cluster cluster_from_json(const nlohmann::json& j, const std::string& what);
+// Reads and validates a cluster file; InputError naming the file and field on any problem.
+Cluster load_cluster(const std::string& path);
+nlohmann::json to_json(const Cluster& c);
+
+}  // namespace gaccum::model

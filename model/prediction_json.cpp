@@ -1,0 +1,73 @@
+// What/why: see prediction_json.hpp.
+#include "model/prediction_json.hpp"
+
+#include <string>
+
+namespace gaccum::model {
+
+nlohmann::ordered_json to_ordered_json(const Config& c) {
+  return nlohmann::ordered_json{{"micro_batch", c.micro_batch},
+                                {"accum_steps", c.accum_steps},
+                                {"world_size", c.world_size},
+                                {"global_batch", c.global_batch()},
+                                {"strategy", std::string(to_string(c.strategy))}};
+}
+
+nlohmann::json to_json(const Config& c) {
+  return {{"micro_batch", c.micro_batch},
+          {"accum_steps", c.accum_steps},
+          {"world_size", c.world_size},
+          {"strategy", std::string(to_string(c.strategy))},
+          {"global_batch", c.global_batch()}};
+}
+
+nlohmann::json to_json(const Prediction& p) {
+  const auto& t = p.time;
+  const auto& m = p.memory;
+  return {{"config", to_json(p.config)},
+          {"step_time", t.step_time},
+          {"step_time_lo", p.step_time_lo},
+          {"step_time_hi", p.step_time_hi},
+          {"time",
+           {{"compute", t.compute},
+            {"comm_total", t.comm_total},
+            {"comm_exposed", t.comm_exposed},
+            {"optimizer", t.optimizer},
+            {"step_time", t.step_time}}},
+          {"throughput", p.throughput},
+          {"tokens_per_s", p.tokens_per_s},
+          {"memory",
+           {{"weights", m.weights},
+            {"gradients", m.gradients},
+            {"optimizer_state", m.optimizer_state},
+            {"comm_buffers", m.comm_buffers},
+            {"activations", m.activations},
+            {"peak", m.peak}}},
+          {"peak_memory", m.peak},
+          {"collectives_per_step", p.collectives_per_step},
+          {"comm_source", to_string(p.comm_source)},
+          {"overlap_efficiency", p.overlap_efficiency},
+          {"extrapolated", p.extrapolated},
+          {"micro_batch_extrapolated", p.micro_batch_extrapolated},
+          {"world_size_extrapolated", p.world_size_extrapolated}};
+}
+
+nlohmann::json to_json(const ModelInfo& i, bool with_fit) {
+  nlohmann::json j = {{"source", i.source},
+                      {"workload", i.workload_name},
+                      {"workload_hash", i.workload_hash},
+                      {"device_kind", i.device_kind},
+                      {"device_name", i.device_name},
+                      {"device_memory", i.device_memory},
+                      {"max_world_size", i.max_world_size},
+                      {"measured_max_micro_batch", i.measured_max_micro_batch},
+                      {"max_micro_batch_fitting", i.max_micro_batch_fitting},
+                      {"threads_per_rank", i.threads_per_rank},
+                      {"tokens_per_sample", i.tokens_per_sample},
+                      {"noise_scale", i.noise_scale ? nlohmann::json(*i.noise_scale) : nlohmann::json(nullptr)},
+                      {"notes", i.notes}};
+  if (with_fit) j["fit"] = i.fit;
+  return j;
+}
+
+}  // namespace gaccum::model

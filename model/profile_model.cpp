@@ -1,0 +1,316 @@
+// What/why: see profile_model.hpp.
+#include "model/profile_model.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "core/buckets.hpp"
+#include "core/error.hpp"
+#include "model/allreduce_table.hpp"
+#include "model/compute_fit.hpp"
+#include "model/memory_fit.hpp"
+#include "model/noise_scale.hpp"
+#include "model/overlap.hpp"
+#include "model/step_assembly.hpp"
+#include "model/strategy_cost.hpp"
+
+namespace gaccum::model {
+namespace {
+
+struct ConcurrencyBand {
+  Count p = 1;
+  TimeBand t;
+};
+
+// Same concurrency rule as compute: exact, linear between profiled, the largest beyond,
+// never below concurrency 1.
+TimeBand band_at(const std::vector<ConcurrencyBand>& v, Count p) {
+  TimeBand t;
+  if (p >= v.back().p) {
+    t = v.back().t;
+  } else if (p <= v.front().p) {
+    t = v.front().t;
+  } else {
+    auto hi = std::lower_bound(v.begin(), v.end(), p, [](const ConcurrencyBand& c, Count q) { return c.p < q; });
+    if (hi->p == p) {
+      t = hi->t;
+    } else {
+      const auto& lo = *(hi - 1);
+      const double f = double(p - lo.p) / double(hi->p - lo.p);
+      t = {lo.t.mid + (hi->t.mid - lo.t.mid) * f, lo.t.lo + (hi->t.lo - lo.t.lo) * f, lo.t.hi + (hi->t.hi - lo.t.hi) * f};
+    }
+  }
+  if (v.front().p == 1) {
+    t.mid = std::max(t.mid, v.front().t.mid);
+    t.hi = std::max(t.hi, t.mid);
+  }
+  return t;
+}
+
+class ProfileModel final : public CostModel {
+ public:
+  ProfileModel(const Profile& prof, const Cluster* cluster);
+  Prediction predict(const Config& c) const override;
+  const ModelInfo& info() const override { return info_; }
+
+ private:
+  struct MeasuredAt {
+    Count p = 0;
+    std::vector<TimeBand> buckets;  // one per bucket, launch order
+    TimeBand fused;                 // the whole gradient in one message
+    TimeBand window_sync;           // the 8-byte token-count allreduce (token workloads)
+    LinkParams fit;
+  };
+  double efficiency(Count p) const;
+
+  ModelInfo info_;
+  ComputeModel compute_;
+  MemoryModel memory_;
+  std::vector<ConcurrencyBand> optimizer_;
+  std::vector<Bytes> bucket_bytes_;
+  std::vector<double> ready_;
+  Bytes grad_bytes_ = 0;
+  std::vector<MeasuredAt> measured_;  // by increasing p
+  std::optional<Cluster> cluster_;
+  LinkParams cluster_intra_;
+  std::vector<std::pair<Count, double>> efficiency_;  // measured, by p
+  double fallback_efficiency_ = 1;
+  int passes_ = 21;
+  Count max_profiled_p_ = 1;
+  bool token_workload_ = false;
+};
+
+inline constexpr Bytes kTokenCountBytes = 8;  // one float64
+
+ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
+  auto& notes = info_.notes;
+  const auto& w = prof.workload;
+  const bool gpu = prof.hardware.device_kind == "cuda";
+  info_.source = "profile";
+  info_.workload_name = w.name;
+  info_.workload_hash = w.hash;
+  info_.device_kind = prof.hardware.device_kind;
+  info_.device_name = prof.hardware.device_name;
+  info_.device_memory = prof.hardware.device_memory;
+  info_.threads_per_rank = prof.hardware.threads_per_rank;
+  info_.tokens_per_sample = w.mean_tokens_per_sample;
+  info_.max_micro_batch_fitting = prof.max_micro_batch_fitting;
+  token_workload_ = w.tokens_per_sample > 0;
+
+  compute_ = ComputeModel::fit(prof.compute, notes);
+  memory_ = MemoryModel::fit(prof.memory, w.param_bytes, notes);
+  info_.measured_max_micro_batch = std::min(compute_.measured_max_micro_batch(), memory_.measured_max_micro_batch());
+
+  // Optimizer step per concurrency (median, p10, p90).
+  if (prof.optimizer.empty())
+    throw ProfileError("profile: no optimizer measurements (optimizer[] is empty); re-run `gaccum-tune profile`");
+  std::map<Count, TimeBand> opt;
+  for (const auto& o : prof.optimizer) opt[o.concurrent_ranks] = {o.step.median, std::min(o.step.p10, o.step.median),
+                                                                   std::max(o.step.p90, o.step.median)};
+  for (const auto& [p, t] : opt) optimizer_.push_back({p, t});
+  const std::string optimizer_name = prof.settings.optimizer.empty() ? "adam" : prof.settings.optimizer;
+  passes_ = optimizer_passes(optimizer_name);
+  const Bytes slots = optimizer_name == "sgd" ? 1 : 2;
+  if (w.param_bytes > 0 && memory_.optimizer_state() != slots * w.param_bytes)
+    notes.push_back(fmt::format("memory: optimizer_state {} B is not {} x parameter bytes ({} B) as {} implies",
+                                memory_.optimizer_state(), slots, slots * w.param_bytes, optimizer_name));
+
+  // DDP buckets of the workload's gradients.
+  grad_bytes_ = w.param_bytes;
+  std::vector<Bytes> tensors = w.param_tensor_bytes;
+  if (tensors.empty()) {
+    tensors.push_back(w.param_bytes);
+    notes.push_back("buckets: profile lists no parameter tensor sizes; one bucket of all gradients assumed");
+  }
+  for (const auto& bk : assign_buckets(tensors)) bucket_bytes_.push_back(bk.bytes);
+  ready_ = ready_fractions(bucket_bytes_);
+
+  // Allreduce measurements of the backend this device uses.
+  std::map<std::string, int> per_backend;
+  for (const auto& a : prof.allreduce)
+    if (a.world_size >= 2) per_backend[a.backend] += 1;
+  std::string backend = gpu ? "nccl" : "gloo";
+  if (!per_backend.count(backend) && !per_backend.empty())
+    backend = std::max_element(per_backend.begin(), per_backend.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
+  std::map<Count, std::vector<AllreducePoint>> by_p;
+  for (const auto& a : prof.allreduce) {
+    if (a.backend != backend || a.world_size < 2) continue;
+    if (a.wrong > 0) {
+      notes.push_back(fmt::format("allreduce: skipped {} B at world_size {} ({} wrong elements)", a.bytes, a.world_size, a.wrong));
+      continue;
+    }
+    by_p[a.world_size].push_back(a);
+  }
+  nlohmann::json ar_fit = nlohmann::json::array();
+  for (const auto& [p, pts] : by_p) {
+    MeasuredAllreduce table(p, pts);
+    MeasuredAt m;
+    m.p = p;
+    for (Bytes b : bucket_bytes_) m.buckets.push_back(table.time(b));
+    m.fused = table.time(grad_bytes_);
+    if (token_workload_) m.window_sync = table.time(kTokenCountBytes);
+    m.fit = table.fit().link;
+    measured_.push_back(std::move(m));
+    ar_fit.push_back(table.describe());
+    max_profiled_p_ = std::max(max_profiled_p_, p);
+  }
+  max_profiled_p_ = std::min(max_profiled_p_, compute_.max_concurrency());
+  if (!measured_.empty())
+    notes.push_back(fmt::format("allreduce: {} measurements at world_size {}; bucket and fused messages from the "
+                                "measurements, interpolated between sizes",
+                                backend, fmt::join([&] {
+                                  std::vector<Count> ps;
+                                  for (const auto& m : measured_) ps.push_back(m.p);
+                                  return ps;
+                                }(), ", ")));
+
+  // Overlap efficiency.
+  std::map<Count, std::pair<double, int>> eff;
+  for (const auto& o : prof.overlap) {
+    auto& e = eff[o.world_size];
+    e.first += overlap_efficiency(o);
+    e.second += 1;
+  }
+  double min_eff = 1;
+  for (const auto& [p, e] : eff) {
+    efficiency_.push_back({p, e.first / e.second});
+    min_eff = std::min(min_eff, e.first / e.second);
+  }
+  if (gpu) {
+    fallback_efficiency_ = 1.0;
+    notes.push_back("overlap: world sizes without an overlap measurement assume full overlap (GPU: NCCL runs on its own stream)");
+  } else if (!efficiency_.empty()) {
+    fallback_efficiency_ = min_eff;
+    notes.push_back(fmt::format("overlap: world sizes without an overlap measurement use the smallest measured efficiency "
+                                "{:.2f} (CPU: communication competes with compute for cores)",
+                                min_eff));
+  } else {
+    fallback_efficiency_ = 0.0;
+    notes.push_back("overlap: no overlap measurement; CPU default efficiency 0 (communication not hidden behind backward)");
+  }
+
+  // World sizes beyond the profile.
+  if (cluster) {
+    cluster_ = *cluster;
+    cluster_intra_ = cluster->intra_node;
+    info_.device_memory = cluster->device_memory;
+    info_.max_world_size = cluster->max_world_size();
+    info_.max_world_size_reason = fmt::format("cluster '{}' has {} node(s) x {} GPUs", cluster->name, cluster->nodes,
+                                              cluster->gpus_per_node);
+    for (const auto& m : measured_)
+      if (m.p == cluster->gpus_per_node && backend == "nccl") {
+        cluster_intra_ = m.fit;
+        notes.push_back(fmt::format("cluster: intra-node link from the profile's ring fit at world_size {} (alpha {:.3g} s, "
+                                    "beta {:.4g} GB/s) instead of the cluster file",
+                                    m.p, m.fit.latency, m.fit.bandwidth / 1e9));
+      }
+    notes.push_back(fmt::format("cluster: {} ({} x {} GPUs); world sizes above {} use the hierarchical allreduce", cluster->name,
+                                cluster->nodes, cluster->gpus_per_node, max_profiled_p_));
+    if (!gpu) notes.push_back("cluster: a CPU profile priced on a GPU cluster: compute and memory are the CPU's");
+  } else if (measured_.empty()) {
+    info_.max_world_size = 1;
+    info_.max_world_size_reason = "the profile has no allreduce measurements at world_size >= 2 (pass a cluster description)";
+    notes.push_back("allreduce: no measurements at world_size >= 2; predictions limited to world_size 1 (pass --cluster)");
+  }
+
+  if (token_workload_)
+    notes.push_back("token workload: one allreduce of the window's token count per step (loss normalised across ranks) "
+                    "added to the exposed communication");
+  if (auto ns = estimate_noise_scale(prof.grad_norms, notes)) {
+    info_.noise_scale = ns->b_simple;
+    info_.fit["noise_scale"] = {{"b_simple", ns->b_simple}, {"grad_sq_norm", ns->grad_sq_norm},
+                                {"trace_sigma", ns->trace_sigma}, {"b_small", ns->b_small}, {"b_big", ns->b_big}};
+  }
+
+  nlohmann::json opt_j = nlohmann::json::array();
+  for (const auto& o : optimizer_) opt_j.push_back({{"concurrency", o.p}, {"median", o.t.mid}, {"p10", o.t.lo}, {"p90", o.t.hi}});
+  nlohmann::json eff_j = nlohmann::json::array();
+  for (const auto& [p, e] : efficiency_) eff_j.push_back({{"world_size", p}, {"efficiency", e}});
+  info_.fit["compute"] = compute_.describe();
+  info_.fit["memory"] = memory_.describe();
+  info_.fit["optimizer"] = {{"name", optimizer_name}, {"passes", passes_}, {"measured", opt_j}};
+  info_.fit["buckets"] = bucket_bytes_;
+  info_.fit["allreduce"] = {{"backend", backend}, {"world_sizes", ar_fit}};
+  info_.fit["overlap"] = {{"measured", eff_j}, {"fallback_efficiency", fallback_efficiency_}};
+  info_.fit["sync_copy_passes"] = kSyncCopyPasses;
+  if (cluster_) info_.fit["cluster"] = to_json(*cluster_);
+}
+
+double ProfileModel::efficiency(Count p) const {
+  for (const auto& [q, e] : efficiency_)
+    if (q == p) return e;
+  return fallback_efficiency_;
+}
+
+Prediction ProfileModel::predict(const Config& c) const {
+  check_config(c, info_.max_world_size, info_.max_world_size_reason);
+  const Count p = c.world_size, b = c.micro_batch;
+  StepTerms s;
+  s.micro_step = compute_.micro_step(b, p);
+  s.backward = compute_.backward(b, p);
+  s.optimizer = band_at(optimizer_, p);
+  s.tokens_per_sample = info_.tokens_per_sample;
+
+  MemoryBreakdown mem;
+  mem.weights = memory_.weights();
+  mem.gradients = memory_.gradients();
+  mem.optimizer_state = memory_.optimizer_state();
+  mem.comm_buffers = p > 1 ? grad_bytes_ : 0;
+  mem.activations = memory_.activations(b);
+  mem.peak = mem.weights + mem.gradients + mem.optimizer_state + mem.comm_buffers + mem.activations;
+
+  Prediction out;
+  CommSource source = CommSource::none;
+  if (p == 1) {
+    out = assemble_prediction(c, s, ready_, [](std::size_t) { return TimeBand{}; }, TimeBand{}, mem);
+  } else {
+    s.overlap_efficiency = efficiency(p);
+    s.sync_copies = double(kSyncCopyPasses) * s.optimizer.mid / double(passes_);
+    auto at = std::lower_bound(measured_.begin(), measured_.end(), p, [](const MeasuredAt& m, Count q) { return m.p < q; });
+    if (at != measured_.end() && at->p == p) {
+      source = CommSource::measured;
+      const MeasuredAt& m = *at;
+      s.window_sync = m.window_sync;
+      out = assemble_prediction(c, s, ready_, [&m](std::size_t i) { return m.buckets[i]; }, m.fused, mem);
+    } else {
+      AffineCost cost;
+      if (at != measured_.end()) {  // between profiled world sizes
+        cost = ring_allreduce(p, at->fit);
+        source = CommSource::ring_fit;
+      } else if (cluster_) {
+        cost = hierarchical_allreduce(p, cluster_->gpus_per_node, cluster_intra_, cluster_->inter_node);
+        source = CommSource::hierarchical;
+      } else {
+        cost = ring_allreduce(p, measured_.back().fit);
+        source = CommSource::ring_fit;
+      }
+      const Seconds fused = cost.at(grad_bytes_);
+      if (token_workload_) s.window_sync = {cost.at(kTokenCountBytes), cost.at(kTokenCountBytes), cost.at(kTokenCountBytes)};
+      out = assemble_prediction(
+          c, s, ready_,
+          [&](std::size_t i) {
+            const Seconds t = cost.at(bucket_bytes_[i]);
+            return TimeBand{t, t, t};
+          },
+          TimeBand{fused, fused, fused}, mem);
+    }
+  }
+  out.comm_source = source;
+  out.overlap_efficiency = p > 1 ? s.overlap_efficiency : 1.0;
+  out.micro_batch_extrapolated =
+      b > std::min(compute_.measured_max_micro_batch(p), memory_.measured_max_micro_batch());
+  out.world_size_extrapolated = p > max_profiled_p_;
+  out.extrapolated = out.micro_batch_extrapolated || out.world_size_extrapolated;
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<CostModel> make_profile_model(const Profile& profile, const Cluster* cluster) {
+  return std::make_unique<ProfileModel>(profile, cluster);
+}
+
+}  // namespace gaccum::model
