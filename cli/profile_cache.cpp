@@ -1,0 +1,85 @@
+// What/why: see profile_cache.hpp.
+#include "cli/profile_cache.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/hash.hpp"
+#include "core/version.hpp"
+#include "profiler/hardware.hpp"
+#include "profiler/profile_session.hpp"
+#include "profiler/progress.hpp"
+
+namespace gaccum::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path profile_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "gaccum-tune" / "profiles";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "gaccum-tune" / "profiles";
+  throw InputError(
+      "--workload: neither XDG_CACHE_HOME nor HOME is set, so there is no profile cache; set one or "
+      "pass --profile profile.json");
+}
+
+// Cache key: (workload hash, hardware, library versions) -> 16 hex digits.
+// The optimizer joins the key: its state is part of the measured memory.
+std::string profile_cache_key(const WorkloadIdentity& id, const std::string& device, const std::string& optimizer) {
+  const std::string hw = fmt::format("{}|{}|{}", device, profiler::cpu_model(), std::thread::hardware_concurrency());
+  const std::string libs = fmt::format("{}|{}", GACCUM_VERSION_STRING, GACCUM_TORCH_VERSION);
+  return hex64(fnv1a64(fmt::format("workload={};optimizer={};hardware={};libraries={}", id.hash, optimizer, hw, libs)));
+}
+
+// Measures a fresh profile of `cfg` on this machine with the profiler's defaults (on CPU: a
+// 96 MiB "device", ranks up to the cores, threads per rank recorded), as `gaccum-tune profile`
+// would; progress on stderr when it is a terminal.
+Profile run_profiler(const workloads::WorkloadConfig& cfg, const std::string& optimizer) {
+  profiler::ProfileRequest req;
+  req.workload = cfg;
+  req.device = cfg.device;
+  req.optimizer = profiled_optimizer(optimizer);
+  profiler::Progress progress(::isatty(STDERR_FILENO) == 1);
+  Profile p = profiler::run_profile(req, progress);
+  progress.clear();
+  return p;
+}
+
+}  // namespace
+
+std::string profiled_optimizer(const std::string& optimizer) { return optimizer == "lamb" ? "adam" : optimizer; }
+
+Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer_in, bool reprofile,
+                              nlohmann::json& source) {
+  const auto workload = workloads::make_workload(cfg);
+  const auto& id = workload->identity();
+  const std::string optimizer = profiled_optimizer(optimizer_in);
+  const fs::path path =
+      profile_cache_dir() / fmt::format("{}-{}.json", id.name, profile_cache_key(id, cfg.device, optimizer));
+  source = {{"kind", "profile"}, {"path", path.string()}, {"workload", id.name}, {"cache_key", path.stem().string()}};
+  std::error_code ec;
+  if (!reprofile && fs::exists(path, ec)) {
+    try {
+      Profile p = load_profile(path.string(), id.hash);
+      source["cached"] = true;
+      return p;
+    } catch (const ProfileError& e) {
+      std::cerr << fmt::format("gaccum-tune: cached profile {} is unusable ({}); profiling again\n", path.string(),
+                               e.what());
+    }
+  }
+  Profile p = run_profiler(cfg, optimizer_in);
+  save_profile(p, path.string());
+  source["cached"] = false;
+  return p;
+}
+
+}  // namespace gaccum::cli

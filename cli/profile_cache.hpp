@@ -1,0 +1,30 @@
+// What: the profile-first path shared by `tune --workload` and `check --workload`: a profile of
+//       the workload on this machine from the cache, or measured now (as `gaccum-tune profile`
+//       would, progress on stderr) and cached at
+//         ${XDG_CACHE_HOME:-~/.cache}/gaccum-tune/profiles/<name>-<key>.json
+//       key = 16 hex digits of (workload hash, optimizer whose state is measured, hardware, tool
+//       and LibTorch versions).
+// Why: the second run of a command on the same workload and machine costs a file read, not a
+//      profiling run. Needs LibTorch (the workload's identity hash, the profiler), so it belongs
+//      to the engine binary; cli/profile_source.hpp is the torch-free rest.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/profile.hpp"
+#include "workloads/workload.hpp"
+
+namespace gaccum::cli {
+
+// The optimizer whose state the profile measures: LAMB keeps Adam's two moments.
+std::string profiled_optimizer(const std::string& optimizer);
+
+// `cfg.device` must be resolved (not "auto"). Fills `source` with {"kind": "profile", "path",
+// "workload", "cache_key", "cached": bool}. An unusable cached file is re-measured (one line on
+// stderr says why).
+Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer, bool reprofile,
+                              nlohmann::json& source);
+
+}  // namespace gaccum::cli

@@ -1,0 +1,60 @@
+// What/why: see profile_source.hpp.
+#include "cli/profile_source.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "model/profile_model.hpp"
+#include "model/spec_model.hpp"
+
+namespace gaccum::cli {
+
+LoadedModel load_spec_model(const std::string& spec_path, const std::string& cluster_path, std::optional<double> mfu) {
+  if (cluster_path.empty())
+    throw InputError("--spec needs --cluster cluster.json (device peak FLOP/s, memory and links)");
+  LoadedModel l;
+  l.cluster = model::load_cluster(cluster_path);
+  const double m = mfu.value_or(kDefaultMfu);
+  if (!(m > 0)) throw InputError("--mfu: must be above 0 (a fraction such as 0.4 or 40%)");
+  l.model = model::make_spec_model(model::load_spec(spec_path), *l.cluster, m);
+  l.source = {{"kind", "spec"}, {"path", spec_path}, {"cluster", cluster_path}, {"mfu", m}};
+  return l;
+}
+
+LoadedModel model_from_profile(Profile profile, nlohmann::json source, const std::string& cluster_path) {
+  LoadedModel l;
+  if (!cluster_path.empty()) l.cluster = model::load_cluster(cluster_path);
+  l.profile = std::move(profile);
+  l.source = std::move(source);
+  const auto& p = *l.profile;
+  l.source["created_utc"] = p.created_utc;
+  l.source["host"] = p.hardware.host;
+  l.source["versions"] = {{"tool", p.versions.tool},
+                          {"libtorch", p.versions.libtorch},
+                          {"gloo", p.versions.gloo},
+                          {"cuda", p.versions.cuda},
+                          {"nccl", p.versions.nccl}};
+  if (l.cluster) l.source["cluster"] = cluster_path;
+  l.model = model::make_profile_model(p, l.cluster ? &*l.cluster : nullptr);
+  return l;
+}
+
+LoadedModel load_profile_model(const std::string& profile_path, const std::string& cluster_path,
+                               const std::string& expected_workload_hash) {
+  Profile p = load_profile(profile_path, expected_workload_hash);
+  return model_from_profile(std::move(p), {{"kind", "profile"}, {"path", profile_path}}, cluster_path);
+}
+
+Count default_max_world_size(const LoadedModel& l) {
+  if (l.cluster) return l.cluster->max_world_size();
+  if (l.profile) {
+    const auto& h = l.profile->hardware;
+    if (h.device_kind == "cpu") return std::max<Count>(1, Count(h.cpu_cores) / Count(std::max(1, h.threads_per_rank)));
+    Count most = 1;
+    for (Count r : l.profile->settings.ranks) most = std::max(most, r);
+    return most;
+  }
+  return 8;
+}
+
+}  // namespace gaccum::cli

@@ -1,0 +1,257 @@
+// What: `gaccum-tune tune`: the main job. Builds a cost model from a profile (--profile), an
+//       analytic spec (--spec with --cluster), or a workload it profiles first and caches
+//       (--workload, default gpt-tiny); searches every (micro_batch, accum_steps, world_size,
+//       strategy) for the global batch target under the memory cap; prints a ranked table with a
+//       recommendation and writes result.csv, result.json, result.md and report.html to --out.
+// Why: one command answers "which b, k and p?" with reasons; the tuner (tuner/) and printers
+//      (reports/) do the work, this file only turns flags into a TuneRequest and files.
+//
+// Defaults (also in --help):
+//   --workload gpt-tiny      when neither --profile nor --spec is given
+//   --global-batch 512       the memory cap binds on the CPU demo: gpt-tiny's micro_batch is
+//                            bounded by the profile's device memory, so B needs accumulation
+//   --max-world-size         cluster size; CPU profile: cores / threads per rank (a rank stands
+//                            for a GPU, at most one rank per core group); GPU profile: the largest
+//                            rank count it measured
+//   --memory-cap 90%  --margin 10%  --max-accum-steps 64  --strategy auto
+//   --objective throughput  --optimizer adam  --top 10  --out gaccum-out
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "cli/command.hpp"
+#include "cli/profile_cache.hpp"
+#include "cli/profile_source.hpp"
+#include "core/error.hpp"
+#include "core/parse.hpp"
+#include "core/profile.hpp"
+#include "core/version.hpp"
+#include "core/utc_time.hpp"
+#include "reports/csv_printer.hpp"
+#include "reports/html_printer.hpp"
+#include "reports/json_printer.hpp"
+#include "reports/markdown_printer.hpp"
+#include "reports/output_dir.hpp"
+#include "reports/row.hpp"
+#include "reports/terminal_printer.hpp"
+#include "tuner/tuner.hpp"
+#include "workloads/workload.hpp"
+
+namespace gaccum::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+inline constexpr const char* kDefaultWorkload = "gpt-tiny";
+inline constexpr Count kDefaultGlobalBatch = 512;
+const std::vector<std::string> kOutputNames = {"result.csv", "result.json", "result.md", "report.html"};
+
+struct TuneOptions {
+  std::string workload;  // default kDefaultWorkload when no --profile/--spec
+  std::string profile;
+  std::string spec;
+  std::string cluster;
+  std::string mfu;                 // --spec only; default 0.4
+  std::string global_batch;        // default kDefaultGlobalBatch
+  std::string global_batch_range;  // "256-1024"
+  std::string max_world_size;      // default: see the file comment
+  std::string world_sizes;         // "1,2,4,8"
+  std::string memory_cap = "90%";
+  std::string margin = "10%";
+  std::string max_accum_steps = "64";
+  std::string strategy = "auto";
+  std::string objective = "throughput";
+  std::string lr_ref;  // "3e-4@256"
+  std::string optimizer = "adam";
+  std::string noise_scale;           // B_noise override, samples
+  std::string dataset_size;          // samples per epoch (warm-up in steps)
+  std::string cost_per_device_hour;  // default: the cluster's price when given
+  std::string top = "10";
+  std::string out = "gaccum-out";
+  bool extrapolate = false;
+  bool force = false;
+  bool reprofile = false;
+  bool json = false;
+  std::string command;  // reconstructed for the reports
+};
+
+// ---- model ---------------------------------------------------------------------------------
+// The source resolution (profile / spec / cached profile of a workload) is shared with `check`:
+// cli/profile_source.hpp (torch-free) and cli/profile_cache.hpp (profiles a workload, LibTorch).
+
+LoadedModel load_model(const TuneOptions& o) {
+  const int sources = int(!o.profile.empty()) + int(!o.spec.empty()) + int(!o.workload.empty());
+  if (sources > 1) throw InputError("pass at most one of --workload, --profile profile.json or --spec spec.json");
+  if (o.reprofile && (!o.profile.empty() || !o.spec.empty()))
+    throw InputError(
+        "--reprofile applies to the profile-first path (--workload or no source), not to --profile/--spec");
+  if (!o.mfu.empty() && o.spec.empty())
+    throw InputError("--mfu applies to --spec only (a profile's compute is measured)");
+  if (!o.spec.empty()) {
+    std::optional<double> mfu;
+    if (!o.mfu.empty()) {
+      mfu = parse_fraction(o.mfu, "--mfu");
+      if (!(*mfu > 0)) throw InputError("--mfu: must be above 0 (a fraction such as 0.4 or 40%)");
+    }
+    return load_spec_model(o.spec, o.cluster, mfu);
+  }
+  if (!o.profile.empty()) return load_profile_model(o.profile, o.cluster);
+  auto cfg = workloads::parse_workload_arg(o.workload.empty() ? kDefaultWorkload : o.workload);
+  cfg.device = workloads::resolve_device("auto");
+  nlohmann::json source;
+  Profile p = obtain_cached_profile(cfg, o.optimizer, o.reprofile, source);
+  return model_from_profile(std::move(p), std::move(source), o.cluster);
+}
+
+tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {
+  tuner::TuneRequest r;
+  if (!o.global_batch.empty() && !o.global_batch_range.empty())
+    throw InputError("pass --global-batch or --global-batch-range, not both");
+  if (!o.global_batch_range.empty()) {
+    auto [lo, hi] = parse_count_range(o.global_batch_range, "--global-batch-range");
+    r.global_batch_min = lo, r.global_batch_max = hi;
+  } else {
+    r.global_batch_min = r.global_batch_max =
+        o.global_batch.empty() ? kDefaultGlobalBatch : parse_positive_count(o.global_batch, "--global-batch");
+  }
+  if (!o.world_sizes.empty() && !o.max_world_size.empty())
+    throw InputError("pass --world-sizes or --max-world-size, not both");
+  if (!o.world_sizes.empty()) {
+    r.world_sizes = parse_count_list(o.world_sizes, "--world-sizes");
+  } else {
+    const Count n = o.max_world_size.empty() ? default_max_world_size(l)
+                                             : parse_positive_count(o.max_world_size, "--max-world-size");
+    if (n > 65536) throw InputError("--max-world-size: at most 65536 (use --world-sizes for a sparse list)");
+    r.world_sizes = tuner::world_sizes_up_to(n);
+  }
+  r.memory_cap = parse_memory_cap(o.memory_cap, "--memory-cap");
+  r.margin = parse_fraction(o.margin, "--margin");
+  r.max_accum_steps = parse_positive_count(o.max_accum_steps, "--max-accum-steps");
+  if (o.strategy != "auto") r.strategy = parse_strategy(o.strategy, "--strategy");
+  r.allow_extrapolation = o.extrapolate;
+  r.objective = tuner::parse_objective(o.objective, "--objective");
+  if (!o.noise_scale.empty()) r.noise_scale = double(parse_positive_count(o.noise_scale, "--noise-scale"));
+  if (!o.cost_per_device_hour.empty()) {
+    char* end = nullptr;
+    r.cost_per_device_hour = std::strtod(o.cost_per_device_hour.c_str(), &end);
+    if (end != o.cost_per_device_hour.c_str() + o.cost_per_device_hour.size() || !(r.cost_per_device_hour >= 0))
+      throw InputError(fmt::format("--cost-per-device-hour: invalid value '{}': expected a non-negative number",
+                                   o.cost_per_device_hour));
+  } else if (l.cluster && l.cluster->cost_per_device_hour) {
+    r.cost_per_device_hour = *l.cluster->cost_per_device_hour;
+  }
+  if (!o.lr_ref.empty()) r.lr_reference = tuner::parse_lr_reference(o.lr_ref, "--lr-ref");
+  r.optimizer = o.optimizer;
+  if (!o.dataset_size.empty()) r.dataset_size = parse_positive_count(o.dataset_size, "--dataset-size");
+  r.top = parse_positive_count(o.top, "--top");
+  return r;
+}
+
+int run_tune(const TuneOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const fs::path out(o.out);
+  reports::check_outputs(out, kOutputNames, o.force);  // refuse before any expensive work
+  {
+    // Every flag that does not need the model is checked before profiling or loading.
+    tuner::TuneRequest early = make_request(o, LoadedModel{});
+    tuner::validate(early);
+  }
+
+  LoadedModel l = load_model(o);
+  tuner::TuneRequest req = make_request(o, l);
+  const tuner::TuneResult result = tuner::tune(*l.model, req);
+
+  reports::ReportContext ctx;
+  ctx.tool_version = GACCUM_VERSION_STRING;
+  ctx.generated_utc = utc_now();
+  ctx.command = o.command;
+  ctx.source = l.source;
+  const std::string json = reports::print_json(result, ctx);
+  std::vector<reports::OutputFile> files = {
+      {"result.csv", reports::print_csv(reports::make_rows(result))},
+      {"result.json", json},
+      {"result.md", reports::print_markdown(result, ctx)},
+      {"report.html", reports::print_html(result, ctx)},
+  };
+  const auto written = reports::write_outputs(out, files, o.force);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  if (o.json) {
+    std::cout << json;
+    return kExitOk;
+  }
+  std::cout << reports::print_terminal(result, ctx);
+  if (l.source.contains("cached"))
+    fmt::print("\nProfile: {} {}\n", l.source["cached"].get<bool>() ? "cached" : "measured now and cached at",
+               l.source["path"].get<std::string>());
+  fmt::print("\nReports ({} configs, {:.2f} s):\n", result.search.candidates.size(), seconds);
+  for (const auto& p : written) fmt::print("  {}\n", p.string());
+  return kExitOk;
+}
+
+// "gaccum-tune tune --flag value ..." from the options the user actually gave.
+std::string command_line(const CLI::App* sub) {
+  std::string cmd = "gaccum-tune tune";
+  for (const CLI::Option* opt : sub->get_options()) {
+    if (opt->count() == 0 || opt->get_name() == "--help") continue;
+    const std::string name = opt->get_name();
+    if (opt->get_expected_max() == 0) {
+      cmd += " " + name;
+      continue;
+    }
+    for (const auto& v : opt->results()) cmd += " " + name + " " + v;
+  }
+  return cmd;
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<TuneOptions>();
+  auto* sub = app.add_subcommand(
+      "tune", "Recommend micro_batch, accum_steps, world_size and strategy for a global batch, with reasons");
+  sub->add_option("--workload", o->workload,
+                  "Workload to profile first (cached per workload, hardware and library versions) [default: gpt-tiny]");
+  sub->add_option("--profile", o->profile, "Measured profile.json (from `gaccum-tune profile`)");
+  sub->add_option("--spec", o->spec, "Analytic transformer spec.json (needs --cluster)");
+  sub->add_option("--cluster", o->cluster, "Cluster description (nodes, GPUs per node, links, memory, price)");
+  sub->add_option("--mfu", o->mfu, "Model FLOP utilisation for --spec [default: 0.4]");
+  sub->add_option("--global-batch", o->global_batch, "Target global batch B = b*k*p [default: 512]");
+  sub->add_option("--global-batch-range", o->global_batch_range, "Target range LO-HI, e.g. 256-1024");
+  sub->add_option("--max-world-size", o->max_world_size,
+                  "World sizes 1..N [default: cluster size; CPU: cores / threads per rank; GPU: ranks profiled]");
+  sub->add_option("--world-sizes", o->world_sizes, "Explicit world sizes, e.g. 1,2,4,8");
+  sub->add_option("--memory-cap", o->memory_cap, "Per-rank memory cap: bytes (20GiB) or a share of device memory");
+  sub->add_option("--margin", o->margin, "Safety margin: peak memory <= cap x (1 - margin)");
+  sub->add_option("--max-accum-steps", o->max_accum_steps, "Largest accum_steps allowed");
+  sub->add_option("--strategy", o->strategy, "auto | overlap | fused | every-step (auto ranks overlap and fused)");
+  sub->add_option("--objective", o->objective, "throughput | cost (GPU-seconds per sample) | time-to-target");
+  sub->add_flag("--extrapolate", o->extrapolate, "Allow micro_batch above the measured range");
+  sub->add_option("--lr-ref", o->lr_ref, "Reference learning rate LR@BATCH, e.g. 3e-4@256");
+  sub->add_option("--optimizer", o->optimizer, "sgd (linear LR scaling) | adam | adamw | lamb (square-root)");
+  sub->add_option("--dataset-size", o->dataset_size, "Samples per epoch (warm-up length in steps)");
+  sub->add_option("--noise-scale", o->noise_scale, "Gradient noise scale B_noise in samples (overrides the profile)");
+  sub->add_option("--cost-per-device-hour", o->cost_per_device_hour, "Price per device-hour [default: cluster's]");
+  sub->add_option("--top", o->top, "Picks shown and explained");
+  sub->add_option("--out", o->out, "Output directory for result.csv, result.json, result.md, report.html");
+  sub->add_flag("--force", o->force, "Replace the reports of an earlier run in --out");
+  sub->add_flag("--reprofile", o->reprofile, "Profile again even when a cached profile matches");
+  sub->add_flag("--json", o->json, "Print the JSON result instead of the terminal report");
+  sub->footer(
+      "Defaults: --workload gpt-tiny --global-batch 512 --memory-cap 90% --margin 10% --max-accum-steps 64\n"
+      "--strategy auto --objective throughput --optimizer adam --top 10 --out gaccum-out; world sizes 1..N with N\n"
+      "the cluster size, or on a CPU profile cores / threads per rank (each rank stands for one GPU).\n"
+      "Profiles made by `tune --workload` are cached in ${XDG_CACHE_HOME:-~/.cache}/gaccum-tune/profiles/.");
+  sub->callback([o, sub, &action] {
+    o->command = command_line(sub);
+    action = [o] { return run_tune(*o); };
+  });
+}
+
+}  // namespace gaccum::cli

@@ -1,0 +1,415 @@
+// What/why: see html_printer.hpp. Each section is one function returning markup; every text
+// that comes from data goes through escape.
+#include "reports/html_printer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "reports/row.hpp"
+#include "reports/summary.hpp"
+#include "reports/svg_chart.hpp"
+
+namespace gaccum::reports {
+namespace {
+
+const char* kCss = R"css(
+:root{color-scheme:light}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;margin:0;color:#1a1a1a;background:#fff}
+main{max-width:1180px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:22px;margin:8px 0 4px}
+h2{font-size:17px;margin:28px 0 10px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:14.5px;margin:14px 0 4px}
+.headline{color:#444;margin:4px 0 12px}
+.lead{font-size:15px;background:#f3f7fb;border-left:4px solid #0072B2;padding:10px 14px;margin:10px 0}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(165px,1fr));gap:10px;margin:12px 0}
+.card{border:1px solid #ddd;border-radius:6px;padding:8px 10px}
+.card .v{font-size:18px;font-weight:600}
+.card .k{color:#555;font-size:12px}
+.grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:18px}
+figure{margin:0;border:1px solid #e3e3e3;border-radius:6px;padding:10px;break-inside:avoid}
+figcaption{font-weight:600;margin-bottom:2px}
+figure p.note{color:#555;font-size:12.5px;margin:2px 0 6px}
+svg.chart{width:100%;height:auto;display:block}
+svg .plot{fill:#fafafa;stroke:#ccc}
+svg .grid{stroke:#e6e6e6}
+svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;fill:#333}
+svg .axis{font-size:12px;fill:#222}
+svg .legend{font-size:11.5px}
+svg .mark{font-weight:600;font-size:12px;fill:#000}
+svg .cat{font-size:11.5px}
+table{border-collapse:collapse;font-size:12.5px;width:100%}
+th,td{padding:3px 7px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th{background:#f4f4f4;position:sticky;top:0}
+td.t,th.t{text-align:left}
+td.wrap{white-space:normal;text-align:left;min-width:220px}
+tr.best td{background:#eaf4ea;font-weight:600}
+tr.infeasible td{color:#8a8a8a}
+.scroll{max-height:640px;overflow:auto;border:1px solid #ddd;border-radius:4px}
+ul.why{margin:4px 0 10px 0;padding-left:20px}
+ul.why li{margin:3px 0}
+dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:6px 0}
+dl.kv dt{color:#555}
+dl.kv dd{margin:0}
+.pill{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;background:#eee}
+.pill.memory{background:#fde2d4}.pill.divisibility{background:#fff0c2}.pill.objective{background:#dff0df}
+.pill.measured-range{background:#e5e0f5}.pill.whole-batch{background:#dcebf7}
+footer{color:#666;font-size:12px;margin-top:30px}
+@media print{
+  body{font-size:11px}
+  main{max-width:none;padding:0}
+  .scroll{max-height:none;overflow:visible;border:0}
+  th{position:static}
+  h2{break-after:avoid}
+  figure,.card,tr,li{break-inside:avoid}
+  .grid2{grid-template-columns:1fr 1fr}
+  .lead{background:none}
+  @page{margin:12mm}
+}
+)css";
+
+std::string fmt_rate(double v) {
+  return fmt::format("{:.1f}", v);
+}
+
+// Seconds on an axis: "0" rather than "0 us".
+std::string axis_seconds(double v) {
+  return v == 0 ? std::string("0") : format_seconds(v);
+}
+
+std::string section(const std::string& id, const std::string& title, const std::string& body) {
+  return fmt::format("<section id=\"{}\"><h2>{}</h2>{}</section>\n", id, xml_escape(title), body);
+}
+
+std::string figure(const std::string& caption, const std::string& note, const std::string& svg_markup) {
+  return fmt::format("<figure><figcaption>{}</figcaption>{}{}</figure>\n", xml_escape(caption),
+                     note.empty() ? "" : "<p class=\"note\">" + xml_escape(note) + "</p>", svg_markup);
+}
+
+std::string card(const std::string& k, const std::string& v) {
+  return fmt::format("<div class=\"card\"><div class=\"k\">{}</div><div class=\"v\">{}</div></div>", xml_escape(k),
+                     xml_escape(v));
+}
+
+std::string summary_section(const tuner::TuneResult& r) {
+  const auto& best = r.best();
+  const auto& cfg = best.config();
+  const auto& e = r.picks.front();
+  std::string o = fmt::format("<p class=\"lead\">{}</p>", xml_escape(recommendation(r)));
+  o += "<div class=\"cards\">";
+  o += card("pick", fmt::format("b={} k={} p={}", cfg.micro_batch, cfg.accum_steps, cfg.world_size));
+  o += card("strategy", std::string(to_string(cfg.strategy)));
+  o += card("global_batch", fmt::format("{}", cfg.global_batch()));
+  o += card("throughput", fmt::format("{} samples/s", fmt_rate(best.prediction.throughput)));
+  o += card("step time", format_seconds(best.prediction.time.step_time));
+  o += card("peak memory / limit",
+            fmt::format("{} / {}", format_bytes(best.prediction.memory.peak), format_bytes(r.search.limits.limit)));
+  o += card("binding constraint", e.binding);
+  if (r.search.objective != tuner::Objective::throughput)
+    o += card(std::string("objective: ") + std::string(to_string(r.search.objective)), objective_value_text(r, best));
+  o += "</div>";
+  return section("recommendation", "Recommendation", o);
+}
+
+std::string why_section(const tuner::TuneResult& r) {
+  std::string o;
+  const std::size_t n = std::min<std::size_t>(3, r.picks.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& e = r.picks[i];
+    const auto& c = r.search.candidates[e.candidate];
+    o += fmt::format("<h3>#{} {} <span class=\"pill {}\">{}</span></h3><ul class=\"why\">", e.rank,
+                     xml_escape(tuner::short_config(c.config())), xml_escape(e.binding), xml_escape(e.binding));
+    for (const auto* line : {&e.binding_text, &e.breakdown_text, &e.comm_text, &e.headroom_text, &e.runner_up_text,
+                             &e.world_size_text, &e.every_step.text})
+      o += "<li>" + xml_escape(*line) + "</li>";
+    o += "</ul>";
+  }
+  return section("why", "Why these picks", o);
+}
+
+// Throughput against accum_steps at the best pick's global batch, one line per world size.
+std::string throughput_chart(const tuner::TuneResult& r) {
+  const auto& best = r.best();
+  const Count B = best.config().global_batch();
+  std::map<Count, std::map<Count, double>> by_p;  // p -> k -> best throughput
+  for (std::uint32_t i : r.search.ranking) {
+    const auto& c = r.search.candidates[i];
+    if (c.config().global_batch() != B) continue;
+    double& t = by_p[c.config().world_size][c.config().accum_steps];
+    t = std::max(t, c.prediction.throughput);
+  }
+  LineChart ch;
+  ch.title = fmt::format("Throughput vs accum_steps at global_batch {}", B);
+  ch.x_label = "accum_steps (k)";
+  ch.y_label = "samples/s";
+  ch.log2_x = true;
+  std::size_t ci = 0;
+  for (const auto& [p, ks] : by_p) {
+    ChartSeries s;
+    s.name = fmt::format("world_size {}", p);
+    s.color = chart_color(ci++);
+    for (const auto& [k, t] : ks) s.points.push_back({double(k), t});
+    ch.series.push_back(s);
+  }
+  ch.marker = ChartMarker{{double(best.config().accum_steps), best.prediction.throughput},
+                          fmt::format("#1 {}", tuner::short_config(best.config()))};
+  ch.y_format = [](double v) { return fmt::format("{:g}", v); };
+  return figure(ch.title,
+                "Best feasible strategy at each point; a missing point is infeasible (memory, accumulation "
+                "limit or divisibility).",
+                line_chart(ch));
+}
+
+std::string memory_chart(const tuner::TuneResult& r) {
+  const auto& l = r.search.limits;
+  const double unit = std::max(l.cap, l.limit) >= GiB ? double(GiB) : double(MiB);
+  const char* unit_name = unit == double(GiB) ? "GiB" : "MiB";
+  // Group world sizes whose curves are identical.
+  std::map<Count, std::vector<tuner::MemoryCurvePoint>> by_p;
+  for (const auto& m : r.memory_curve) by_p[m.world_size].push_back(m);
+  std::vector<std::pair<std::vector<Count>, std::vector<tuner::MemoryCurvePoint>>> groups;
+  for (const auto& [p, pts] : by_p) {
+    bool merged = false;
+    for (auto& g : groups) {
+      const auto& q = g.second;
+      bool same = q.size() == pts.size();
+      for (std::size_t i = 0; same && i < q.size(); ++i)
+        same = q[i].micro_batch == pts[i].micro_batch && q[i].peak == pts[i].peak;
+      if (same) {
+        g.first.push_back(p);
+        merged = true;
+        break;
+      }
+    }
+    if (!merged) groups.push_back({{p}, pts});
+  }
+  LineChart ch;
+  ch.title = "Peak memory per rank vs micro_batch";
+  ch.x_label = "micro_batch (b)";
+  ch.y_label = fmt::format("peak memory per rank ({})", unit_name);
+  ch.log2_x = true;
+  std::size_t ci = 0;
+  for (const auto& [ps, pts] : groups) {
+    const std::string col = chart_color(ci++);
+    ChartSeries measured, extra;
+    measured.name = world_sizes_text(ps);
+    measured.color = extra.color = col;
+    extra.name = measured.name + " (extrapolated)";
+    extra.dashed = extra.hollow = true;
+    for (const auto& m : pts) {
+      ChartPoint pt{double(m.micro_batch), double(m.peak) / unit};
+      if (!m.extrapolated) {
+        measured.points.push_back(pt);
+      } else {
+        if (extra.points.empty() && !measured.points.empty()) extra.points.push_back(measured.points.back());
+        extra.points.push_back(pt);
+      }
+    }
+    if (!measured.points.empty()) ch.series.push_back(measured);
+    if (!extra.points.empty()) {
+      extra.legend = measured.points.empty() || ci == 1;
+      ch.series.push_back(extra);
+    }
+  }
+  ch.hlines.push_back({double(l.cap) / unit, fmt::format("cap {}", format_bytes(l.cap)), "#D55E00", false});
+  ch.hlines.push_back(
+      {double(l.limit) / unit, fmt::format("limit {} (cap minus margin)", format_bytes(l.limit)), "#E69F00", true});
+  ch.y_format = [](double v) { return fmt::format("{:g}", v); };
+  return figure(ch.title, "Accumulation steps do not change activation memory; world_size > 1 adds gradient buckets.",
+                line_chart(ch));
+}
+
+std::string breakdown_chart(const tuner::TuneResult& r) {
+  BarChart ch;
+  ch.title = "Step-time breakdown of the top picks";
+  ch.value_label = "seconds per optimizer step";
+  ch.segments = {"compute (k x forward+backward)", "exposed communication", "optimizer"};
+  ch.colors = {"#0072B2", "#D55E00", "#009E73"};
+  for (std::size_t i = 0; i < r.picks.size() && i < 8; ++i) {
+    const auto& c = r.search.candidates[r.picks[i].candidate];
+    ch.categories.push_back(fmt::format("#{} {}", r.picks[i].rank, tuner::short_config(c.config())));
+    const auto& t = c.prediction.time;
+    ch.values.push_back({t.compute, t.comm_exposed, t.optimizer});
+  }
+  ch.format = axis_seconds;
+  return figure(ch.title, "", bar_chart(ch));
+}
+
+std::string strategy_chart(const tuner::TuneResult& r) {
+  if (r.strategy_prices.empty())
+    return figure("every-step vs overlap", "",
+                  "<p>Every feasible config runs at world_size 1: there is no gradient synchronisation to price.</p>");
+  BarChart ch;
+  ch.title = "every-step vs overlap vs fused: seconds per optimizer step";
+  ch.value_label = "seconds per optimizer step";
+  ch.stacked = false;
+  ch.segments = {"overlap (no_sync on k-1 micro-steps)", "fused (one allreduce after k)", "every-step (no no_sync)"};
+  ch.colors = {"#009E73", "#0072B2", "#D55E00"};
+  std::string notes;
+  for (const auto& ps : r.strategy_prices) {
+    const auto& c = ps.config;
+    ch.categories.push_back(fmt::format("b={} k={} p={}", c.micro_batch, c.accum_steps, c.world_size));
+    ch.values.push_back({ps.price.overlap_step, ps.price.fused_step, ps.price.every_step_step});
+  }
+  const auto& first = r.strategy_prices.front();
+  ch.format = axis_seconds;
+  return figure(ch.title,
+                fmt::format("For b={} k={} p={}: {}", first.config.micro_batch, first.config.accum_steps,
+                            first.config.world_size, first.price.text),
+                bar_chart(ch));
+}
+
+std::string pareto_chart(const tuner::TuneResult& r) {
+  LineChart ch;
+  ch.title = "Best throughput vs world_size (Pareto front)";
+  ch.x_label = "world_size (p)";
+  ch.y_label = "samples/s";
+  const auto& ws = r.search.limits.world_sizes;
+  ch.log2_x = ws.back() >= 8 * ws.front() && ws.size() > 2;
+  ChartSeries front, dominated, ideal;
+  front.name = "Pareto front (best at each world_size)";
+  front.color = chart_color(0);
+  dominated.name = "dominated: no gain over fewer ranks";
+  dominated.color = "#7f7f7f";
+  dominated.hollow = true;
+  ideal.name = "linear scaling from the first point";
+  ideal.color = "#999999";
+  ideal.dashed = true;
+  const tuner::ParetoPoint* base = nullptr;
+  for (const auto& pt : r.pareto) {
+    if (!pt.best) continue;
+    if (!base) base = &pt;
+    (pt.on_front ? front : dominated).points.push_back({double(pt.world_size), pt.throughput});
+    ideal.points.push_back(
+        {double(pt.world_size), base->throughput * double(pt.world_size) / double(base->world_size)});
+  }
+  ch.series.push_back(ideal);
+  ch.series.push_back(front);
+  if (!dominated.points.empty()) ch.series.push_back(dominated);
+  ch.y_format = [](double v) { return fmt::format("{:g}", v); };
+  ch.x_format = [](double v) { return fmt::format("{:g}", v); };
+  std::string table =
+      "<table><tr><th>world_size</th><th class=\"t\">best config</th><th>samples/s</th><th>marginal "
+      "samples/s per added rank</th><th>marginal efficiency</th><th class=\"t\">verdict</th></tr>";
+  for (const auto& pt : r.pareto) {
+    table += fmt::format(
+        "<tr><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td></tr>",
+        pt.world_size, pt.best ? xml_escape(tuner::short_config(r.search.candidates[*pt.best].config())) : "-",
+        pt.best ? fmt_rate(pt.throughput) : "-",
+        pt.on_front && pt.previous_world_size ? fmt_rate(pt.marginal_per_device) : "",
+        pt.on_front && pt.previous_world_size ? fmt::format("{:.0f}%", pt.marginal_efficiency * 100) : "",
+        xml_escape(pt.verdict));
+  }
+  table += "</table>";
+  return figure(
+             ch.title,
+             fmt::format("Marginal efficiency = added samples/s per added rank / samples/s per rank before; >= {:.0f}% "
+                         "is called worth it.",
+                         tuner::kWorthItEfficiency * 100),
+             line_chart(ch)) +
+         table;
+}
+
+std::string guidance_section(const tuner::TuneResult& r) {
+  std::string o = "<dl class=\"kv\">";
+  o += fmt::format("<dt>learning rate</dt><dd>{}</dd>", xml_escape(r.lr.text));
+  o += fmt::format("<dt>critical batch</dt><dd>{}</dd>", xml_escape(r.critical.text));
+  o += "<dt>formulas</dt><dd>linear: lr = lr_ref &#215; B/B_ref (SGD, Goyal et al. 2017); square-root: lr = lr_ref "
+       "&#215; &#8730;(B/B_ref) (Adam-type); steps to a target S(B) = S_min (1 + B_noise/B), samples E(B) = E_min (1 + "
+       "B/B_noise) (McCandlish et al. 2018)</dd>";
+  o += "</dl>";
+  return section("guidance", "Learning rate and critical batch", o);
+}
+
+std::string table_section(const tuner::TuneResult& r) {
+  const auto& cs = r.search.candidates;
+  std::vector<std::size_t> order(r.search.ranking.begin(), r.search.ranking.end());
+  for (std::size_t i = 0; i < cs.size() && order.size() < kHtmlMaxTableRows; ++i)
+    if (cs[i].rank == 0) order.push_back(i);
+  if (order.size() > kHtmlMaxTableRows) order.resize(kHtmlMaxTableRows);
+  std::string o = fmt::format("<p>{} of {} evaluated configs shown (ranked first); result.csv has all of them.</p>",
+                              order.size(), cs.size());
+  o += "<div class=\"scroll\"><table><thead><tr><th>rank</th><th>b</th><th>k</th><th>p</th><th>B</th><th "
+       "class=\"t\">strategy</th><th>step time</th><th>samples/s</th><th>compute</th><th>comm exposed</th><th>peak "
+       "memory</th><th>headroom</th><th>allreduce/step</th><th class=\"t\">feasible / reason</th></tr></thead><tbody>";
+  for (std::size_t i : order) {
+    const Row row = make_row(r, i);
+    const char* cls = row.rank == 1 ? " class=\"best\"" : (!row.feasible ? " class=\"infeasible\"" : "");
+    std::string headroom = row.headroom_bytes >= 0 ? format_bytes(Bytes(row.headroom_bytes))
+                                                   : "-" + format_bytes(Bytes(-row.headroom_bytes));
+    o += fmt::format(
+        "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>"
+        "{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td></tr>",
+        cls, row.rank > 0 ? std::to_string(row.rank) : "", row.micro_batch, row.accum_steps, row.world_size,
+        row.global_batch, xml_escape(row.strategy), format_seconds(row.step_time_s), fmt_rate(row.throughput_samples_s),
+        format_seconds(row.compute_s), format_seconds(row.comm_exposed_s), format_bytes(row.peak_memory_bytes),
+        headroom, row.collectives_per_step, row.feasible && row.reason.empty() ? "yes" : xml_escape(row.reason));
+  }
+  o += "</tbody></table></div>";
+  return section("table", "All evaluated configs", o);
+}
+
+std::string inputs_section(const tuner::TuneResult& r, const ReportContext& ctx) {
+  const auto& info = r.info;
+  const auto& l = r.search.limits;
+  std::string o = "<dl class=\"kv\">";
+  auto kv = [&](const std::string& k, const std::string& v) {
+    o += fmt::format("<dt>{}</dt><dd>{}</dd>", xml_escape(k), xml_escape(v));
+  };
+  kv("command", ctx.command);
+  kv("model source", info.source);
+  if (ctx.source.contains("path")) kv("source file", ctx.source["path"].get<std::string>());
+  kv("workload", fmt::format("{} (hash {})", info.workload_name, info.workload_hash));
+  kv("device", fmt::format("{} {}, {}", info.device_kind, info.device_name, format_bytes(info.device_memory)));
+  if (info.device_kind == "cpu")
+    kv("CPU ranks", fmt::format("each rank stands for one GPU; {} thread{} per rank", info.threads_per_rank,
+                                info.threads_per_rank == 1 ? "" : "s"));
+  kv("memory", fmt::format("cap {} ({}), limit {} after the {:g}% margin", format_bytes(l.cap),
+                           r.request.memory_cap.to_string(), format_bytes(l.limit), r.request.margin * 100));
+  kv("micro_batch range", info.measured_max_micro_batch > 0
+                              ? fmt::format("measured up to {}{}", info.measured_max_micro_batch,
+                                            r.request.allow_extrapolation ? " (extrapolation allowed)" : "")
+                              : std::string("no measured range (analytic model)"));
+  kv("world sizes", world_sizes_text(l.world_sizes));
+  kv("noise scale B_noise", l.noise_scale ? fmt::format("{:.0f} samples", *l.noise_scale) : std::string("unknown"));
+  for (const auto& n : r.notes) kv("note", n);
+  o += "</dl>";
+  return section("inputs", "Inputs, model and notes", o);
+}
+
+}  // namespace
+
+std::string print_html(const tuner::TuneResult& r, const ReportContext& ctx) {
+  std::string o;
+  o.reserve(200000);
+  o += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
+  o += fmt::format("<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n", kHtmlCsp);
+  o += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  o += fmt::format("<title>gaccum-tune: {}</title>\n<style>{}</style></head>\n<body><main>\n",
+                   xml_escape(r.info.workload_name), kCss);
+  o += fmt::format("<h1>gaccum-tune: {}</h1><p class=\"headline\">{}</p>\n", xml_escape(r.info.workload_name),
+                   xml_escape(headline(r)));
+  o += summary_section(r);
+  o += why_section(r);
+  std::string charts = "<div class=\"grid2\">";
+  charts += throughput_chart(r);
+  charts += memory_chart(r);
+  charts += breakdown_chart(r);
+  charts += strategy_chart(r);
+  charts += "</div>";
+  o += section("charts", "Charts", charts);
+  o += section("pareto", "Is another rank worth it?", pareto_chart(r));
+  o += guidance_section(r);
+  o += table_section(r);
+  o += inputs_section(r, ctx);
+  o += fmt::format(
+      "<footer>gaccum-tune {} &#183; generated {} &#183; predictions from the cost model; validate a pick "
+      "with a real run (gaccum-tune validate).</footer>\n",
+      xml_escape(ctx.tool_version), xml_escape(ctx.generated_utc));
+  o += "</main></body></html>\n";
+  return o;
+}
+
+}  // namespace gaccum::reports

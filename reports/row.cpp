@@ -1,0 +1,155 @@
+// What/why: the column table and Row construction of row.hpp.
+#include "reports/row.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace gaccum::reports {
+namespace {
+
+Cell integer(std::int64_t v) {
+  Cell c;
+  c.kind = Cell::Kind::integer;
+  c.i = v;
+  return c;
+}
+Cell real(double v) {
+  Cell c;
+  c.kind = Cell::Kind::real;
+  c.d = v;
+  return c;
+}
+Cell opt_real(const std::optional<double>& v) {
+  return v ? real(*v) : Cell{};
+}
+Cell text(const std::string& v) {
+  Cell c;
+  c.kind = Cell::Kind::text;
+  c.s = v;
+  return c;
+}
+Cell boolean(bool v) {
+  Cell c;
+  c.kind = Cell::Kind::boolean;
+  c.b = v;
+  return c;
+}
+
+}  // namespace
+
+std::string format_real(double v) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+  return fmt::format("{:.6g}", v);
+}
+
+const std::vector<Column>& columns() {
+  static const std::vector<Column> cols = {
+      {"micro_batch", "b: samples per forward/backward on one rank",
+       [](const Row& r) { return integer(r.micro_batch); }},
+      {"accum_steps", "k: micro-batches per optimizer step on one rank",
+       [](const Row& r) { return integer(r.accum_steps); }},
+      {"world_size", "p: data-parallel ranks", [](const Row& r) { return integer(r.world_size); }},
+      {"global_batch", "B = b k p, samples per optimizer step", [](const Row& r) { return integer(r.global_batch); }},
+      {"strategy", "gradient synchronisation: overlap, fused or every-step",
+       [](const Row& r) { return text(r.strategy); }},
+      {"step_time_s", "predicted seconds per optimizer step", [](const Row& r) { return real(r.step_time_s); }},
+      {"step_time_lo_s", "low end of the step-time band (p10 of the measurements)",
+       [](const Row& r) { return real(r.step_time_lo_s); }},
+      {"step_time_hi_s", "high end of the step-time band (p90)", [](const Row& r) { return real(r.step_time_hi_s); }},
+      {"compute_s", "k x forward+backward time per step", [](const Row& r) { return real(r.compute_s); }},
+      {"comm_exposed_s", "allreduce time not hidden behind backward, per step",
+       [](const Row& r) { return real(r.comm_exposed_s); }},
+      {"comm_total_s", "all allreduce time issued per step", [](const Row& r) { return real(r.comm_total_s); }},
+      {"optimizer_s", "zero_grad + optimizer step", [](const Row& r) { return real(r.optimizer_s); }},
+      {"throughput_samples_s", "global_batch / step_time", [](const Row& r) { return real(r.throughput_samples_s); }},
+      {"throughput_tokens_s", "real tokens per second (sequence workloads; 0 otherwise)",
+       [](const Row& r) { return real(r.throughput_tokens_s); }},
+      {"peak_memory_bytes", "predicted peak memory per rank",
+       [](const Row& r) { return integer(std::int64_t(r.peak_memory_bytes)); }},
+      {"headroom_bytes", "memory limit (cap x (1 - margin)) minus peak; negative when over",
+       [](const Row& r) { return integer(r.headroom_bytes); }},
+      {"collectives_per_step", "allreduce calls per optimizer step per rank",
+       [](const Row& r) { return integer(r.collectives_per_step); }},
+      {"feasible", "within every constraint", [](const Row& r) { return boolean(r.feasible); }},
+      {"reason", "violated constraints, or why a feasible config is not ranked",
+       [](const Row& r) { return text(r.reason); }},
+      {"rank", "1 = best by the objective; empty = not ranked",
+       [](const Row& r) { return r.rank > 0 ? integer(r.rank) : Cell{}; }},
+      {"gpu_s_per_sample", "world_size x step_time / global_batch (device-seconds per sample)",
+       [](const Row& r) { return real(r.gpu_s_per_sample); }},
+      {"cost_per_sample", "gpu_s_per_sample x price per device-hour / 3600 (with --cost-per-device-hour)",
+       [](const Row& r) { return opt_real(r.cost_per_sample); }},
+      {"time_to_target_rel_s", "(1 + B_noise/B) x step_time: seconds per S_min steps to a target loss",
+       [](const Row& r) { return opt_real(r.time_to_target_rel_s); }},
+      {"extrapolated", "micro_batch or world_size beyond the measured range",
+       [](const Row& r) { return boolean(r.extrapolated); }},
+      {"weights_bytes", "parameters per rank", [](const Row& r) { return integer(std::int64_t(r.weights_bytes)); }},
+      {"gradients_bytes", "gradients per rank", [](const Row& r) { return integer(std::int64_t(r.gradients_bytes)); }},
+      {"optimizer_state_bytes", "optimizer state per rank",
+       [](const Row& r) { return integer(std::int64_t(r.optimizer_state_bytes)); }},
+      {"comm_buffers_bytes", "gradient buckets / fusion buffer per rank",
+       [](const Row& r) { return integer(std::int64_t(r.comm_buffers_bytes)); }},
+      {"activations_bytes", "activation peak above the static part",
+       [](const Row& r) { return integer(std::int64_t(r.activations_bytes)); }},
+      {"comm_source", "where allreduce times come from: none, measured, ring-fit or hierarchical",
+       [](const Row& r) { return text(r.comm_source); }},
+  };
+  return cols;
+}
+
+Row make_row(const tuner::TuneResult& result, std::size_t i) {
+  const auto& s = result.search;
+  const auto& c = s.candidates[i];
+  const auto& p = c.prediction;
+  Row r;
+  r.micro_batch = p.config.micro_batch;
+  r.accum_steps = p.config.accum_steps;
+  r.world_size = p.config.world_size;
+  r.global_batch = p.config.global_batch();
+  r.strategy = std::string(to_string(p.config.strategy));
+  r.step_time_s = p.time.step_time;
+  r.step_time_lo_s = p.step_time_lo;
+  r.step_time_hi_s = p.step_time_hi;
+  r.compute_s = p.time.compute;
+  r.comm_exposed_s = p.time.comm_exposed;
+  r.comm_total_s = p.time.comm_total;
+  r.optimizer_s = p.time.optimizer;
+  r.throughput_samples_s = p.throughput;
+  r.throughput_tokens_s = p.tokens_per_s;
+  r.peak_memory_bytes = p.memory.peak;
+  r.headroom_bytes = std::int64_t(s.limits.limit) - std::int64_t(p.memory.peak);
+  r.collectives_per_step = p.collectives_per_step;
+  r.feasible = c.feasible();
+  r.reason = tuner::reason_text(c, s.limits);
+  r.rank = c.rank;
+  r.gpu_s_per_sample = tuner::objective_value(tuner::Objective::cost, p, std::nullopt);
+  if (result.request.cost_per_device_hour > 0)
+    r.cost_per_sample = r.gpu_s_per_sample * result.request.cost_per_device_hour / 3600.0;
+  if (s.limits.noise_scale)
+    r.time_to_target_rel_s = tuner::objective_value(tuner::Objective::time_to_target, p, s.limits.noise_scale);
+  r.extrapolated = p.extrapolated;
+  r.weights_bytes = p.memory.weights;
+  r.gradients_bytes = p.memory.gradients;
+  r.optimizer_state_bytes = p.memory.optimizer_state;
+  r.comm_buffers_bytes = p.memory.comm_buffers;
+  r.activations_bytes = p.memory.activations;
+  r.comm_source = model::to_string(p.comm_source);
+  return r;
+}
+
+std::vector<Row> make_rows(const tuner::TuneResult& result) {
+  std::vector<Row> rows;
+  rows.reserve(result.search.candidates.size());
+  for (std::size_t i = 0; i < result.search.candidates.size(); ++i) rows.push_back(make_row(result, i));
+  return rows;
+}
+
+std::vector<Row> ranked_rows(const tuner::TuneResult& result, std::size_t n) {
+  std::vector<Row> rows;
+  const auto& rk = result.search.ranking;
+  for (std::size_t i = 0; i < rk.size() && i < n; ++i) rows.push_back(make_row(result, rk[i]));
+  return rows;
+}
+
+}  // namespace gaccum::reports

@@ -1,0 +1,22 @@
+// What: the human sentences every report shares: the headline (what was searched) and the
+//       one-paragraph recommendation (the pick, its numbers, why, what it would cost to do
+//       otherwise, the learning rate and the critical-batch verdict).
+// Why: the terminal, Markdown, JSON and HTML reports say the same thing in the same words.
+#pragma once
+
+#include <string>
+
+#include "tuner/tuner.hpp"
+
+namespace gaccum::reports {
+
+// "gpt-tiny on cpu (Intel ...): global_batch 512, world_size 1..2, memory limit 1.08 GiB (cap
+//  1.20 GiB minus 10% margin), accum_steps <= 64, objective throughput; 60 configs evaluated,
+//  24 feasible."
+std::string headline(const tuner::TuneResult& result);
+std::string recommendation(const tuner::TuneResult& result);
+// "world_size 1, 2, 4, 8" or "world_size 1..8" for a contiguous list.
+std::string world_sizes_text(const std::vector<Count>& ps);
+std::string objective_value_text(const tuner::TuneResult& result, const tuner::Candidate& c);
+
+}  // namespace gaccum::reports

@@ -1,0 +1,67 @@
+// What/why: see terminal_printer.hpp.
+#include "reports/terminal_printer.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "reports/row.hpp"
+#include "reports/summary.hpp"
+
+namespace gaccum::reports {
+namespace {
+
+// Wraps text at `width` columns with `indent` spaces on continuation lines.
+std::string wrap(const std::string& text, std::size_t width, std::size_t indent) {
+  std::string out, line;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto sp = text.find(' ', pos);
+    std::string word = text.substr(pos, sp == std::string::npos ? std::string::npos : sp - pos);
+    pos = sp == std::string::npos ? text.size() : sp + 1;
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = std::string(indent, ' ') + word;
+    } else {
+      line += (line.empty() || line.size() == indent ? "" : " ") + word;
+    }
+  }
+  return out + line;
+}
+
+}  // namespace
+
+std::string print_terminal(const tuner::TuneResult& r, const ReportContext&) {
+  std::string o = wrap(headline(r), 100, 2) + "\n\n";
+  o += fmt::format("{:>4} {:>6} {:>5} {:>3} {:>6} {:<10} {:>10} {:>11} {:>11} {:>10} {:>8}  {}\n", "rank", "b", "k",
+                   "p", "B", "strategy", "step", "samples/s", "peak mem", "headroom", "comm", "binding");
+  for (const auto& e : r.picks) {
+    const auto& c = r.search.candidates[e.candidate];
+    const auto& cfg = c.config();
+    o += fmt::format("{:>4} {:>6} {:>5} {:>3} {:>6} {:<10} {:>10} {:>11.1f} {:>11} {:>10} {:>7.1f}%  {}\n", e.rank,
+                     cfg.micro_batch, cfg.accum_steps, cfg.world_size, cfg.global_batch(), to_string(cfg.strategy),
+                     format_seconds(c.prediction.time.step_time), c.prediction.throughput,
+                     format_bytes(c.prediction.memory.peak), format_bytes(Bytes(std::max<std::int64_t>(0, e.headroom))),
+                     e.comm_exposed_share * 100, e.binding);
+  }
+  o += "\n" + wrap("Recommendation: " + recommendation(r), 100, 2) + "\n\n";
+  const auto& e = r.picks.front();
+  o += "Why #1:\n";
+  for (const auto* line : {&e.binding_text, &e.breakdown_text, &e.comm_text, &e.headroom_text, &e.runner_up_text,
+                           &e.world_size_text, &e.every_step.text})
+    o += wrap("  - " + *line, 100, 4) + "\n";
+  o += "World size (best throughput at each):\n";
+  for (const auto& pt : r.pareto)
+    o += wrap(fmt::format("  - world_size {:>3}: {:>10.1f} samples/s  {}", pt.world_size, pt.throughput, pt.verdict),
+              100, 6) +
+         "\n";
+  o += wrap("Learning rate: " + r.lr.text, 100, 2) + "\n";
+  o += wrap("Critical batch: " + r.critical.text, 100, 2) + "\n";
+  if (!r.notes.empty()) {
+    o += "Notes:\n";
+    for (const auto& n : r.notes) o += wrap("  - " + n, 100, 4) + "\n";
+  }
+  return o;
+}
+
+}  // namespace gaccum::reports

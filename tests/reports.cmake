@@ -1,0 +1,21 @@
+# Reports tests (included from tests/CMakeLists.txt).
+#  - unit_reports: golden CSV/JSON (tests/data/tune-golden.{csv,json}; regenerate after an
+#    intended change with `GACCUM_UPDATE_GOLDEN=1 build/tests/unit_reports "golden*"` and review
+#    the diff), the row schema, printers, HTML self-containment, output directory rules.
+#  - html report in headless Chromium: renders report.html, screenshots it, and fails on a blank
+#    page, any network request or a console error (skips with a message when chromium is absent;
+#    scripts/install-deps --test installs it).
+gaccum_test(unit_reports LABEL unit SOURCES unit/test_reports.cpp LIBS gaccum::reports)
+target_compile_definitions(unit_reports PRIVATE GACCUM_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data")
+
+# report.html of a real `tune` run, rendered in headless Chromium (exit 77 = skipped).
+find_program(GACCUM_PYTHON3 NAMES python3)
+if(GACCUM_PYTHON3)
+  set(_html_dir "${CMAKE_CURRENT_BINARY_DIR}/tune-out/html")
+  add_test(NAME "html: report renders in headless chromium"
+           COMMAND sh -c "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --global-batch-range 256-512 --lr-ref 3e-4@64 --out \"$1\" >/dev/null && \"$3\" \"$4\" \"$1/report.html\" --screenshot \"$1/report.png\""
+                   $<TARGET_FILE:gaccum-tune> ${_html_dir} ${CMAKE_CURRENT_SOURCE_DIR}/data ${GACCUM_PYTHON3}
+                   ${CMAKE_CURRENT_SOURCE_DIR}/integration/html_report_chromium.py)
+  set_tests_properties("html: report renders in headless chromium" PROPERTIES LABELS integration SKIP_RETURN_CODE 77
+                       TIMEOUT 300)
+endif()

@@ -1,0 +1,52 @@
+# Tuner tests (included from tests/CMakeLists.txt): the search on a closed-form fake cost model
+# (unit/fake_cost_model.hpp) against hand-computed optima and constraint edge cases.
+gaccum_test(unit_tuner LABEL unit SOURCES unit/test_tuner.cpp LIBS gaccum::tuner)
+
+# `gaccum-tune tune` end to end on the checked-in synthetic profile (tests/data/small-profile.json:
+# a CPU "device" of 4 GiB, so a cap in bytes makes memory bind), its reports and its errors.
+set(G $<TARGET_FILE:gaccum-tune>)
+set(D "${CMAKE_CURRENT_SOURCE_DIR}/data")
+set(X "${PROJECT_SOURCE_DIR}/examples")
+set(T "${CMAKE_CURRENT_BINARY_DIR}/tune-out")
+gaccum_cli_test(tune-profile 0 "Recommendation: Use micro_batch 4 with accum_steps 64 on 2 ranks" -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --out \"$1\""
+  ${G} ${T}/basic ${D})
+gaccum_cli_test(tune-files 0 "FILES-OK" -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --out \"$1\" >/dev/null && head -1 \"$1/result.csv\" | grep -q '^micro_batch,accum_steps,world_size,global_batch,strategy,step_time_s' && grep -q '\"schema\": \"gaccum-tune/tune-result\"' \"$1/result.json\" && grep -q 'Content-Security-Policy' \"$1/report.html\" && test -s \"$1/result.md\" && echo FILES-OK"
+  ${G} ${T}/files ${D})
+gaccum_cli_test(tune-no-clobber 2 "--force" --one-line-stderr -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --out \"$1\" >/dev/null && \"$0\" tune --profile \"$2/small-profile.json\" --out \"$1\""
+  ${G} ${T}/clobber ${D})
+gaccum_cli_test(tune-force 0 "FORCE-OK" -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --out \"$1\" >/dev/null && \"$0\" tune --profile \"$2/small-profile.json\" --out \"$1\" --force >/dev/null && echo FORCE-OK"
+  ${G} ${T}/force ${D})
+gaccum_cli_test(tune-json 0 "\"schema_version\": 1" -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --json --out \"$1\""
+  ${G} ${T}/json ${D})
+gaccum_cli_test(tune-range-lr 0 "RANGE-LR-OK" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --global-batch-range 256-1024 --lr-ref 3e-4@64 --optimizer adamw --json --out \"$1\" > \"$1/stdout.json\" && grep -q '\"rule\": \"square-root\"' \"$1/stdout.json\" && grep -q '\"warmup\": true' \"$1/stdout.json\" && echo RANGE-LR-OK"
+  ${G} ${T}/range ${D})
+gaccum_cli_test(tune-spec-cluster 0 "gpt2-small.*world_size 1..8" -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --spec \"$2/specs/gpt2-small.json\" --cluster \"$2/clusters/dgx-h100-1node.json\" --global-batch 512 --objective cost --out \"$1\""
+  ${G} ${T}/spec ${X})
+gaccum_cli_test(tune-infeasible-memory 1 "memory cap binds.*raise --memory-cap to" --one-line-stderr -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 5MiB --out \"$1\""
+  ${G} ${T}/inf-mem ${D})
+gaccum_cli_test(tune-infeasible-prime 1 "raise --max-accum-steps to 509.*lower --global-batch to" --one-line-stderr -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --global-batch 509 --memory-cap 15MiB --out \"$1\""
+  ${G} ${T}/inf-prime ${D})
+gaccum_cli_test(tune-bad-cap 2 "--memory-cap" --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --memory-cap lots --out ${T}/bad)
+gaccum_cli_test(tune-bad-objective 2 "--objective" --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --objective fastest --out ${T}/bad)
+gaccum_cli_test(tune-bad-lr 2 "--lr-ref" --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --lr-ref 3e-4 --out ${T}/bad)
+gaccum_cli_test(tune-two-targets 2 "--global-batch" --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --global-batch 64 --global-batch-range 64-128 --out ${T}/bad)
+gaccum_cli_test(tune-two-sources 2 "at most one of" --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --spec ${X}/specs/gpt2-small.json --out ${T}/bad)
+gaccum_cli_test(tune-bad-optimizer 2 "--optimizer" --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --optimizer rmsprop --out ${T}/bad)
+gaccum_cli_test(tune-help 0 "Defaults: --workload gpt-tiny --global-batch 512" -- ${G} tune --help)
+gaccum_cli_test(tune-reprofile-with-profile 2 "--reprofile" --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --reprofile --out ${T}/bad)
+
+# The profile-first path: the default workload is profiled once (real ranks, ~30 s budget), then
+# the second run finds it in the cache keyed by (workload hash, hardware, library versions).
+gaccum_cli_test(tune-profile-first-cached 0 "CACHED-OK" -- sh -c
+  "rm -rf \"$1\" && export XDG_CACHE_HOME=\"$1/cache\" && \"$0\" tune --out \"$1/a\" >/dev/null && \"$0\" tune --out \"$1/b\" | grep -q 'Profile: cached' && ls \"$1/cache/gaccum-tune/profiles/\" | grep -q '^gpt-tiny-[0-9a-f]*\\.json$' && echo CACHED-OK"
+  ${G} ${T}/first)
+set_tests_properties("cli: tune-profile-first-cached" PROPERTIES TIMEOUT 900)

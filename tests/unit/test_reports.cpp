@@ -1,0 +1,264 @@
+// Unit tests for reports/: golden CSV and JSON on the closed-form fake model, the row schema,
+// CSV quoting, Markdown, terminal, the HTML page's self-containment, and non-clobbering output.
+// Golden files: tests/data/tune-golden.csv and tests/data/tune-golden.json. After an intended
+// change, regenerate them with
+//   GACCUM_UPDATE_GOLDEN=1 build/tests/unit_reports "golden*"
+// and review the diff.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "reports/csv_printer.hpp"
+#include "reports/html_printer.hpp"
+#include "reports/json_printer.hpp"
+#include "reports/markdown_printer.hpp"
+#include "reports/output_dir.hpp"
+#include "reports/row.hpp"
+#include "reports/summary.hpp"
+#include "reports/svg_chart.hpp"
+#include "reports/terminal_printer.hpp"
+#include "tests/unit/fake_cost_model.hpp"
+
+using namespace gaccum;
+using namespace gaccum::reports;
+using gaccum::test::FakeCostModel;
+using gaccum::test::FakeParams;
+
+namespace {
+
+tuner::TuneResult golden_result() {
+  FakeParams p;
+  p.tokens_per_sample = 100;
+  static FakeCostModel m(p, 300.0);
+  tuner::TuneRequest r;
+  r.global_batch_min = r.global_batch_max = 64;
+  r.world_sizes = {1, 2};
+  r.memory_cap = MemoryCap{Bytes(445'000'000), std::nullopt};
+  r.margin = 0;
+  r.max_accum_steps = 16;
+  r.lr_reference = tuner::LrReference{3e-4, 8};
+  r.optimizer = "adam";
+  r.dataset_size = 100000;
+  r.cost_per_device_hour = 2.5;
+  r.top = 3;
+  return tuner::tune(m, r);
+}
+
+ReportContext golden_context() {
+  ReportContext c;
+  c.tool_version = "0.0.0-test";
+  c.generated_utc = "2026-01-01T00:00:00Z";
+  c.command = "gaccum-tune tune --global-batch 64 (fake model)";
+  c.source = {{"kind", "fake"}, {"path", "none"}};
+  return c;
+}
+
+std::string data_path(const std::string& name) {
+  return std::string(GACCUM_TEST_DATA_DIR) + "/" + name;
+}
+
+void check_golden(const std::string& name, const std::string& got) {
+  const auto path = data_path(name);
+  if (const char* u = std::getenv("GACCUM_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+    write_file_atomic(path, got);
+    WARN("updated " << path);
+    return;
+  }
+  const std::string want = read_file(path, "golden");
+  if (got != want) {
+    // Show the first differing line.
+    std::istringstream a(got), b(want);
+    std::string la, lb;
+    int line = 0;
+    while (true) {
+      ++line;
+      bool ea = !std::getline(a, la), eb = !std::getline(b, lb);
+      if (ea || eb || la != lb) {
+        INFO(name << " differs at line " << line << "\n got:  " << la << "\n want: " << lb
+                  << "\n(regenerate: GACCUM_UPDATE_GOLDEN=1 build/tests/unit_reports \"golden*\")");
+        CHECK(got == want);
+        return;
+      }
+    }
+  }
+  SUCCEED();
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("gaccum-reports-test-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("golden CSV", "[reports][golden]") {
+  auto r = golden_result();
+  check_golden("tune-golden.csv", print_csv(make_rows(r)));
+}
+
+TEST_CASE("golden JSON", "[reports][golden]") {
+  auto r = golden_result();
+  check_golden("tune-golden.json", print_json(r, golden_context()));
+}
+
+TEST_CASE("one row schema: stable column order with units in the names", "[reports]") {
+  std::vector<std::string> names;
+  for (const auto& c : columns()) names.push_back(c.name);
+  const std::vector<std::string> head = {"micro_batch",
+                                         "accum_steps",
+                                         "world_size",
+                                         "global_batch",
+                                         "strategy",
+                                         "step_time_s",
+                                         "step_time_lo_s",
+                                         "step_time_hi_s",
+                                         "compute_s",
+                                         "comm_exposed_s",
+                                         "comm_total_s",
+                                         "optimizer_s",
+                                         "throughput_samples_s",
+                                         "throughput_tokens_s",
+                                         "peak_memory_bytes",
+                                         "headroom_bytes",
+                                         "collectives_per_step",
+                                         "feasible",
+                                         "reason",
+                                         "rank"};
+  REQUIRE(names.size() >= head.size());
+  CHECK(std::vector<std::string>(names.begin(), names.begin() + long(head.size())) == head);
+
+  auto r = golden_result();
+  auto rows = make_rows(r);
+  CHECK(rows.size() == r.search.candidates.size());
+  auto csv = print_csv(rows);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == long(rows.size() + 1));
+  // The best row: b=32 k=1 p=2 overlap: 0.042 + (0.03 - 0.021) + 0.005 = 0.056 s, 64/0.056 samples/s.
+  const auto best = ranked_rows(r, 1).front();
+  CHECK(best.rank == 1);
+  CHECK(best.micro_batch == 32);
+  CHECK(best.world_size == 2);
+  CHECK(best.step_time_s == Approx(0.056));
+  CHECK(best.throughput_samples_s == Approx(64 / 0.056));
+  CHECK(best.throughput_tokens_s == Approx(100 * 64 / 0.056));
+  CHECK(best.gpu_s_per_sample == Approx(2 * 0.056 / 64));
+  REQUIRE(best.cost_per_sample);
+  CHECK(*best.cost_per_sample == Approx(2 * 0.056 / 64 * 2.5 / 3600));
+  REQUIRE(best.time_to_target_rel_s);
+  CHECK(*best.time_to_target_rel_s == Approx((1 + 300.0 / 64) * 0.056));
+  CHECK(best.headroom_bytes == 0);
+}
+
+TEST_CASE("CSV quoting follows RFC 4180", "[reports]") {
+  Cell c;
+  c.kind = Cell::Kind::text;
+  c.s = "a, \"b\"";
+  CHECK(csv_field(c) == "\"a, \"\"b\"\"\"");
+  c.s = "plain";
+  CHECK(csv_field(c) == "plain");
+  Cell e;
+  CHECK(csv_field(e).empty());
+  Cell r;
+  r.kind = Cell::Kind::real;
+  r.d = 1.0 / 3;
+  CHECK(csv_field(r) == "0.333333");
+}
+
+TEST_CASE("Markdown and terminal printers", "[reports]") {
+  auto r = golden_result();
+  auto md = print_markdown(r, golden_context());
+  CHECK_THAT(md, Catch::StartsWith("# gaccum-tune: fake-workload"));
+  CHECK_THAT(md, Catch::Contains("| rank | micro_batch |") && Catch::Contains("| ---: |"));
+  auto table = print_markdown_table(ranked_rows(r, 2), {"rank", "strategy"});
+  CHECK(table == "| rank | strategy |\n| ---: | --- |\n| 1 | overlap |\n| 2 | overlap |\n");
+  CHECK_THROWS_AS(print_markdown_table({}, {"nope"}), InputError);
+
+  auto term = print_terminal(r, golden_context());
+  CHECK_THAT(term, Catch::Contains("Recommendation: Use micro_batch 32 with accum_steps 1 on 2 ranks (overlap)"));
+  CHECK_THAT(term, Catch::Contains("Why #1:") && Catch::Contains("Learning rate:") &&
+                       Catch::Contains("Critical batch:") && Catch::Contains("stands for one GPU"));
+  // No line longer than ~110 columns.
+  std::istringstream in(term);
+  std::string line;
+  std::size_t longest = 0;
+  while (std::getline(in, line)) longest = std::max(longest, line.size());
+  CHECK(longest <= 112);
+}
+
+TEST_CASE("HTML report is self-contained and complete", "[reports][html]") {
+  auto r = golden_result();
+  auto html = print_html(r, golden_context());
+  CHECK_THAT(html, Catch::StartsWith("<!DOCTYPE html>"));
+  CHECK_THAT(html, Catch::Contains("Content-Security-Policy") &&
+                       Catch::Contains("default-src 'none'; style-src 'unsafe-inline'; img-src data:"));
+  CHECK_THAT(html, !Catch::Contains("<script") && !Catch::Contains("http://") && !Catch::Contains("https://") &&
+                       !Catch::Contains("@import") && !Catch::Contains("url(") && !Catch::Contains("@font-face"));
+  CHECK_THAT(html, Catch::Contains("@media print"));
+  for (const char* id : {"recommendation", "why", "charts", "pareto", "guidance", "table", "inputs"})
+    CHECK_THAT(html, Catch::Contains(std::string("<section id=\"") + id + "\""));
+  for (const char* title : {"Throughput vs accum_steps", "Peak memory per rank vs micro_batch", "Step-time breakdown",
+                            "every-step vs overlap", "Pareto front"})
+    CHECK_THAT(html, Catch::Contains(title));
+  // Balanced SVG elements, and the cap line is drawn.
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto pos = html.find(needle); pos != std::string::npos; pos = html.find(needle, pos + 1)) ++n;
+    return n;
+  };
+  CHECK(count("<svg ") == 5);
+  CHECK(count("</svg>") == 5);
+  CHECK_THAT(html, Catch::Contains("cap 424 MiB"));
+  CHECK(count("<tr class=\"best\">") == 1);
+  // Text from data is escaped.
+  CHECK(xml_escape("<a & 'b'>") == "&lt;a &amp; &#39;b&#39;&gt;");
+}
+
+TEST_CASE("nice ticks", "[reports][svg]") {
+  CHECK(nice_ticks(0, 10, 5) == std::vector<double>{0, 2, 4, 6, 8, 10});
+  auto f = nice_ticks(0, 0.9, 5);  // step 0.2, covering 0.9 with 1.0
+  REQUIRE(f.size() == 6);
+  CHECK(f[3] == Approx(0.6));
+  CHECK(f.back() == Approx(1.0));
+  CHECK(nice_ticks(3, 17, 5) == std::vector<double>{2, 4, 6, 8, 10, 12, 14, 16, 18});
+  auto t = nice_ticks(0, 2169.5, 5);
+  CHECK(t.front() == 0);
+  CHECK(t[1] == 500);
+}
+
+TEST_CASE("output directory: atomic writes, no silent clobbering", "[reports][output]") {
+  auto dir = fresh_dir("out");
+  std::vector<OutputFile> files = {{"result.csv", "a\n"}, {"result.json", "{}\n"}};
+  auto written = write_outputs(dir, files, false);
+  CHECK(written.size() == 2);
+  CHECK(read_file(dir / "result.csv", "t") == "a\n");
+  // A second run without --force names the files and the flag.
+  files[0].content = "b\n";
+  CHECK_THROWS_WITH(write_outputs(dir, files, false),
+                    Catch::Contains("--force") && Catch::Contains("result.csv") && Catch::Contains("--out"));
+  CHECK(read_file(dir / "result.csv", "t") == "a\n");
+  write_outputs(dir, files, true);
+  CHECK(read_file(dir / "result.csv", "t") == "b\n");
+  // Other files in the directory do not block a run.
+  auto other = fresh_dir("other");
+  std::filesystem::create_directories(other);
+  write_file_atomic(other / "notes.txt", "x");
+  CHECK_NOTHROW(write_outputs(other, files, false));
+  // A file where the directory should be.
+  auto file = fresh_dir("file");
+  write_file_atomic(file, "x");
+  CHECK_THROWS_WITH(write_outputs(file, files, true), Catch::Contains("not a directory"));
+  // No temporary files are left behind.
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(other);
+  std::filesystem::remove(file);
+}

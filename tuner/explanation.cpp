@@ -1,0 +1,235 @@
+// What/why: the per-pick explanations of explanation.hpp. Texts are single sentences with their
+// numbers so the terminal, Markdown, JSON and HTML reports can show them unchanged.
+#include "tuner/explanation.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace gaccum::tuner {
+namespace {
+
+std::string pct(double f) {
+  return fmt::format("{:.1f}%", f * 100);
+}
+
+std::string signed_seconds(Seconds s) {
+  return (s >= 0 ? "+" : "-") + format_seconds(std::fabs(s));
+}
+
+std::string objective_unit(Objective o) {
+  switch (o) {
+    case Objective::throughput:
+      return "samples/s";
+    case Objective::cost:
+      return "GPU-s/sample";
+    case Objective::time_to_target:
+      return "s per S_min step";
+  }
+  return "";
+}
+
+std::string value_text(Objective o, double v) {
+  return o == Objective::throughput ? fmt::format("{:.1f} {}", v, objective_unit(o))
+                                    : fmt::format("{:.4g} {}", v, objective_unit(o));
+}
+
+}  // namespace
+
+std::string short_config(const model::Config& c) {
+  return fmt::format("b={} k={} p={} {}", c.micro_batch, c.accum_steps, c.world_size, to_string(c.strategy));
+}
+
+StrategyPrice price_every_step(const model::CostModel& model, const model::Config& config) {
+  StrategyPrice sp;
+  sp.applicable = config.world_size > 1;
+  auto at = [&](Strategy s) {
+    model::Config c = config;
+    c.strategy = s;
+    return model.predict(c);
+  };
+  auto ov = at(Strategy::overlap), fu = at(Strategy::fused), ev = at(Strategy::every_step);
+  sp.overlap_step = ov.time.step_time;
+  sp.fused_step = fu.time.step_time;
+  sp.every_step_step = ev.time.step_time;
+  sp.overlap_throughput = ov.throughput;
+  sp.fused_throughput = fu.throughput;
+  sp.every_step_throughput = ev.throughput;
+  sp.extra_s = ev.time.step_time - ov.time.step_time;
+  sp.throughput_lost = ov.throughput > 0 ? 1.0 - ev.throughput / ov.throughput : 0;
+  sp.overlap_collectives = ov.collectives_per_step;
+  sp.every_step_collectives = ev.collectives_per_step;
+  if (!sp.applicable) {
+    sp.text = "world_size 1: no gradient synchronisation, so every-step and overlap are the same run";
+  } else if (config.accum_steps == 1) {
+    sp.text = "accum_steps 1: every-step and overlap are the same run (one micro-step per optimizer step)";
+  } else {
+    sp.text = fmt::format(
+        "every-step (DDP without no_sync: allreduce on each of the {} micro-steps) would add {} per step over overlap "
+        "({} vs {} s/step, {} throughput lost, {} vs {} allreduce calls per step)",
+        config.accum_steps, format_seconds(sp.extra_s), fmt::format("{:.4g}", ev.time.step_time),
+        fmt::format("{:.4g}", ov.time.step_time), pct(sp.throughput_lost), sp.every_step_collectives,
+        sp.overlap_collectives);
+  }
+  return sp;
+}
+
+Explanation explain(const model::CostModel& model, const SearchResult& res, const std::vector<ParetoPoint>& pareto,
+                    std::size_t rank_index, double margin) {
+  const auto& l = res.limits;
+  Explanation e;
+  e.candidate = res.ranking.at(rank_index);
+  const Candidate& c = res.candidates[e.candidate];
+  e.rank = c.rank;
+  const auto& cfg = c.config();
+  const auto& pr = c.prediction;
+  const Count B = cfg.global_batch(), p = cfg.world_size, b = cfg.micro_batch;
+  const Count q = B / p;
+
+  // Binding constraint: what stops the next larger micro_batch (fewer accumulation steps).
+  Count next = 0;
+  for (Count d : divisors(q))
+    if (d > b) {
+      next = d;
+      break;
+    }
+  if (next == 0) {
+    e.binding = "whole-batch";
+    e.binding_text = fmt::format(
+        "accum_steps 1: micro_batch {} is the whole per-rank batch (global_batch {} / "
+        "world_size {}); nothing is left to trade for memory",
+        b, B, p);
+  } else {
+    const model::Config nc{next, q / next, p, cfg.strategy};
+    const auto np = model.predict(nc);
+    if (np.memory.peak > l.limit) {
+      const Count fit = max_micro_batch_within(model, l, p, cfg.strategy, next - 1);
+      const Bytes over = np.memory.peak - l.limit;
+      if (fit > b) {
+        e.binding = "divisibility";
+        e.binding_text = fmt::format(
+            "divisibility: micro_batch up to {} fits in memory, but {} (= {}/{}) has no divisor between {} and {}; the "
+            "next divisor {} would need {}, {} over the limit {}",
+            fit, q, B, p, b + 1, fit, next, format_bytes(np.memory.peak), format_bytes(over), format_bytes(l.limit));
+      } else {
+        e.binding = "memory";
+        e.binding_text = fmt::format(
+            "memory: the next larger micro_batch {} (accum_steps {}) would need {}, exceeding the limit {} by {} (cap "
+            "{} minus {:g}% margin)",
+            next, q / next, format_bytes(np.memory.peak), format_bytes(l.limit), format_bytes(over),
+            format_bytes(l.cap), margin * 100);
+      }
+    } else if (l.micro_batch_limit > 0 && next > l.micro_batch_limit) {
+      e.binding = "measured-range";
+      e.binding_text = fmt::format(
+          "measured range: the next larger micro_batch {} is above the largest profiled micro_batch {} "
+          "(--extrapolate lets the model extrapolate; memory would be {})",
+          next, l.micro_batch_limit, format_bytes(np.memory.peak));
+    } else {
+      e.binding = "objective";
+      const double v = objective_value(res.objective, pr, l.noise_scale);
+      const double nv = objective_value(res.objective, np, l.noise_scale);
+      e.binding_text =
+          fmt::format("not memory-bound: micro_batch {} (accum_steps {}) also fits ({} of {}) but scores {} against {}",
+                      next, q / next, format_bytes(np.memory.peak), format_bytes(l.limit),
+                      value_text(res.objective, nv), value_text(res.objective, v));
+    }
+  }
+
+  // Step-time breakdown and communication.
+  const auto& t = pr.time;
+  e.comm_exposed_share = t.step_time > 0 ? t.comm_exposed / t.step_time : 0;
+  e.comm_bound = e.comm_exposed_share >= kCommBoundShare;
+  e.breakdown_text = fmt::format(
+      "step {} = compute {} ({} x {} per micro-step, {}) + exposed comm {} ({}; {} issued) + optimizer {} ({})",
+      format_seconds(t.step_time), format_seconds(t.compute), cfg.accum_steps,
+      format_seconds(t.compute / double(cfg.accum_steps)), pct(t.step_time > 0 ? t.compute / t.step_time : 0),
+      format_seconds(t.comm_exposed), pct(e.comm_exposed_share), format_seconds(t.comm_total),
+      format_seconds(t.optimizer), pct(t.step_time > 0 ? t.optimizer / t.step_time : 0));
+  if (p == 1) {
+    e.comm_text = "world_size 1: no communication";
+  } else if (e.comm_bound) {
+    e.comm_text = fmt::format("comm-bound: exposed communication is {} of the step ({} of {}, {} allreduce calls)",
+                              pct(e.comm_exposed_share), format_seconds(t.comm_exposed), format_seconds(t.step_time),
+                              pr.collectives_per_step);
+  } else {
+    e.comm_text = fmt::format("exposed communication is {} of the step ({} of {} issued is hidden behind backward)",
+                              pct(e.comm_exposed_share), format_seconds(std::max(0.0, t.comm_total - t.comm_exposed)),
+                              format_seconds(t.comm_total));
+  }
+
+  // Memory headroom.
+  e.headroom = std::int64_t(l.limit) - std::int64_t(pr.memory.peak);
+  e.headroom_to_cap = std::int64_t(l.cap) - std::int64_t(pr.memory.peak);
+  e.headroom_text =
+      fmt::format("peak {} per rank: {} below the limit {} ({} below the cap {})", format_bytes(pr.memory.peak),
+                  format_bytes(Bytes(std::max<std::int64_t>(0, e.headroom))), format_bytes(l.limit),
+                  format_bytes(Bytes(std::max<std::int64_t>(0, e.headroom_to_cap))), format_bytes(l.cap));
+
+  // The next-ranked config.
+  if (rank_index + 1 < res.ranking.size()) {
+    e.runner_up = res.ranking[rank_index + 1];
+    const Candidate& r = res.candidates[*e.runner_up];
+    const auto& rc = r.config();
+    const auto& rt = r.prediction.time;
+    e.runner_up_delta = pr.throughput > 0 ? (r.prediction.throughput - pr.throughput) / pr.throughput : 0;
+    // Compare per step when the global batch is the same, else per sample.
+    const bool same_B = rc.global_batch() == B;
+    const double sa = same_B ? 1.0 : 1.0 / double(B), sb = same_B ? 1.0 : 1.0 / double(rc.global_batch());
+    const double d_compute = rt.compute * sb - t.compute * sa;
+    const double d_comm = rt.comm_exposed * sb - t.comm_exposed * sa;
+    const double d_opt = rt.optimizer * sb - t.optimizer * sa;
+    const char* unit = same_B ? "/step" : "/sample";
+    std::vector<std::string> changed;
+    if (rc.micro_batch != b) changed.push_back(fmt::format("micro_batch {}->{}", b, rc.micro_batch));
+    if (rc.accum_steps != cfg.accum_steps)
+      changed.push_back(fmt::format("accum_steps {}->{}", cfg.accum_steps, rc.accum_steps));
+    if (rc.world_size != p) changed.push_back(fmt::format("world_size {}->{}", p, rc.world_size));
+    if (rc.strategy != cfg.strategy)
+      changed.push_back(fmt::format("strategy {}->{}", to_string(cfg.strategy), to_string(rc.strategy)));
+    std::string why;
+    const double ac = std::fabs(d_compute), am = std::fabs(d_comm), ao = std::fabs(d_opt);
+    if (ac >= am && ac >= ao) {
+      why = fmt::format("mostly compute {}{}", signed_seconds(d_compute), unit);
+    } else if (am >= ao) {
+      why = fmt::format("mostly exposed communication {}{}", signed_seconds(d_comm), unit);
+    } else {
+      why = fmt::format("mostly optimizer {}{}", signed_seconds(d_opt), unit);
+    }
+    e.runner_up_text =
+        fmt::format("next: #{} {} ({}): {:+.1f}% throughput ({:.1f} vs {:.1f} samples/s), {}", r.rank, short_config(rc),
+                    changed.empty() ? "same config" : fmt::format("{}", fmt::join(changed, ", ")),
+                    e.runner_up_delta * 100, r.prediction.throughput, pr.throughput, why);
+    if (res.objective != Objective::throughput)
+      e.runner_up_text +=
+          fmt::format("; {} {} vs {}", to_string(res.objective),
+                      value_text(res.objective, objective_value(res.objective, r.prediction, l.noise_scale)),
+                      value_text(res.objective, objective_value(res.objective, pr, l.noise_scale)));
+  } else {
+    e.runner_up_text = "no other feasible config";
+  }
+
+  // World size: what more ranks would give.
+  const ParetoPoint* larger = nullptr;
+  for (const auto& pt : pareto)
+    if (pt.world_size > p && pt.best) {
+      larger = &pt;
+      break;
+    }
+  if (p == l.world_sizes.back()) {
+    e.world_size_text = fmt::format("world_size {} is the largest allowed (--max-world-size / --world-sizes)", p);
+  } else if (larger) {
+    const double d = pr.throughput > 0 ? (larger->throughput - pr.throughput) / pr.throughput : 0;
+    e.world_size_text =
+        fmt::format("world_size {} would reach at best {:.1f} samples/s ({:+.1f}%) with {}", larger->world_size,
+                    larger->throughput, d * 100, short_config(res.candidates[*larger->best].config()));
+  } else {
+    e.world_size_text = fmt::format("no larger allowed world_size has a feasible config for this target");
+  }
+
+  e.every_step = price_every_step(model, cfg);
+  return e;
+}
+
+}  // namespace gaccum::tuner

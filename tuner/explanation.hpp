@@ -1,0 +1,62 @@
+// What: why a pick is where it is: the binding constraint (memory: the next larger micro_batch
+//       would exceed the limit by X; divisibility; measured range; the whole per-rank batch; or
+//       the objective itself), the step-time breakdown and exposed-communication share
+//       (comm-bound when >= 25%), memory headroom, what the next-ranked config would change, how
+//       world size trades off, and the price of `every-step` against `overlap` for this setting.
+// Why: a recommendation that cannot say why is not trusted; every number here comes from the
+//      same cost model predictions as the ranking.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/cost_model.hpp"
+#include "tuner/pareto.hpp"
+#include "tuner/search.hpp"
+
+namespace gaccum::tuner {
+
+inline constexpr double kCommBoundShare = 0.25;  // exposed comm / step_time at which a pick is comm-bound
+
+// every-step (allreduce on every micro-step) against overlap (no_sync on the first k-1) for the
+// same (micro_batch, accum_steps, world_size).
+struct StrategyPrice {
+  bool applicable = false;  // world_size > 1
+  Seconds overlap_step = 0, fused_step = 0, every_step_step = 0;
+  SamplesPerSecond overlap_throughput = 0, fused_throughput = 0, every_step_throughput = 0;
+  Seconds extra_s = 0;         // every-step minus overlap, seconds per optimizer step
+  double throughput_lost = 0;  // 1 - T(every-step) / T(overlap)
+  Count overlap_collectives = 0, every_step_collectives = 0;
+  std::string text;
+};
+
+struct Explanation {
+  std::uint32_t candidate = 0;  // index into SearchResult::candidates
+  Count rank = 0;
+  std::string binding;  // memory | divisibility | measured-range | whole-batch | objective
+  std::string binding_text;
+  std::string breakdown_text;
+  double comm_exposed_share = 0;  // comm_exposed / step_time
+  bool comm_bound = false;
+  std::string comm_text;
+  std::int64_t headroom = 0;         // limit - peak, bytes
+  std::int64_t headroom_to_cap = 0;  // cap - peak, bytes
+  std::string headroom_text;
+  std::optional<std::uint32_t> runner_up;  // the next-ranked candidate
+  double runner_up_delta = 0;              // (T(runner_up) - T(pick)) / T(pick)
+  std::string runner_up_text;
+  std::string world_size_text;
+  StrategyPrice every_step;
+};
+
+StrategyPrice price_every_step(const model::CostModel& model, const model::Config& config);
+
+Explanation explain(const model::CostModel& model, const SearchResult& result, const std::vector<ParetoPoint>& pareto,
+                    std::size_t rank_index, double margin);
+
+// "b=32 k=8 p=2 overlap"
+std::string short_config(const model::Config& c);
+
+}  // namespace gaccum::tuner

@@ -1,0 +1,152 @@
+// What/why: the exhaustive search of search.hpp. Enumeration order is stable (global_batch,
+// world_size, micro_batch ascending, then strategy) so CSV output is reproducible; ties in the
+// objective prefer fewer ranks, then fewer accumulation steps, then enumeration order.
+#include "tuner/search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace gaccum::tuner {
+
+double objective_value(Objective o, const model::Prediction& p, std::optional<double> noise_scale) {
+  const double B = double(p.config.global_batch());
+  switch (o) {
+    case Objective::throughput:
+      return p.throughput;
+    case Objective::cost:
+      return p.throughput > 0 ? double(p.config.world_size) / p.throughput : std::numeric_limits<double>::infinity();
+    case Objective::time_to_target:
+      // Steps to a target loss S(B) = S_min (1 + B_noise/B); wall time S(B) x step_time(B).
+      // Reported per S_min: (1 + B_noise/B) x step_time, seconds.
+      return noise_scale ? (1.0 + *noise_scale / B) * p.time.step_time : 0.0;
+  }
+  return 0;
+}
+
+double objective_score(Objective o, const model::Prediction& p, std::optional<double> noise_scale) {
+  double v = objective_value(o, p, noise_scale);
+  return o == Objective::throughput ? -v : v;
+}
+
+bool better_value(Objective o, double a, double b) {
+  return o == Objective::throughput ? a > b : a < b;
+}
+
+std::vector<Count> divisors(Count n) {
+  std::vector<Count> small, large;
+  for (Count d = 1; d * d <= n; ++d) {
+    if (n % d == 0) {
+      small.push_back(d);
+      if (d != n / d) large.push_back(n / d);
+    }
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+std::size_t divisor_count(Count n) {
+  std::size_t c = 0;
+  for (Count d = 1; d * d <= n; ++d)
+    if (n % d == 0) c += (d * d == n) ? 1 : 2;
+  return c;
+}
+
+Count max_micro_batch_within(const model::CostModel& model, const Limits& limits, Count world_size, Strategy s,
+                             Count upper) {
+  auto fits = [&](Count b) { return model.predict(model::Config{b, 1, world_size, s}).memory.peak <= limits.limit; };
+  if (upper < 1 || !fits(1)) return 0;
+  Count lo = 1, hi = upper;  // invariant: fits(lo)
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {  // invariant: fits(lo), !fits(hi)
+    Count mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+SearchResult search(const model::CostModel& model, const TuneRequest& request) {
+  return search(model, request, resolve_limits(model.info(), request));
+}
+
+SearchResult search(const model::CostModel& model, const TuneRequest& request, const Limits& limits) {
+  SearchResult res;
+  res.limits = limits;
+  res.objective = request.objective;
+  if (request.objective == Objective::time_to_target && !limits.noise_scale)
+    throw InputError(
+        "--objective time-to-target: needs the gradient noise scale B_noise, which this model does not have; "
+        "pass --noise-scale N (samples) or use a profile with gradient statistics");
+
+  const std::vector<Strategy> single{limits.evaluated.front()};
+  // Count first so the candidates (~200 B each) are allocated once, not regrown and copied.
+  std::size_t total = 0;
+  for (Count B = request.global_batch_min; B <= request.global_batch_max; ++B)
+    for (Count p : limits.world_sizes)
+      if (B % p == 0) total += divisor_count(B / p) * ((p == 1 && !request.strategy) ? 1 : limits.evaluated.size());
+  res.candidates.reserve(total);
+  std::vector<Count> divs;
+  for (Count B = request.global_batch_min; B <= request.global_batch_max; ++B) {
+    for (Count p : limits.world_sizes) {
+      if (B % p != 0) {
+        ++res.indivisible_pairs;
+        continue;
+      }
+      // world_size 1 synchronises nothing: every strategy is the same run, evaluate one.
+      const auto& strategies = (p == 1 && !request.strategy) ? single : limits.evaluated;
+      divs = divisors(B / p);
+      for (Count b : divs) {
+        const Count k = B / p / b;
+        for (Strategy s : strategies) {
+          Candidate c;
+          c.prediction = model.predict(model::Config{b, k, p, s});
+          if (k > limits.max_accum_steps) c.violations |= kAccumSteps;
+          if (limits.micro_batch_limit > 0 && b > limits.micro_batch_limit) c.violations |= kMicroBatchRange;
+          if (c.prediction.memory.peak > limits.limit) c.violations |= kMemory;
+          c.rankable = std::find(limits.ranked.begin(), limits.ranked.end(), s) != limits.ranked.end();
+          c.score = objective_score(request.objective, c.prediction, limits.noise_scale);
+          res.candidates.push_back(c);
+        }
+      }
+    }
+  }
+
+  res.ranking.reserve(res.candidates.size());
+  for (std::uint32_t i = 0; i < res.candidates.size(); ++i) {
+    const auto& c = res.candidates[i];
+    if (c.feasible() && c.rankable && std::isfinite(c.score)) res.ranking.push_back(i);
+  }
+  const auto& cs = res.candidates;
+  std::sort(res.ranking.begin(), res.ranking.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const auto &x = cs[a], &y = cs[b];
+    if (x.score != y.score) return x.score < y.score;
+    if (x.config().world_size != y.config().world_size) return x.config().world_size < y.config().world_size;
+    if (x.config().accum_steps != y.config().accum_steps) return x.config().accum_steps < y.config().accum_steps;
+    return a < b;
+  });
+  for (std::size_t r = 0; r < res.ranking.size(); ++r) res.candidates[res.ranking[r]].rank = Count(r + 1);
+  return res;
+}
+
+std::string reason_text(const Candidate& c, const Limits& limits) {
+  std::vector<std::string> parts;
+  const auto& cfg = c.config();
+  if (c.violations & kMemory)
+    parts.push_back(
+        fmt::format("peak memory {} > limit {}", format_bytes(c.prediction.memory.peak), format_bytes(limits.limit)));
+  if (c.violations & kAccumSteps)
+    parts.push_back(fmt::format("accum_steps {} > --max-accum-steps {}", cfg.accum_steps, limits.max_accum_steps));
+  if (c.violations & kMicroBatchRange)
+    parts.push_back(
+        fmt::format("micro_batch {} above the measured {} (--extrapolate)", cfg.micro_batch, limits.micro_batch_limit));
+  if (parts.empty() && !c.rankable)
+    parts.push_back(fmt::format("{}: priced, not ranked (--strategy {} ranks it)", to_string(cfg.strategy),
+                                to_string(cfg.strategy)));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+}  // namespace gaccum::tuner

@@ -1,0 +1,129 @@
+// What/why: parsing and validation of TuneRequest and its resolution into Limits (see
+// tune_request.hpp). Every error is one line naming the flag and what would be accepted.
+#include "tuner/tune_request.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace gaccum::tuner {
+
+std::string_view to_string(Objective o) {
+  switch (o) {
+    case Objective::throughput:
+      return "throughput";
+    case Objective::cost:
+      return "cost";
+    case Objective::time_to_target:
+      return "time-to-target";
+  }
+  return "?";
+}
+
+Objective parse_objective(std::string_view text, std::string_view field) {
+  if (text == "throughput") return Objective::throughput;
+  if (text == "cost") return Objective::cost;
+  if (text == "time-to-target" || text == "time_to_target") return Objective::time_to_target;
+  throw InputError(fmt::format("{}: unknown objective '{}': expected throughput, cost or time-to-target", field, text));
+}
+
+LrReference parse_lr_reference(std::string_view text, std::string_view field) {
+  auto at = text.find('@');
+  if (at == std::string_view::npos)
+    throw InputError(fmt::format("{}: invalid value '{}': expected LR@GLOBAL_BATCH such as 3e-4@256", field, text));
+  std::string lr_text(text.substr(0, at));
+  char* end = nullptr;
+  double lr = std::strtod(lr_text.c_str(), &end);
+  if (lr_text.empty() || end != lr_text.c_str() + lr_text.size() || !std::isfinite(lr) || lr <= 0)
+    throw InputError(
+        fmt::format("{}: invalid learning rate '{}': expected a positive number such as 3e-4", field, lr_text));
+  LrReference r;
+  r.lr = lr;
+  r.global_batch = parse_positive_count(text.substr(at + 1), field);
+  return r;
+}
+
+void validate(TuneRequest& r) {
+  if (r.global_batch_min < 1 || r.global_batch_max < r.global_batch_min)
+    throw InputError(fmt::format("--global-batch: invalid target {}-{}: expected a positive batch or a range LO-HI",
+                                 r.global_batch_min, r.global_batch_max));
+  if (r.global_batch_max - r.global_batch_min > 1000000)
+    throw InputError("--global-batch-range: at most 1000001 global batches in a range; narrow it");
+  if (r.world_sizes.empty()) throw InputError("--world-sizes: at least one world size is needed");
+  for (Count p : r.world_sizes)
+    if (p < 1) throw InputError(fmt::format("--world-sizes: invalid world size {}: expected >= 1", p));
+  std::sort(r.world_sizes.begin(), r.world_sizes.end());
+  r.world_sizes.erase(std::unique(r.world_sizes.begin(), r.world_sizes.end()), r.world_sizes.end());
+  if (!(r.margin >= 0 && r.margin < 1))
+    throw InputError(fmt::format("--margin: invalid value {}: expected a fraction in [0%, 100%)", r.margin));
+  if (r.max_accum_steps < 1) throw InputError("--max-accum-steps: expected a positive integer");
+  if (r.noise_scale && !(*r.noise_scale > 0 && std::isfinite(*r.noise_scale)))
+    throw InputError("--noise-scale: expected a positive number of samples");
+  if (!(r.cost_per_device_hour >= 0 && std::isfinite(r.cost_per_device_hour)))
+    throw InputError("--cost-per-device-hour: expected a non-negative number");
+  if (r.top < 1) throw InputError("--top: expected a positive integer");
+  static const char* kOptimizers[] = {"sgd", "adam", "adamw", "lamb"};
+  if (std::none_of(std::begin(kOptimizers), std::end(kOptimizers), [&](const char* o) { return r.optimizer == o; }))
+    throw InputError(
+        fmt::format("--optimizer: unknown optimizer '{}': expected sgd, adam, adamw or lamb", r.optimizer));
+}
+
+std::vector<Count> world_sizes_up_to(Count n) {
+  std::vector<Count> out;
+  for (Count p = 1; p <= n; ++p) out.push_back(p);
+  return out;
+}
+
+Bytes apply_margin(Bytes cap, double margin) {
+  constexpr Bytes kScale = 1000000;
+  double ppm_f = std::round(std::clamp(margin, 0.0, 1.0) * double(kScale));
+  const Bytes keep = kScale - static_cast<Bytes>(ppm_f);
+  // floor(cap * keep / kScale) without overflow: cap = q kScale + r.
+  return (cap / kScale) * keep + (cap % kScale) * keep / kScale;
+}
+
+Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
+  Limits l;
+  l.device_memory = info.device_memory;
+  if (!r.memory_cap.absolute && info.device_memory == 0)
+    throw InputError(
+        fmt::format("--memory-cap: {} is relative to the device memory, which this {} does not give; "
+                    "pass bytes such as --memory-cap 20GiB",
+                    r.memory_cap.to_string(), info.source.empty() ? "model" : info.source));
+  l.cap = r.memory_cap.resolve(info.device_memory);
+  l.limit = apply_margin(l.cap, r.margin);
+  l.max_accum_steps = r.max_accum_steps;
+  l.micro_batch_limit = r.allow_extrapolation ? 0 : info.measured_max_micro_batch;
+  std::vector<Count> dropped;
+  for (Count p : r.world_sizes) {
+    if (info.max_world_size > 0 && p > info.max_world_size) {
+      dropped.push_back(p);
+    } else {
+      l.world_sizes.push_back(p);
+    }
+  }
+  const std::string why = info.max_world_size_reason.empty()
+                              ? fmt::format("the cluster has {} devices", info.max_world_size)
+                              : info.max_world_size_reason;
+  if (l.world_sizes.empty())
+    throw InputError(
+        fmt::format("--world-sizes: every requested world size exceeds {} (largest {}); ask for at most "
+                    "--max-world-size {}",
+                    why, info.max_world_size, info.max_world_size));
+  if (!dropped.empty()) l.notes.push_back(fmt::format("world sizes {} skipped: {}", fmt::join(dropped, ", "), why));
+  if (r.strategy) {
+    l.ranked = {*r.strategy};
+    l.evaluated = {*r.strategy};
+  } else {
+    l.ranked = {Strategy::overlap, Strategy::fused};
+    l.evaluated = {Strategy::overlap, Strategy::fused, Strategy::every_step};
+  }
+  l.noise_scale = r.noise_scale ? r.noise_scale : info.noise_scale;
+  return l;
+}
+
+}  // namespace gaccum::tuner

@@ -1,0 +1,80 @@
+// What: what the user asks the tuner for: a global batch target (exact or a range), the allowed
+//       world sizes, a memory cap with a safety margin, accumulation and strategy limits, the
+//       ranking objective, and the inputs of the learning-rate and critical-batch guidance.
+// Why: one plain value that `tune`, the reports (JSON "inputs") and the tests share; the CLI
+//      only parses flags into it. Limits resolves it against a cost model's ModelInfo.
+// Units: global batches and micro-batches in samples; memory in Bytes; margin a fraction.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/parse.hpp"
+#include "core/strategy.hpp"
+#include "core/units.hpp"
+#include "model/cost_model.hpp"
+
+namespace gaccum::tuner {
+
+// throughput: max samples/s. cost: min GPU-seconds per sample (= world_size / throughput).
+// time_to_target: min (1 + B_noise/B) x step_time, the wall time per S_min optimizer steps
+// (McCandlish et al. 2018; see objective_value()).
+enum class Objective { throughput, cost, time_to_target };
+std::string_view to_string(Objective o);  // "throughput", "cost", "time-to-target"
+Objective parse_objective(std::string_view text, std::string_view field = "--objective");
+
+// A learning rate known to work at a global batch: "3e-4@256".
+struct LrReference {
+  double lr = 0;
+  Count global_batch = 0;
+};
+LrReference parse_lr_reference(std::string_view text, std::string_view field = "--lr-ref");
+
+struct TuneRequest {
+  Count global_batch_min = 0;  // == global_batch_max for an exact target
+  Count global_batch_max = 0;
+  std::vector<Count> world_sizes;  // allowed data-parallel sizes
+  MemoryCap memory_cap{std::nullopt, 0.9};
+  double margin = 0.10;  // peak memory must stay <= cap x (1 - margin)
+  Count max_accum_steps = 64;
+  std::optional<Strategy> strategy;  // nullopt: auto (rank overlap and fused; price every-step)
+  bool allow_extrapolation = false;  // accept micro_batch above the measured range
+  Objective objective = Objective::throughput;
+  std::optional<double> noise_scale;  // B_noise override (samples); else ModelInfo::noise_scale
+  double cost_per_device_hour = 0;    // > 0: also price configs in currency per sample
+  std::optional<LrReference> lr_reference;
+  std::string optimizer = "adam";     // for the LR rule: sgd | adam | adamw | lamb
+  std::optional<Count> dataset_size;  // samples per epoch, for warm-up steps
+  Count top = 10;                     // picks explained and shown
+
+  bool exact() const { return global_batch_min == global_batch_max; }
+};
+
+// Checks every field (InputError naming the flag) and sorts/deduplicates world_sizes.
+void validate(TuneRequest& r);
+
+// 1, 2, ..., n.
+std::vector<Count> world_sizes_up_to(Count n);
+
+// cap x (1 - margin), rounded down, exact for margins given to 1e-6 (integer arithmetic, so a
+// peak equal to the limit is inside it on every platform).
+Bytes apply_margin(Bytes cap, double margin);
+
+// The request resolved against a model: what the search enforces.
+struct Limits {
+  Bytes device_memory = 0;
+  Bytes cap = 0;    // resolved --memory-cap
+  Bytes limit = 0;  // apply_margin(cap, margin)
+  Count max_accum_steps = 0;
+  Count micro_batch_limit = 0;        // 0: none; else the measured maximum (no extrapolation)
+  std::vector<Count> world_sizes;     // allowed and within ModelInfo::max_world_size
+  std::vector<Strategy> ranked;       // strategies that may be picked
+  std::vector<Strategy> evaluated;    // ranked + priced-only (every-step under auto)
+  std::optional<double> noise_scale;  // request override or ModelInfo::noise_scale
+  std::vector<std::string> notes;     // e.g. world sizes dropped by the cluster size
+};
+Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r);
+
+}  // namespace gaccum::tuner

@@ -1,0 +1,53 @@
+// What: `tune`: search + ranking + explanations of the top picks + LR and critical-batch guidance
+//       + Pareto front + the memory curve the reports chart, as one TuneResult value.
+// Why: the CLI, the reports and `check` (throughput within a tolerance of the best for the same
+//      B) all consume the same result; reports/ prints it and adds nothing computed.
+// Errors: InputError for unusable requests (naming the flag); InfeasibleError when no config
+//         is feasible, with the binding constraint and the smallest change (infeasibility.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/cost_model.hpp"
+#include "tuner/critical_batch.hpp"
+#include "tuner/explanation.hpp"
+#include "tuner/lr_advice.hpp"
+#include "tuner/pareto.hpp"
+#include "tuner/search.hpp"
+#include "tuner/tune_request.hpp"
+
+namespace gaccum::tuner {
+
+// Peak memory at one (world_size, micro_batch), for the "memory vs micro_batch" chart.
+struct MemoryCurvePoint {
+  Count world_size = 0;
+  Count micro_batch = 0;
+  Bytes peak = 0;
+  bool extrapolated = false;  // above the measured micro_batch range
+};
+
+// every-step vs overlap (and fused) for one (micro_batch, accum_steps, world_size) setting.
+struct PricedSetting {
+  model::Config config;
+  StrategyPrice price;
+};
+
+struct TuneResult {
+  TuneRequest request;
+  model::ModelInfo info;
+  SearchResult search;
+  std::vector<Explanation> picks;  // top `request.top`, best first
+  LrAdvice lr;                     // for the best pick's global batch
+  CriticalBatchAdvice critical;    // for the best pick's global batch
+  std::vector<ParetoPoint> pareto;
+  std::vector<MemoryCurvePoint> memory_curve;
+  std::vector<PricedSetting> strategy_prices;  // distinct settings with world_size > 1, best first
+  std::vector<std::string> notes;              // limits, CPU-as-GPU, extrapolation, strategy notes
+
+  const Candidate& best() const { return search.candidates[search.ranking.front()]; }
+};
+
+TuneResult tune(const model::CostModel& model, TuneRequest request);
+
+}  // namespace gaccum::tuner
