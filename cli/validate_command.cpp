@@ -1,0 +1,186 @@
+// What: `gaccum-tune validate`: a real distributed gradient-accumulation run of one
+//       configuration (or the top picks of a tune result) on LibTorch c10d, with the checks
+//       that make it trustworthy, the measured step time / throughput / memory / communication,
+//       and, with --profile, the cost model's prediction beside each figure.
+//       Locally it starts --world-size rank processes; under torchrun, Slurm or mpirun it joins
+//       the job as one rank (rank 0 writes -o).
+// Why: DESIGN.md, Runner. Exit 0 when every check (and prediction) passes, 1 when one fails or a
+//      rank failed, 2 for bad input.
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/command.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/json_fields.hpp"
+#include "core/parse.hpp"
+#include "runner/report.hpp"
+#include "runner/validate.hpp"
+#include "workloads/workload.hpp"
+
+namespace gaccum::cli {
+namespace {
+
+struct ValidateCliOptions {
+  std::string workload = "gpt-tiny";
+  std::string torchscript;        // a TorchScript file (implies --workload torchscript)
+  std::string input_shape;        // TorchScript: per-sample input shape, e.g. 3,32,32
+  std::string target = "classes:10";
+  std::string micro_batch = "4";
+  std::string accum_steps = "8";
+  std::string world_size = "2";
+  std::string strategy = "overlap";
+  std::string steps = "20";
+  std::string warmup = "3";
+  std::string profile;
+  std::string timeout = "60s";
+  std::string dtype = "float32";
+  std::string device = "auto";
+  std::string threads_per_rank;   // default: profile's, else cores / ranks
+  std::string optimizer = "adam";
+  std::string lr = "1e-3";
+  std::string seed = "0";
+  std::string dataset_size;
+  std::string partial_window = "run";
+  std::string from_tune;
+  std::string top = "3";
+  std::string tolerance = "10%";
+  std::string output = "validation.json";
+};
+
+Count count_or_zero(const std::string& text, const char* flag) {
+  return text == "0" ? 0 : parse_positive_count(text, flag);
+}
+
+double parse_percent(const std::string& text, const char* flag) {
+  std::string t = text;
+  if (!t.empty() && t.back() == '%') t.pop_back();
+  try {
+    std::size_t pos = 0;
+    double v = std::stod(t, &pos);
+    if (pos == t.size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw InputError(fmt::format("{}: invalid percentage '{}': expected e.g. 10%", flag, text));
+}
+
+int run_validate(const ValidateCliOptions& c, bool world_size_given, bool workload_given) {
+  runner::ValidateOptions o;
+  auto& s = o.spec;
+  s.workload = workloads::parse_workload_arg(c.workload);
+  if (!c.torchscript.empty()) {
+    if (workload_given && c.workload != "torchscript")
+      throw InputError(fmt::format("--torchscript: use it with --workload torchscript (or without --workload), not "
+                                   "with --workload {}",
+                                   c.workload));
+    s.workload = workloads::WorkloadConfig{};
+    s.workload.name = "torchscript";
+    s.workload.torchscript_path = std::filesystem::absolute(c.torchscript).string();
+    if (!c.input_shape.empty()) s.workload.input_shape = parse_count_list(c.input_shape, "--input-shape");
+    s.workload.target = c.target;
+  } else if (s.workload.name == "torchscript") {
+    throw InputError("--torchscript: a TorchScript file is required for workload 'torchscript'");
+  }
+  s.workload.dtype = c.dtype;
+  (void)workloads::parse_dtype(c.dtype);
+  s.workload.device = c.device;
+  s.micro_batch = parse_positive_count(c.micro_batch, "--micro-batch");
+  s.accum_steps = parse_positive_count(c.accum_steps, "--accum-steps");
+  s.world_size = parse_positive_count(c.world_size, "--world-size");
+  s.strategy = parse_strategy(c.strategy, "--strategy");
+  s.steps = parse_positive_count(c.steps, "--steps");
+  s.warmup = count_or_zero(c.warmup, "--warmup");
+  s.timeout = parse_seconds(c.timeout, "--timeout");
+  s.threads_per_rank =
+      c.threads_per_rank.empty() ? 0 : static_cast<int>(parse_positive_count(c.threads_per_rank, "--threads-per-rank"));
+  s.optimizer = c.optimizer;
+  try {
+    std::size_t pos = 0;
+    s.lr = std::stod(c.lr, &pos);
+    if (pos != c.lr.size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    throw InputError(fmt::format("--lr: invalid number '{}'", c.lr));
+  }
+  s.seed = static_cast<std::uint64_t>(count_or_zero(c.seed, "--seed"));
+  s.dataset_size = c.dataset_size.empty() ? 0 : parse_positive_count(c.dataset_size, "--dataset-size");
+  s.partial_window = c.partial_window;
+  o.world_size_given = world_size_given;
+  o.profile_path = c.profile;
+  o.tolerance_pct = parse_percent(c.tolerance, "--tolerance");
+  o.from_tune = c.from_tune;
+  o.top = parse_positive_count(c.top, "--top");
+  o.output = c.output;
+  if (!c.from_tune.empty() && !workload_given && c.torchscript.empty()) {
+    // The tune result names its workload; --workload overrides it.
+    const auto result = parse_json_text(read_file(c.from_tune, "--from-tune"), c.from_tune);
+    const auto name = runner::tune_workload_name(result);
+    if (!name.empty()) {
+      auto cfg = workloads::parse_workload_arg(name);
+      cfg.dtype = s.workload.dtype;
+      cfg.device = s.workload.device;
+      s.workload = cfg;
+    }
+  }
+  (void)workloads::make_workload([&] {
+    auto cfg = s.workload;
+    cfg.device = "cpu";
+    return cfg;
+  }());  // unknown workloads and bad overrides fail here (exit 2)
+
+  auto outcome = runner::validate(o);
+  if (!outcome.wrote_output) return outcome.exit_code;  // a rank other than 0 of a joined job
+  for (const auto& run : outcome.runs) std::cout << runner::format_run(run);
+  std::cout << fmt::format("wrote {}\n", o.output);
+  std::cout.flush();
+  if (!outcome.failures.empty()) throw RuntimeFailure(outcome.failures.front());
+  return outcome.exit_code;
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<ValidateCliOptions>();
+  auto* sub = app.add_subcommand(
+      "validate",
+      "Run one configuration for real on c10d (local ranks, or one rank under torchrun/Slurm/mpirun): checks, "
+      "timings, memory, and measured vs predicted");
+  sub->add_option("--workload", o->workload, "Workload preset, kind with overrides (gpt:layers=4), or torchscript");
+  sub->add_option("--torchscript", o->torchscript, "A TorchScript model file (implies --workload torchscript)");
+  sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
+  sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D");
+  sub->add_option("--micro-batch", o->micro_batch, "micro_batch b: samples per forward/backward on one rank");
+  sub->add_option("--accum-steps", o->accum_steps, "accum_steps k: micro-batches per optimizer step");
+  auto* ws = sub->add_option("--world-size", o->world_size,
+                             "world_size p: ranks (local launch); under torchrun/Slurm/mpirun the job's size");
+  sub->add_option("--strategy", o->strategy, "Gradient sync: overlap | fused | every-step");
+  auto* steps = sub->add_option("--steps", o->steps, "Timed optimizer steps (after the warm-up)");
+  sub->add_option("--warmup", o->warmup, "Untimed steps first (>= 1; step 0 carries the gradient checks)");
+  sub->add_option("--profile", o->profile, "profile.json: put the cost model's prediction beside each figure");
+  sub->add_option("--tolerance", o->tolerance, "Largest |error| of a predicted figure that passes (e.g. 10%)");
+  sub->add_option("--timeout", o->timeout,
+                  "Rendezvous and collective timeout, and the longest a rank may make no progress (e.g. 60s)");
+  sub->add_option("--dtype", o->dtype, "float32 | float64");
+  sub->add_option("--device", o->device, "auto | cpu | cuda (NCCL on GPUs, Gloo on CPU)");
+  sub->add_option("--threads-per-rank", o->threads_per_rank,
+                  "torch threads per rank (default: the profile's, else cores / ranks on this host)");
+  sub->add_option("--optimizer", o->optimizer, "adam | adamw | sgd");
+  sub->add_option("--lr", o->lr, "Learning rate");
+  sub->add_option("--seed", o->seed, "Data stream seed");
+  auto* ds = sub->add_option("--dataset-size", o->dataset_size,
+                             "Samples in the dataset: one epoch, then the last partial window (sets the steps)");
+  sub->add_option("--partial-window", o->partial_window,
+                  "Last partial window: run (normalised by its real samples/tokens) | drop");
+  sub->add_option("--from-tune", o->from_tune, "A tune result.json: validate its top picks");
+  sub->add_option("--top", o->top, "How many picks of --from-tune to validate");
+  sub->add_option("-o,--output", o->output, "validation.json to write");
+  ds->excludes(steps);
+  sub->callback([o, ws, sub, &action] {
+    const bool ws_given = ws->count() > 0;
+    const bool wl_given = sub->get_option("--workload")->count() > 0;
+    action = [o, ws_given, wl_given] { return run_validate(*o, ws_given, wl_given); };
+  });
+}
+
+}  // namespace gaccum::cli

@@ -1,0 +1,37 @@
+// What: test-only fault injection for the runner's integration tests, read from hidden
+//       environment variables (not flags, not in --help):
+//   GACCUM_TEST_FAULT   = rank:R:KIND[:STEP[:MICRO]]   KIND: exit (status 1), abort (SIGABRT),
+//                         sigkill, hang (stops making progress), oom (an allocation failure in
+//                         the forward pass), nojoin (never reaches the rendezvous). Default
+//                         STEP 1, MICRO 0: when rank R starts that micro-step.
+//   GACCUM_TEST_PERTURB = rank:R:seed                   rank R uses seed + 1 (agreement check)
+//   GACCUM_TEST_BREAK   = skip-zero-grad | normalise-by-k | rank:R:param
+//                         deliberate training bugs, so the tests show each check can fail:
+//                         no zero_grad between windows; loss divided by accum_steps and the
+//                         micro-batch's own tokens (the common mistake); rank R's parameters
+//                         nudged after step 0.
+// Why: every fault and every check must be exercised by a real multi-process test.
+#pragma once
+
+#include <string>
+
+#include "core/units.hpp"
+
+namespace gaccum::runner {
+
+struct Faults {
+  std::string kind;        // empty: no fault on this rank
+  Count step = 1, micro = 0;
+  bool perturb_seed = false;
+  bool skip_zero_grad = false;
+  bool normalise_by_k = false;
+  bool perturb_param = false;
+
+  // The faults that apply to `rank`. InputError for a malformed variable.
+  static Faults from_env(int rank);
+  bool never_joins() const { return kind == "nojoin"; }
+  // Misbehaves as asked when (step, micro) is the injection point; otherwise returns.
+  void maybe_trigger(Count step, Count micro) const;
+};
+
+}  // namespace gaccum::runner

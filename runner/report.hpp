@@ -1,0 +1,42 @@
+// What: validation.json (the document) and the printed table of a validation.
+//   validation.json, schema_version 1:
+//     {"schema_version": 1, "kind": "gaccum-tune/validation", "created_utc", "tool",
+//      "ok", "exit_code", "runs": [run...]}
+//     run (completed):  {"config", "environment", "warnings", "checks": [{"name", "status":
+//                        pass|fail|n/a, "detail", "numbers"}], "measured", "steps": [per-step raw
+//                        times of every rank], "ok", ["prediction", "comparison"]}
+//     run (a rank failed): {"config", "ok": false, "failure": "<one line naming the rank>"}
+//   measured (timed steps only; per step the slowest rank, then the median over steps):
+//     step_time {median, p10, p90, mean, min, max}; throughput_samples_per_s = global_batch /
+//     median; tokens_per_s = mean real tokens per window / median (sequence workloads);
+//     peak_memory (max over ranks) and peak_memory_per_rank: tracker high-water mark over the
+//     timed steps; comm_exposed / comm_total (comm/grad_sync.hpp); compute = step_time -
+//     comm_exposed - optimizer; optimizer; rank_skew = slowest minus fastest rank's arrival at
+//     the step's final synchronisation; collectives_per_step, collectives_per_micro_step,
+//     collectives_launched_in_backward; comm_buffer_bytes; noise_scale (runner/checks.hpp);
+//     loss {first_window, last_window}: the window's mean loss over its real samples/tokens
+//     across ranks (steps[].loss holds it for every window), comparable with any other
+//     trainer's loss on the same data stream.
+//   Units: seconds, bytes, samples/s, tokens/s.
+// Why: the reports and CI read the file; people read the table. No LibTorch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gaccum::runner {
+
+inline constexpr int kValidationSchemaVersion = 1;
+
+nlohmann::json validation_document(const std::vector<nlohmann::json>& runs, int exit_code);
+
+// The human table of one run (completed or failed), lines ending in '\n'.
+std::string format_run(const nlohmann::json& run);
+
+// Names of the failed checks / gated comparison rows of a run ("gradient_equivalence",
+// "prediction:step_time").
+std::vector<std::string> failed_items(const nlohmann::json& run);
+
+}  // namespace gaccum::runner

@@ -1,0 +1,122 @@
+// What/why: see run_spec.hpp.
+#include "runner/run_spec.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/json_fields.hpp"
+#include "workloads/optimizer.hpp"
+
+namespace gaccum::runner {
+
+using nlohmann::json;
+
+Count RunSpec::effective_dataset_size() const {
+  return dataset_size > 0 ? dataset_size : (warmup + steps) * global_batch();
+}
+
+Count RunSpec::full_windows() const { return effective_dataset_size() / global_batch(); }
+
+Count RunSpec::partial_samples() const { return effective_dataset_size() % global_batch(); }
+
+std::pair<Count, Count> RunSpec::micro_range(Count window, Count rank, Count micro) const {
+  const Count first = workloads::sample_offset(window, rank, micro, micro_batch, accum_steps, world_size);
+  const Count end = std::min(first + micro_batch, effective_dataset_size());
+  return {first, std::max<Count>(0, end - first)};
+}
+
+Count RunSpec::window_samples(Count window) const {
+  const Count first = window * global_batch();
+  return std::max<Count>(0, std::min(first + global_batch(), effective_dataset_size()) - first);
+}
+
+void RunSpec::validate() const {
+  if (micro_batch < 1) throw InputError("--micro-batch: must be at least 1");
+  if (accum_steps < 1) throw InputError("--accum-steps: must be at least 1");
+  if (world_size < 1) throw InputError("--world-size: must be at least 1");
+  if (warmup < 1)
+    throw InputError("--warmup: must be at least 1 (step 0 carries the gradient checks and is never timed)");
+  if (steps < 1) throw InputError("--steps: must be at least 1");
+  if (threads_per_rank < 1) throw InputError("--threads-per-rank: must be at least 1");
+  if (!(timeout > 0)) throw InputError("--timeout: must be positive, e.g. 60s");
+  if (!(lr > 0)) throw InputError("--lr: must be positive");
+  if (partial_window != "run" && partial_window != "drop")
+    throw InputError(fmt::format("--partial-window: unknown policy '{}': expected run or drop", partial_window));
+  if (dataset_size > 0 && full_windows() < warmup + 1)
+    throw InputError(fmt::format("--dataset-size: {} samples make {} full window(s) of global_batch {} (b*k*p); "
+                                 "need at least warmup + 1 = {}: raise --dataset-size or lower --warmup",
+                                 dataset_size, full_windows(), global_batch(), warmup + 1));
+  (void)workloads::optimizer_state_slots(optimizer);  // InputError naming --optimizer
+  if (backend != "gloo" && backend != "nccl")
+    throw InputError(fmt::format("--backend: unknown backend '{}': expected gloo or nccl", backend));
+  if (!(rtol >= 0) || !(atol >= 0)) throw InputError("gradient tolerances must be non-negative");
+}
+
+std::pair<double, double> default_tolerances(const std::string& dtype) {
+  if (workloads::parse_dtype(dtype) == torch::kFloat64) return {1e-10, 1e-10};
+  return {1.3e-6, 1e-5};
+}
+
+json to_json(const RunSpec& s) {
+  json w = {{"name", s.workload.name},
+            {"overrides", s.workload.overrides},
+            {"dtype", s.workload.dtype},
+            {"device", s.workload.device},
+            {"init_seed", s.workload.init_seed},
+            {"torchscript_path", s.workload.torchscript_path},
+            {"input_shape", s.workload.input_shape},
+            {"target", s.workload.target}};
+  return json{{"workload", w},
+              {"micro_batch", s.micro_batch},
+              {"accum_steps", s.accum_steps},
+              {"world_size", s.world_size},
+              {"strategy", std::string(to_string(s.strategy))},
+              {"steps", s.steps},
+              {"warmup", s.warmup},
+              {"seed", s.seed},
+              {"optimizer", s.optimizer},
+              {"lr", s.lr},
+              {"dataset_size", s.dataset_size},
+              {"partial_window", s.partial_window},
+              {"threads_per_rank", s.threads_per_rank},
+              {"timeout_s", s.timeout},
+              {"backend", s.backend},
+              {"rtol", s.rtol},
+              {"atol", s.atol}};
+}
+
+RunSpec run_spec_from_json(const json& j, const std::string& what) {
+  JsonFields f(j, what);
+  RunSpec s;
+  JsonFields w(f.object("workload"), f.child("workload"));
+  s.workload.name = w.str("name");
+  s.workload.overrides = w.object("overrides");
+  s.workload.dtype = w.str("dtype");
+  s.workload.device = w.str("device");
+  s.workload.init_seed = static_cast<std::uint64_t>(w.count("init_seed"));
+  s.workload.torchscript_path = w.opt_str("torchscript_path").value_or("");
+  for (auto c : w.count_list("input_shape")) s.workload.input_shape.push_back(c);
+  s.workload.target = w.opt_str("target").value_or("");
+  s.micro_batch = f.positive("micro_batch");
+  s.accum_steps = f.positive("accum_steps");
+  s.world_size = f.positive("world_size");
+  s.strategy = parse_strategy(f.str("strategy"), "--strategy");
+  s.steps = f.positive("steps");
+  s.warmup = f.count("warmup");
+  s.seed = static_cast<std::uint64_t>(f.count("seed"));
+  s.optimizer = f.str("optimizer");
+  s.lr = f.num("lr");
+  s.dataset_size = f.count("dataset_size");
+  s.partial_window = f.str("partial_window");
+  s.threads_per_rank = static_cast<int>(f.positive("threads_per_rank"));
+  s.timeout = f.num("timeout_s");
+  s.backend = f.str("backend");
+  s.rtol = f.num("rtol");
+  s.atol = f.num("atol");
+  s.validate();
+  return s;
+}
+
+}  // namespace gaccum::runner

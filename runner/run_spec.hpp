@@ -1,0 +1,76 @@
+// What: what one validation run executes on every rank (RunSpec), its JSON form (the worker's
+//       --args file), the data layout of its windows (which samples each rank reads), and the
+//       exit codes rank processes use.
+// Why: the launcher side and every rank must agree on one plain value; the rank-agreement check
+//      then compares its identity fields across ranks before step 1.
+//
+// Data: window w (optimizer step w) covers samples [w*B, w*B + B) of the stream `seed`, B =
+//       micro_batch*accum_steps*world_size; rank r, micro-step m reads workloads::sample_offset
+//       (w, r, m, b, k, p) .. +b, clipped to the dataset size. With dataset_size set, the run is
+//       one epoch: floor(N/B) full windows, then the last partial window (N mod B samples):
+//         partial_window "run"  (default) every rank still makes its k micro-steps (those with no
+//                               samples left skip forward/backward but take part in the
+//                               collectives) and the loss is normalised by the real samples/tokens
+//                               of that window across ranks, so its gradient equals the one-pass
+//                               gradient of the samples left; it is checked, not timed.
+//         partial_window "drop" the partial window's samples are skipped (drop_last=True).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/strategy.hpp"
+#include "core/units.hpp"
+#include "workloads/workload.hpp"
+
+namespace gaccum::runner {
+
+// Exit codes of a validate-rank process (besides 0 = all checks passed, 1 = a check failed
+// with the result written, 2 = bad input). comm::kExitPeerLost (86) when a collective failed.
+inline constexpr int kExitOutOfMemory = 87;
+inline constexpr int kExitHung = 88;           // the rank's watchdog saw no progress for timeout
+
+struct RunSpec {
+  workloads::WorkloadConfig workload;  // dtype and device inside
+  Count micro_batch = 4;
+  Count accum_steps = 8;
+  Count world_size = 2;
+  Strategy strategy = Strategy::overlap;
+  Count steps = 20;                    // timed optimizer steps
+  Count warmup = 3;                    // untimed steps first (step 0 carries the gradient checks)
+  std::uint64_t seed = 0;              // data stream
+  std::string optimizer = "adam";
+  double lr = 1e-3;
+  Count dataset_size = 0;              // 0: (warmup + steps) * global_batch, no partial window
+  std::string partial_window = "run";  // run | drop
+  int threads_per_rank = 1;            // torch::set_num_threads in every rank
+  Seconds timeout = 60;                // rendezvous, collectives, and the watchdog (no progress)
+  std::string backend = "gloo";        // gloo (cpu) | nccl (cuda)
+  double rtol = 1.3e-6, atol = 1e-5;   // gradient equivalence (fp64: 1e-10, 1e-10)
+
+  Count global_batch() const { return micro_batch * accum_steps * world_size; }
+  Count effective_dataset_size() const;       // dataset_size or (warmup + steps) * B
+  Count full_windows() const;                 // windows of B samples
+  Count partial_samples() const;              // samples of the last partial window (0: none)
+  bool runs_partial_window() const { return partial_window == "run" && partial_samples() > 0; }
+  Count total_windows() const { return full_windows() + (runs_partial_window() ? 1 : 0); }
+  Count timed_steps() const { return full_windows() - warmup; }
+  // Samples [first, first + count) that rank r reads in micro-step m of window w (count may be
+  // below micro_batch, or 0, in the partial window).
+  std::pair<Count, Count> micro_range(Count window, Count rank, Count micro) const;
+  Count window_samples(Count window) const;   // real samples of window w across ranks
+
+  // InputError naming the flag for any unusable value.
+  void validate() const;
+};
+
+nlohmann::json to_json(const RunSpec& s);
+RunSpec run_spec_from_json(const nlohmann::json& j, const std::string& what);
+
+// Default gradient-equivalence tolerances for a dtype: float32 rtol 1.3e-6 atol 1e-5 (PyTorch's
+// DDP tests), float64 1e-10 / 1e-10.
+std::pair<double, double> default_tolerances(const std::string& dtype);
+
+}  // namespace gaccum::runner

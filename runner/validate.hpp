@@ -1,0 +1,60 @@
+// What: `gaccum-tune validate` as a library call: resolves the configuration(s) to run (one
+//       from the flags, or the top N picks of a tune result), launches world_size local rank
+//       processes per configuration (comm::launch_local re-executing this binary as
+//       `_worker --role validate-rank`), or, under torchrun/Slurm/mpirun, runs as one rank of
+//       the job; compares the measured figures with the cost model's prediction when a profile
+//       is given; and writes validation.json (rank 0).
+// Why: DESIGN.md, Runner: a real distributed accumulation run that proves (or refutes) a
+//      recommendation.
+//
+// Threads: threads_per_rank 0 means the default: the profile's hardware.threads_per_rank with
+// --profile, else max(1, cores / ranks on this host); every rank calls torch::set_num_threads.
+// A tune result (--from-tune) is read leniently: an object whose "picks" (or "recommendations",
+// "top", "ranking", "candidates") array holds objects with micro_batch, accum_steps,
+// world_size, strategy (directly or under "config"); "workload" (a name, or an object with
+// "name") or "model.workload_name" names the workload when --workload is not given; without
+// --profile, the profile the tune used ("source": {"kind": "profile", "path"}) gives the
+// predictions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/run_spec.hpp"
+
+namespace gaccum::runner {
+
+struct ValidateOptions {
+  RunSpec spec;                    // threads_per_rank 0 = default (above); device may be "auto"
+  bool world_size_given = true;    // false: take WORLD_SIZE from the job (distributed) or spec's
+  bool tolerances_given = false;   // false: default_tolerances(dtype)
+  std::string profile_path;
+  double tolerance_pct = 10;
+  std::string from_tune;
+  Count top = 3;
+  std::string output = "validation.json";
+};
+
+struct ValidateOutcome {
+  nlohmann::json document;         // what was written to `output` (rank 0)
+  std::vector<nlohmann::json> runs;
+  std::vector<std::string> failures;  // one line per run whose ranks failed (rank named)
+  int exit_code = 0;               // 0 all checks (and predictions) pass, 1 otherwise
+  bool wrote_output = false;       // false on ranks other than 0
+};
+
+ValidateOutcome validate(ValidateOptions options);
+
+// Configurations from a tune result file (the lenient reading above). InputError naming
+// --from-tune when none can be read.
+struct TunePick {
+  Count micro_batch = 0, accum_steps = 0, world_size = 0;
+  Strategy strategy = Strategy::overlap;
+};
+std::vector<TunePick> read_tune_picks(const nlohmann::json& result, Count top, const std::string& what);
+std::string tune_workload_name(const nlohmann::json& result);  // "" if none
+std::string tune_profile_path(const nlohmann::json& result, const std::string& result_path);  // "" if none
+
+}  // namespace gaccum::runner

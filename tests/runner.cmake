@@ -1,0 +1,40 @@
+# Runner tests (included from tests/CMakeLists.txt): the check arithmetic and report (unit),
+# the gradient hooks and the world_size-1 synchroniser (unit), the three strategies over real
+# Gloo ranks (integration), and `gaccum-tune validate` end to end with its faults (integration).
+gaccum_test(unit_runner LABEL unit TORCH SOURCES unit/test_runner.cpp LIBS gaccum::runner)
+gaccum_test(unit_grad_sync LABEL unit TORCH SOURCES unit/test_grad_sync.cpp LIBS gaccum::comm)
+
+add_executable(grad_sync_test_worker integration/grad_sync_test_worker.cpp)
+target_link_libraries(grad_sync_test_worker PRIVATE gaccum::comm)
+gaccum_torch_pch(grad_sync_test_worker)
+gaccum_target_defaults(grad_sync_test_worker)
+gaccum_test(integration_grad_sync LABEL integration TORCH SOURCES integration/test_grad_sync.cpp LIBS gaccum::comm)
+target_compile_definitions(integration_grad_sync PRIVATE
+                           GACCUM_GRAD_SYNC_WORKER="$<TARGET_FILE:grad_sync_test_worker>")
+add_dependencies(integration_grad_sync grad_sync_test_worker)
+
+gaccum_test(integration_runner LABEL integration SOURCES integration/test_runner.cpp LIBS gaccum::core)
+target_compile_definitions(integration_runner PRIVATE GACCUM_TUNE="$<TARGET_FILE:gaccum-tune>")
+add_dependencies(integration_runner gaccum-tune)
+
+# Bad input: exit 2 with one line on stderr, before any rank starts.
+set(G $<TARGET_FILE:gaccum-tune>)
+set(_v ${G} validate -o never-written.json)
+gaccum_cli_test(validate-micro-batch-0 2 "--micro-batch" --one-line-stderr -- ${_v} --micro-batch 0)
+gaccum_cli_test(validate-bad-strategy 2 "--strategy.*every-step" --one-line-stderr -- ${_v} --strategy sometimes)
+gaccum_cli_test(validate-bad-workload 2 "--workload: unknown workload" --one-line-stderr -- ${_v} --workload gpt-huge)
+gaccum_cli_test(validate-warmup-0 2 "--warmup: must be at least 1" --one-line-stderr -- ${_v} --warmup 0)
+gaccum_cli_test(validate-world-size-0 2 "--world-size" --one-line-stderr -- ${_v} --world-size 0)
+gaccum_cli_test(validate-small-dataset 2 "--dataset-size: 10 samples make 0 full window" --one-line-stderr --
+                ${_v} --dataset-size 10)
+gaccum_cli_test(validate-steps-and-dataset 2 "excludes" --one-line-stderr -- ${_v} --dataset-size 1000 --steps 3)
+gaccum_cli_test(validate-bad-dtype 2 "--dtype" --one-line-stderr -- ${_v} --dtype float16)
+gaccum_cli_test(validate-bad-timeout 2 "--timeout" --one-line-stderr -- ${_v} --timeout soon)
+gaccum_cli_test(validate-bad-tolerance 2 "--tolerance" --one-line-stderr -- ${_v} --tolerance lots)
+gaccum_cli_test(validate-bad-partial 2 "--partial-window" --one-line-stderr -- ${_v} --partial-window keep)
+gaccum_cli_test(validate-bad-optimizer 2 "--optimizer" --one-line-stderr -- ${_v} --optimizer lion)
+gaccum_cli_test(validate-missing-profile 2 "missing-profile.json" --one-line-stderr -- ${_v} --profile missing-profile.json)
+gaccum_cli_test(validate-missing-tune 2 "--from-tune" --one-line-stderr -- ${_v} --from-tune missing-result.json)
+gaccum_cli_test(validate-bad-device 2 "--device" --one-line-stderr -- ${_v} --device tpu)
+gaccum_cli_test(validate-bad-output-dir 2 "-o: directory '/nonexistent-dir' does not exist" --one-line-stderr --
+                ${G} validate -o /nonexistent-dir/v.json)

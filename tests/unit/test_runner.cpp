@@ -1,0 +1,282 @@
+// Unit tests for the pure parts of runner/: the check arithmetic (hand-computed), the run
+// layout (which samples each rank reads, the partial window), RunSpec validation and JSON, the
+// tune-result reader, measured vs predicted, the printed table (golden), and the fault
+// variables' parsing.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "comm/grad_sync.hpp"
+#include "core/error.hpp"
+#include "runner/checks.hpp"
+#include "runner/comparison.hpp"
+#include "runner/faults.hpp"
+#include "runner/report.hpp"
+#include "runner/run_spec.hpp"
+#include "runner/validate.hpp"
+
+using namespace gaccum;
+using namespace gaccum::runner;
+using nlohmann::json;
+
+TEST_CASE("compare_gradients counts elements outside atol + rtol |ref|", "[runner][unit]") {
+  // |diff| = 0, 1e-6, 0.1; tolerances 0.001, 0.002, 0.003 -> only the last is outside.
+  auto c = compare_gradients({1.0, 2.0 + 1e-6, 3.1}, {1.0, 2.0, 3.0}, 1e-3, 0.0);
+  CHECK(c.elements == 3);
+  CHECK(c.violations == 1);
+  CHECK_FALSE(c.within());
+  CHECK(c.max_abs_diff == Approx(0.1));
+  CHECK(c.max_excess == Approx(0.1 / 0.003));
+  CHECK(c.ref_l2 == Approx(std::sqrt(14.0)));
+  CHECK(c.rel_l2 == Approx(std::sqrt(1e-12 + 0.01) / std::sqrt(14.0)));
+  auto same = compare_gradients({1.0, -2.0}, {1.0, -2.0}, 0.0, 0.0);
+  CHECK(same.within());
+  CHECK(same.rel_l2 == 0.0);
+  // NaN never passes; sizes must match.
+  CHECK(compare_gradients({std::nan("")}, {0.0}, 1.0, 1.0).violations == 1);
+  CHECK_THROWS_AS(compare_gradients({1.0}, {1.0, 2.0}, 0, 0), RuntimeFailure);
+}
+
+TEST_CASE("rank agreement names the field, the ranks and their values", "[runner][unit]") {
+  json a{{"seed", 0}, {"micro_batch", 4}}, b{{"seed", 1}, {"micro_batch", 4}};
+  auto ok = check_agreement({a, a, a});
+  CHECK(ok.ok);
+  auto bad = check_agreement({a, b, a});
+  CHECK_FALSE(bad.ok);
+  REQUIRE(bad.mismatches.size() == 1);
+  CHECK(bad.mismatches[0] == "seed: rank 0=0, rank 1=1");
+  CHECK(bad.summary() == "ranks disagree: seed: rank 0=0, rank 1=1");
+  // A key only one rank has is a mismatch too.
+  json c = a;
+  c["extra"] = true;
+  CHECK_FALSE(check_agreement({a, c}).ok);
+}
+
+TEST_CASE("gradient noise scale B_simple (McCandlish et al. App. A.1) by hand", "[runner][unit]") {
+  // b = 4, B = 32, mean |G_b|^2 = 1.0, mean |G_B|^2 = 0.3:
+  // |G|^2 = (32*0.3 - 4*1.0) / 28 = 0.2;  S = (1.0 - 0.3) / (1/4 - 1/32) = 0.7 / 0.21875 = 3.2;
+  // B_simple = 3.2 / 0.2 = 16.
+  auto n = noise_scale(4, {0.5, 1.5}, 32, {0.3});
+  CHECK(n.valid);
+  CHECK(n.g_small_sq == Approx(1.0));
+  CHECK(n.n_small == 2);
+  CHECK(n.true_grad_sq == Approx(0.2));
+  CHECK(n.trace_cov == Approx(3.2));
+  CHECK(n.b_simple == Approx(16.0));
+  CHECK_FALSE(noise_scale(4, {1.0}, 4, {0.3}).valid);  // one batch size only
+  auto noisy = noise_scale(4, {1.0}, 32, {0.1});        // (3.2 - 4) / 28 < 0
+  CHECK_FALSE(noisy.valid);
+  CHECK(noisy.note.find("|G|^2") != std::string::npos);
+  CHECK_FALSE(noise_scale(4, {}, 32, {0.1}).valid);
+}
+
+TEST_CASE("error_pct, max and spread over ranks", "[runner][unit]") {
+  CHECK(error_pct(110, 100) == Approx(10));
+  CHECK(error_pct(90, 100) == Approx(-10));
+  CHECK(error_pct(0, 0) == 0);
+  CHECK(std::isinf(error_pct(1, 0)));
+  CHECK(max_over_ranks({{1, 5}, {3, 2}}) == std::vector<double>{3, 5});
+  CHECK(spread_over_ranks({{1, 5}, {3, 2}}) == std::vector<double>{2, 3});
+  CHECK_THROWS_AS(max_over_ranks({{1, 2}, {1}}), RuntimeFailure);
+}
+
+TEST_CASE("union of collective intervals", "[runner][unit]") {
+  using C = std::chrono::steady_clock;
+  const auto t = C::time_point{};
+  auto s = [&](double x) { return t + std::chrono::duration_cast<C::duration>(std::chrono::duration<double>(x)); };
+  // [0,2] u [1,3] u [5,6] = 3 + 1 = 4 s; order does not matter.
+  CHECK(comm::union_length({{s(5), s(6)}, {s(0), s(2)}, {s(1), s(3)}}) == Approx(4.0));
+  CHECK(comm::union_length({}) == 0.0);
+}
+
+TEST_CASE("run layout: windows, ranks, micro-steps and the partial window", "[runner][unit]") {
+  RunSpec s;
+  s.micro_batch = 2;
+  s.accum_steps = 2;
+  s.world_size = 2;
+  s.warmup = 1;
+  s.steps = 3;
+  CHECK(s.global_batch() == 8);
+  CHECK(s.effective_dataset_size() == 32);  // (1 + 3) * 8
+  CHECK(s.partial_samples() == 0);
+  CHECK(s.total_windows() == 4);
+  // rank 1, micro 1 of window 1: 8 + (1*2 + 1)*2 = 14.
+  CHECK(s.micro_range(1, 1, 1) == std::pair<Count, Count>{14, 2});
+  s.dataset_size = 19;  // 2 full windows + 3 samples
+  CHECK(s.full_windows() == 2);
+  CHECK(s.partial_samples() == 3);
+  CHECK(s.total_windows() == 3);
+  CHECK(s.timed_steps() == 1);
+  CHECK(s.window_samples(2) == 3);
+  CHECK(s.micro_range(2, 0, 0) == std::pair<Count, Count>{16, 2});
+  CHECK(s.micro_range(2, 0, 1) == std::pair<Count, Count>{18, 1});
+  CHECK(s.micro_range(2, 1, 0).second == 0);
+  s.partial_window = "drop";
+  CHECK(s.total_windows() == 2);
+  s.validate();
+}
+
+TEST_CASE("RunSpec rejects unusable values naming the flag, and round-trips through JSON", "[runner][unit]") {
+  RunSpec s;
+  s.warmup = 0;
+  CHECK_THROWS_WITH(s.validate(), Catch::Contains("--warmup"));
+  s.warmup = 3;
+  s.dataset_size = 100;  // 1 full window of 64 < warmup + 1
+  CHECK_THROWS_WITH(s.validate(), Catch::Contains("--dataset-size"));
+  s.dataset_size = 0;
+  s.partial_window = "keep";
+  CHECK_THROWS_WITH(s.validate(), Catch::Contains("--partial-window"));
+  s.partial_window = "run";
+  s.micro_batch = 3;
+  s.strategy = Strategy::every_step;
+  s.seed = 7;
+  auto back = run_spec_from_json(to_json(s), "args");
+  CHECK(back.micro_batch == 3);
+  CHECK(back.strategy == Strategy::every_step);
+  CHECK(back.seed == 7);
+  CHECK(to_json(back) == to_json(s));
+  CHECK(default_tolerances("float32") == std::pair<double, double>{1.3e-6, 1e-5});
+  CHECK(default_tolerances("float64") == std::pair<double, double>{1e-10, 1e-10});
+}
+
+TEST_CASE("tune result picks are read leniently, in order, up to --top", "[runner][unit]") {
+  json r{{"workload", {{"name", "mlp-small"}}},
+         {"picks",
+          {{{"config", {{"micro_batch", 8}, {"accum_steps", 2}, {"world_size", 2}, {"strategy", "overlap"}}}},
+           {{"micro_batch", 4}, {"accum_steps", 4}, {"world_size", 2}, {"strategy", "every-step"}}}}};
+  auto p = read_tune_picks(r, 3, "r.json");
+  REQUIRE(p.size() == 2);
+  CHECK(p[0].micro_batch == 8);
+  CHECK(p[1].strategy == Strategy::every_step);
+  CHECK(read_tune_picks(r, 1, "r.json").size() == 1);
+  CHECK(tune_workload_name(r) == "mlp-small");
+  CHECK(tune_workload_name(json{{"model", {{"workload_name", "gpt-tiny"}}}}) == "gpt-tiny");
+  CHECK(tune_workload_name(json{{"x", 1}}).empty());
+  CHECK(tune_profile_path(json{{"source", {{"kind", "profile"}, {"path", "/abs/p.json"}}}}, "out/result.json") ==
+        "/abs/p.json");
+  CHECK(tune_profile_path(json{{"source", {{"kind", "spec"}, {"path", "s.json"}}}}, "out/result.json").empty());
+  CHECK_THROWS_WITH(read_tune_picks(json{{"x", 1}}, 3, "r.json"), Catch::Contains("--from-tune"));
+  json bad{{"picks", {{{"micro_batch", 0}, {"accum_steps", 1}, {"world_size", 1}, {"strategy", "overlap"}}}}};
+  CHECK_THROWS_AS(read_tune_picks(bad, 3, "r.json"), InputError);
+}
+
+static json measured_fixture() {
+  return json{{"step_time", {{"median", 1.05}, {"p90", 1.2}, {"p10", 1.0}, {"mean", 1.07}, {"min", 1.0}, {"max", 1.3}}},
+              {"throughput_samples_per_s", 60.0},
+              {"tokens_per_s", 0.0},
+              {"peak_memory", 150},
+              {"peak_memory_per_rank", {150, 140}},
+              {"comm_exposed", 0.01},
+              {"comm_total", 0.02},
+              {"compute", 1.0},
+              {"optimizer", 0.04},
+              {"rank_skew", 0.001},
+              {"collectives_per_step", 2},
+              {"collectives_per_micro_step", {0, 2}},
+              {"collectives_launched_in_backward", 2},
+              {"comm_buffer_bytes", 64},
+              {"timed_steps", 3},
+              {"noise_scale", {{"valid", true}, {"b_simple", 16.0}, {"mean_sq_norm_small", 1.0}, {"mean_sq_norm_big", 0.3}}}};
+}
+
+TEST_CASE("measured vs predicted: error in percent and a verdict per gated figure", "[runner][unit]") {
+  model::Prediction p;
+  p.time.step_time = 1.0;  // measured 1.05: +5%
+  p.throughput = 64.0;     // measured 60: -6.25%
+  p.memory.peak = 100;     // measured 150: +50% -> fail
+  p.memory.comm_buffers = 64;
+  p.collectives_per_step = 2;
+  p.time.compute = 0.9;
+  auto c = compare_to_prediction(measured_fixture(), p, 10.0);
+  CHECK_FALSE(c.at("ok").get<bool>());
+  auto row = [&](const std::string& name) {
+    for (const auto& r : c.at("rows"))
+      if (r.at("figure") == name) return r;
+    FAIL("no row " << name);
+    return json();
+  };
+  CHECK(row("step_time").at("error_pct").get<double>() == Approx(5.0));
+  CHECK(row("step_time").at("status") == "pass");
+  CHECK(row("throughput").at("error_pct").get<double>() == Approx(-6.25));
+  CHECK(row("peak_memory").at("status") == "fail");
+  CHECK(row("collectives_per_step").at("status") == "pass");
+  CHECK(row("comm_buffer_bytes").at("status") == "pass");
+  CHECK(row("compute").at("status") == "info");
+  CHECK(row("comm_exposed").at("error_pct").is_null());  // predicted 0
+  p.memory.peak = 145;
+  CHECK(compare_to_prediction(measured_fixture(), p, 10.0).at("ok").get<bool>());
+  p.collectives_per_step = 3;
+  CHECK_FALSE(compare_to_prediction(measured_fixture(), p, 10.0).at("ok").get<bool>());
+}
+
+TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
+  json run{{"config",
+            {{"workload", {{"name", "mlp-small"}, {"dtype", "float32"}}},
+             {"micro_batch", 2},
+             {"accum_steps", 4},
+             {"world_size", 2},
+             {"strategy", "overlap"}}},
+           {"environment",
+            {{"backend", "gloo"}, {"device", "cpu"}, {"world_size", 2}, {"threads_per_rank", 1}, {"launcher", "local"}}},
+           {"warnings", json::array()},
+           {"checks",
+            {{{"name", "rank_agreement"}, {"status", "pass"}, {"detail", "2 rank(s) agree"}},
+             {{"name", "token_normalisation"}, {"status", "n/a"}, {"detail", "samples"}},
+             {{"name", "parameters_identical"}, {"status", "fail"}, {"detail", "ranks diverged"}}}},
+           {"measured", measured_fixture()},
+           {"ok", false}};
+  const std::string expected =
+      "validate mlp-small  micro_batch 2  accum_steps 4  world_size 2  (global_batch 16)  strategy overlap  float32\n"
+      "  gloo on cpu, 2 rank(s) x 1 thread(s), launcher local\n"
+      "checks\n"
+      "  PASS  rank_agreement              2 rank(s) agree\n"
+      "  n/a   token_normalisation         samples\n"
+      "  FAIL  parameters_identical        ranks diverged\n"
+      "measured (3 timed steps, step time = slowest rank per step)\n"
+      "  step_time     median 1.05 s  p90 1.2 s  (min 1 s, max 1.3 s)\n"
+      "  throughput    60 samples/s\n"
+      "  peak_memory   150 B per rank (max; ranks: 150 B, 140 B), comm buffers 64 B\n"
+      "  breakdown     compute 1 s, exposed comm 10 ms, comm in flight 20 ms, optimizer 40 ms, rank skew 1 ms\n"
+      "  collectives   2 per step, per micro-step [0,2]\n"
+      "  noise scale   B_simple 16 samples (|G_b|^2 1 at b=2, |G_B|^2 0.3 at B=16)\n"
+      "result: FAIL (parameters_identical)\n";
+  CHECK(format_run(run) == expected);
+  CHECK(failed_items(run) == std::vector<std::string>{"parameters_identical"});
+  json failed{{"config", run.at("config")}, {"ok", false}, {"failure", "rank 1 (pid 7) was killed by SIGKILL (9)"}};
+  CHECK(format_run(failed) ==
+        "validate mlp-small  micro_batch 2  accum_steps 4  world_size 2  (global_batch 16)  strategy overlap  float32\n"
+        "  FAILED: rank 1 (pid 7) was killed by SIGKILL (9)\n");
+  auto doc = validation_document({run, failed}, 1);
+  CHECK(doc.at("schema_version") == kValidationSchemaVersion);
+  CHECK(doc.at("ok") == false);
+  CHECK(doc.at("runs").size() == 2);
+}
+
+TEST_CASE("test-only fault variables", "[runner][unit]") {
+  ::setenv("GACCUM_TEST_FAULT", "rank:1:hang:2:3", 1);
+  ::setenv("GACCUM_TEST_PERTURB", "rank:0:seed", 1);
+  ::setenv("GACCUM_TEST_BREAK", "rank:1:param", 1);
+  auto r1 = Faults::from_env(1);
+  CHECK(r1.kind == "hang");
+  CHECK(r1.step == 2);
+  CHECK(r1.micro == 3);
+  CHECK_FALSE(r1.perturb_seed);
+  CHECK(r1.perturb_param);
+  auto r0 = Faults::from_env(0);
+  CHECK(r0.kind.empty());
+  CHECK(r0.perturb_seed);
+  CHECK_FALSE(r0.perturb_param);
+  r0.maybe_trigger(2, 3);  // no fault on rank 0: returns
+  ::setenv("GACCUM_TEST_FAULT", "rank:1:explode", 1);
+  CHECK_THROWS_AS(Faults::from_env(1), InputError);
+  ::setenv("GACCUM_TEST_FAULT", "rank:0:oom:0:1", 1);
+  auto oom = Faults::from_env(0);
+  oom.maybe_trigger(0, 0);
+  CHECK_THROWS_AS(oom.maybe_trigger(0, 1), std::bad_alloc);
+  ::unsetenv("GACCUM_TEST_FAULT");
+  ::unsetenv("GACCUM_TEST_PERTURB");
+  ::unsetenv("GACCUM_TEST_BREAK");
+  CHECK(Faults::from_env(1).kind.empty());
+}
