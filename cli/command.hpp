@@ -20,7 +20,12 @@ using AddCommand = void (*)(CLI::App& app, Action& action);
 
 void add_version_command(CLI::App& app, Action& action);
 void add_workloads_command(CLI::App& app, Action& action);
+void add_predict_command(CLI::App& app, Action& action);
+void add_tune_command(CLI::App& app, Action& action);
+void add_validate_command(CLI::App& app, Action& action);
 void add_worker_command(CLI::App& app, Action& action);  // hidden; rank processes
+void add_profile_command(CLI::App& app, Action& action);
+void add_check_command(CLI::App& app, Action& action);
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;

@@ -4,7 +4,6 @@
 //      compiled and linked in this build.
 #include <torch/cuda.h>
 
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -16,6 +15,7 @@
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "gpu/device_query.hpp"
+#include "profiler/hardware.hpp"
 
 namespace gaccum::cli {
 namespace {
@@ -23,17 +23,6 @@ namespace {
 struct VersionOptions {
   bool json = false;
 };
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      auto c = line.find(':');
-      return c == std::string::npos ? line : line.substr(c + 2);
-    }
-  return "unknown CPU";
-}
 
 int run_version(const VersionOptions& o) {
   auto cuda = gpu::query_cuda();
@@ -61,7 +50,7 @@ int run_version(const VersionOptions& o) {
                               {"sm_count", d.sm_count},
                               {"capability", fmt::format("{}.{}", d.capability_major, d.capability_minor)}});
     if (cuda.devices.empty()) j["no_device_reason"] = cuda.no_device_reason;
-    j["cpu"] = {{"model", cpu_model()}, {"cores", cores}};
+    j["cpu"] = {{"model", profiler::cpu_model()}, {"cores", cores}};
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
@@ -84,7 +73,7 @@ int run_version(const VersionOptions& o) {
       fmt::print("  device {}  {}, {}, {} SMs, sm_{}{}\n", d.index, d.name, format_bytes(d.total_memory), d.sm_count,
                  d.capability_major, d.capability_minor);
   }
-  fmt::print("  CPU       {}, {} cores\n", cpu_model(), cores);
+  fmt::print("  CPU       {}, {} cores\n", profiler::cpu_model(), cores);
   return kExitOk;
 }
 

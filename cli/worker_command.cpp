@@ -12,6 +12,8 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "profiler/rank_worker.hpp"
+#include "runner/rank_run.hpp"
 
 namespace gaccum::cli {
 namespace {
@@ -24,6 +26,8 @@ struct Role {
 
 // Registered roles (add one line per role).
 const Role kRoles[] = {
+    {"validate-rank", runner::validate_rank_role},
+    {profiler::kProfileRankRole, &profiler::run_profile_rank},
     {nullptr, nullptr},
 };
 

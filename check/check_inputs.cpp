@@ -1,0 +1,257 @@
+// What/why: see check_inputs.hpp.
+#include "check/check_inputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace gaccum::check {
+namespace {
+
+template <class T>
+void take(Sourced<T>& base, const Sourced<T>& top) {
+  if (top) base = top;
+}
+
+bool checked_mul(Count a, Count b, Count& out) { return !__builtin_mul_overflow(a, b, &out); }
+
+std::string where(const std::string& field, const std::string& source) {
+  return source.empty() ? field : fmt::format("{} (from {})", field, source);
+}
+
+void check_limit(const Sourced<Count>& v, const char* field) {
+  if (v && *v > kMaxSetting)
+    throw InputError(fmt::format("{}: {} is implausibly large (at most {}); check the value", where(field, v.source), *v,
+                                 kMaxSetting));
+}
+
+}  // namespace
+
+double round_sig(double v) {
+  if (!std::isfinite(v) || v == 0) return v;
+  return std::strtod(fmt::format("{:.10g}", v).c_str(), nullptr);
+}
+
+void overlay(CheckInputs& b, const CheckInputs& t) {
+  take(b.micro_batch, t.micro_batch);
+  take(b.accum_steps, t.accum_steps);
+  take(b.world_size, t.world_size);
+  take(b.global_batch, t.global_batch);
+  take(b.max_accum_steps, t.max_accum_steps);
+  take(b.dataset_size, t.dataset_size);
+  take(b.strategy, t.strategy);
+  take(b.drop_last, t.drop_last);
+  take(b.optimizer, t.optimizer);
+  take(b.lr, t.lr);
+  take(b.lr_ref, t.lr_ref);
+  take(b.noise_scale, t.noise_scale);
+  take(b.memory_cap, t.memory_cap);
+  take(b.margin, t.margin);
+  take(b.tolerance, t.tolerance);
+  take(b.lr_tolerance, t.lr_tolerance);
+  take(b.workload, t.workload);
+  take(b.workload_hash, t.workload_hash);
+  take(b.profile, t.profile);
+  take(b.spec, t.spec);
+  take(b.cluster, t.cluster);
+  take(b.torchscript, t.torchscript);
+  take(b.mfu, t.mfu);
+}
+
+CheckInputs default_inputs() {
+  CheckInputs d;
+  d.strategy.set(Strategy::overlap, "default (DDP with no_sync on the first accum_steps - 1 micro-steps)");
+  d.optimizer.set("adam", "default");
+  MemoryCap cap;
+  cap.fraction = 1.0;
+  d.memory_cap.set(cap, "default (the device memory)");
+  d.margin.set(0.10, "default");
+  d.tolerance.set(0.05, "default");
+  d.lr_tolerance.set(0.10, "default");
+  d.drop_last.set(false, "default");
+  return d;
+}
+
+std::string validate_optimizer(const std::string& name, const std::string& field) {
+  static const char* kOptimizers[] = {"sgd", "adam", "adamw", "lamb"};
+  if (std::none_of(std::begin(kOptimizers), std::end(kOptimizers), [&](const char* o) { return name == o; }))
+    throw InputError(fmt::format("{}: unknown optimizer '{}': expected sgd, adam, adamw or lamb", field, name));
+  return name;
+}
+
+CheckInputs inputs_from_job(const JobFile& j) {
+  CheckInputs in;
+  const std::string src = "job file " + j.path;
+  auto put = [&](auto& dst, const auto& opt) {
+    if (opt) dst.set(*opt, src);
+  };
+  put(in.micro_batch, j.micro_batch);
+  put(in.accum_steps, j.accum_steps);
+  put(in.world_size, j.world_size);
+  put(in.global_batch, j.global_batch);
+  put(in.max_accum_steps, j.max_accum_steps);
+  put(in.dataset_size, j.dataset_size);
+  put(in.strategy, j.strategy);
+  put(in.drop_last, j.drop_last);
+  if (j.optimizer) in.optimizer.set(validate_optimizer(*j.optimizer, j.path + ".optimizer"), src);
+  put(in.lr, j.lr);
+  put(in.lr_ref, j.lr_ref);
+  put(in.noise_scale, j.noise_scale);
+  put(in.memory_cap, j.memory_cap);
+  put(in.margin, j.margin);
+  put(in.tolerance, j.tolerance);
+  put(in.lr_tolerance, j.lr_tolerance);
+  put(in.workload, j.workload);
+  put(in.workload_hash, j.workload_hash);
+  put(in.profile, j.profile);
+  put(in.spec, j.spec);
+  put(in.cluster, j.cluster);
+  put(in.torchscript, j.torchscript);
+  put(in.mfu, j.mfu);
+  return in;
+}
+
+CheckInputs inputs_from_deepspeed(const DeepSpeedConfig& ds, const DeepSpeedBatch& b) {
+  CheckInputs in;
+  const std::string src = "deepspeed " + ds.path;
+  auto field_src = [&](const char* key, const std::string& how) {
+    return how == "given" ? fmt::format("{} {}", src, key) : fmt::format("{} (DeepSpeed rule: {})", src, how);
+  };
+  in.global_batch.set(b.train_batch_size, field_src("train_batch_size", b.train_batch_source));
+  in.micro_batch.set(b.micro_batch, field_src("train_micro_batch_size_per_gpu", b.micro_batch_source));
+  in.accum_steps.set(b.accum_steps, field_src("gradient_accumulation_steps", b.accum_steps_source));
+  if (ds.optimizer_type) {
+    auto rule = optimizer_rule_name(*ds.optimizer_type);
+    std::string raw = *ds.optimizer_type;
+    for (auto& c : raw) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    in.optimizer.set(rule ? *rule : raw, fmt::format("{} optimizer.type \"{}\"", src, *ds.optimizer_type));
+  }
+  if (ds.lr) in.lr.set(*ds.lr, src + " optimizer.params.lr");
+  if (ds.overlap_comm)
+    in.strategy.set(Strategy::overlap, src + " (zero_optimization.overlap_comm: reduction overlaps the last backward)");
+  else
+    in.strategy.set(Strategy::fused, src + " (DeepSpeed reduces gradients once, at the accumulation boundary)");
+  if (ds.dataloader_drop_last) in.drop_last.set(*ds.dataloader_drop_last, src + " dataloader_drop_last");
+  return in;
+}
+
+ResolvedJob resolve(const CheckInputs& merged) {
+  ResolvedJob r;
+  r.inputs = merged;
+  CheckInputs& in = r.inputs;
+  check_limit(in.micro_batch, "micro_batch");
+  check_limit(in.accum_steps, "accum_steps");
+  check_limit(in.world_size, "world_size");
+
+  const bool b = bool(in.micro_batch), k = bool(in.accum_steps), p = bool(in.world_size), B = bool(in.global_batch);
+  auto derive = [&](Sourced<Count>& out, Count num, Count den, const std::string& formula) {
+    const Count q = den > 0 ? num / den : 0;
+    if (den <= 0 || num % den != 0) {
+      r.inexact = true;
+      r.derivation = fmt::format("{} = {} / {}, not an integer", formula, num, den);
+    } else {
+      r.derivation = fmt::format("{} = {} / {} = {}", formula, num, den, q);
+    }
+    out.set(std::max<Count>(1, q), "derived: " + formula);
+  };
+  auto mul = [&](Count x, Count y, const char* what) {
+    Count o = 0;
+    if (!checked_mul(x, y, o)) throw InputError(fmt::format("{}: overflows 64 bits", what));
+    return o;
+  };
+  if (!p) {
+    if (b && k && B) {
+      derive(in.world_size, *in.global_batch, mul(*in.micro_batch, *in.accum_steps, "micro_batch x accum_steps"),
+             "world_size = global_batch / (micro_batch x accum_steps)");
+    } else {
+      throw InputError(
+          "world_size: not given; pass --world-size, set world_size in the job file, or run under "
+          "torchrun/Slurm (WORLD_SIZE / SLURM_NTASKS)");
+    }
+  } else if (!b && !B) {
+    throw InputError(
+        "micro_batch: not given; pass --micro-batch (or --global-batch), set micro_batch in the job file, or "
+        "train_micro_batch_size_per_gpu in the DeepSpeed config");
+  } else if (!k && !B) {
+    in.accum_steps.set(1, "default (neither accum_steps nor global_batch given)");
+  } else if (!k) {
+    if (!b) in.accum_steps.set(1, "default (neither accum_steps nor micro_batch given)");
+    else
+      derive(in.accum_steps, *in.global_batch, mul(*in.micro_batch, *in.world_size, "micro_batch x world_size"),
+             "accum_steps = global_batch / (micro_batch x world_size)");
+  }
+  if (!in.micro_batch) {
+    derive(in.micro_batch, *in.global_batch, mul(*in.accum_steps, *in.world_size, "accum_steps x world_size"),
+           "micro_batch = global_batch / (accum_steps x world_size)");
+  }
+  check_limit(in.micro_batch, "micro_batch");
+  check_limit(in.accum_steps, "accum_steps");
+  check_limit(in.world_size, "world_size");
+  r.micro_batch = *in.micro_batch;
+  r.accum_steps = *in.accum_steps;
+  r.world_size = *in.world_size;
+  Count prod = 0;
+  if (!checked_mul(r.micro_batch, r.accum_steps, prod) || !checked_mul(prod, r.world_size, prod))
+    throw InputError(fmt::format("micro_batch {} x accum_steps {} x world_size {} overflows 64 bits", r.micro_batch,
+                                 r.accum_steps, r.world_size));
+  r.product = prod;
+  if (!in.global_batch) in.global_batch.set(prod, "derived: micro_batch x accum_steps x world_size");
+  r.global_batch = *in.global_batch;
+
+  if (in.strategy) r.strategy = *in.strategy;
+  if (in.optimizer) r.optimizer = *in.optimizer;
+  if (in.lr) r.lr = *in.lr;
+  if (in.lr_ref) r.lr_ref = *in.lr_ref;
+  if (in.dataset_size) r.dataset_size = *in.dataset_size;
+  if (in.drop_last) r.drop_last = *in.drop_last;
+  if (in.noise_scale) r.noise_scale = *in.noise_scale;
+  if (in.memory_cap) r.memory_cap = *in.memory_cap;
+  if (in.margin) r.margin = *in.margin;
+  if (in.tolerance) r.tolerance = *in.tolerance;
+  if (in.lr_tolerance) r.lr_tolerance = *in.lr_tolerance;
+  if (in.max_accum_steps) r.max_accum_steps = *in.max_accum_steps;
+  if (!(r.margin < 1)) throw InputError(where("margin", in.margin.source) + ": must be below 100%");
+  return r;
+}
+
+nlohmann::ordered_json inputs_json(const CheckInputs& in) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  auto add = [&](const char* name, const auto& s, auto to_value) {
+    if (s) j[name] = {{"value", to_value(*s)}, {"source", s.source}};
+  };
+  auto same = [](const auto& v) { return v; };
+  auto real = [](double v) { return round_sig(v); };
+  add("micro_batch", in.micro_batch, same);
+  add("accum_steps", in.accum_steps, same);
+  add("world_size", in.world_size, same);
+  add("global_batch", in.global_batch, same);
+  add("strategy", in.strategy, [](Strategy s) { return std::string(to_string(s)); });
+  add("max_accum_steps", in.max_accum_steps, same);
+  add("dataset_size", in.dataset_size, same);
+  add("drop_last", in.drop_last, same);
+  add("optimizer", in.optimizer, same);
+  add("lr", in.lr, real);
+  add("lr_ref", in.lr_ref, [](const tuner::LrReference& r) {
+    return nlohmann::ordered_json{{"lr", round_sig(r.lr)}, {"global_batch", r.global_batch}};
+  });
+  add("noise_scale", in.noise_scale, real);
+  add("memory_cap", in.memory_cap, [](const MemoryCap& c) { return c.to_string(); });
+  add("margin", in.margin, real);
+  add("tolerance", in.tolerance, real);
+  add("lr_tolerance", in.lr_tolerance, real);
+  add("workload", in.workload, same);
+  add("workload_hash", in.workload_hash, same);
+  add("profile", in.profile, same);
+  add("spec", in.spec, same);
+  add("cluster", in.cluster, same);
+  add("torchscript", in.torchscript, [](const TorchScriptSource& t) {
+    return nlohmann::ordered_json{{"path", t.path}, {"input_shape", t.input_shape}, {"target", t.target}};
+  });
+  add("mfu", in.mfu, real);
+  return j;
+}
+
+}  // namespace gaccum::check

@@ -1,0 +1,195 @@
+// What/why: see deepspeed_config.hpp.
+#include "check/deepspeed_config.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "check/job.hpp"
+#include "check/structured_text.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/json_fields.hpp"
+
+namespace gaccum::check {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kTrain = "train_batch_size";
+constexpr const char* kMicro = "train_micro_batch_size_per_gpu";
+constexpr const char* kGas = "gradient_accumulation_steps";
+
+// Top-level keys of DeepSpeed's config (docs: "DeepSpeed Configuration JSON").
+const std::vector<std::string> kDeepSpeedKeys = {
+    kTrain, kMicro, kGas, "steps_per_print", "dump_state", "optimizer", "scheduler", "fp16", "bf16", "bfloat16",
+    "amp", "gradient_clipping", "prescale_gradients", "gradient_predivide_factor", "sparse_gradients",
+    "zero_optimization", "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer", "activation_checkpointing",
+    "flops_profiler", "wall_clock_breakdown", "memory_breakdown", "tensorboard", "wandb", "csv_monitor", "comet",
+    "comms_logger", "autotuning", "elasticity", "data_efficiency", "curriculum_learning", "data_types", "checkpoint",
+    "aio", "communication_data_type", "seq_parallel_communication_data_type", "sparse_attention", "pipeline",
+    "progressive_layer_drop", "eigenvalue", "compression_training", "quantize_training", "hybrid_engine", "nebula",
+    "dataloader_drop_last", "disable_allgather", "vocabulary_size", "weight_quantization", "timers", "compile",
+    "tensor_parallel", "torch_autocast", "graph_harvesting", "gradient_accumulation_dtype", "train_batch_size_per_gpu"};
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A batch field: a positive integer, "auto" (not given), or absent.
+std::optional<Count> batch_field(JsonFields& f, const char* key, std::vector<std::string>& autos) {
+  if (f.has(key) && f.raw().at(key).is_string() && lower(f.raw().at(key).get<std::string>()) == "auto") {
+    (void)f.any(key);
+    autos.push_back(key);
+    return std::nullopt;
+  }
+  return f.opt_positive(key);
+}
+
+bool checked_mul(Count a, Count b, Count& out) { return !__builtin_mul_overflow(a, b, &out); }
+
+}  // namespace
+
+DeepSpeedConfig deepspeed_from_json(const json& doc, const std::string& what) {
+  JsonFields f(doc, what);
+  DeepSpeedConfig c;
+  c.path = what;
+  c.hash = canonical_hash(doc);
+  c.train_batch_size = batch_field(f, kTrain, c.auto_fields);
+  c.train_micro_batch_size_per_gpu = batch_field(f, kMicro, c.auto_fields);
+  c.gradient_accumulation_steps = batch_field(f, kGas, c.auto_fields);
+  for (const auto& a : c.auto_fields)
+    c.warnings.push_back(fmt::format("{}.{}: \"auto\" (filled in by the HF Trainer) counts as not given", what, a));
+  if (const json* opt = f.opt_object("optimizer")) {
+    JsonFields o(*opt, f.child("optimizer"));
+    c.optimizer_type = o.opt_str("type");
+    if (const json* params = o.opt_object("params")) {
+      JsonFields p(*params, o.child("params"));
+      if (p.has("lr")) {
+        const json& lr = p.any("lr");
+        if (lr.is_string() && lower(lr.get<std::string>()) == "auto")
+          c.warnings.push_back(fmt::format("{}: \"auto\" counts as not given", p.child("lr")));
+        else
+          c.lr = read_positive_number(lr, p.child("lr"));
+      }
+      // Other optimizer parameters (betas, eps, weight_decay, ...) are DeepSpeed's business.
+    }
+  }
+  if (const json* zero = f.opt_object("zero_optimization")) {
+    JsonFields z(*zero, f.child("zero_optimization"));
+    if (z.has("stage")) {
+      c.zero_stage = z.count("stage");
+      if (c.zero_stage > 3)
+        throw InputError(fmt::format("{}: ZeRO stage {} does not exist (0, 1, 2 or 3)", z.child("stage"), c.zero_stage));
+    }
+    if (z.has("overlap_comm")) c.overlap_comm = z.boolean("overlap_comm");
+  }
+  c.dataloader_drop_last = f.opt_boolean("dataloader_drop_last");
+  // Only keys DeepSpeed does not know are worth a warning; its own keys are not ours to judge.
+  std::vector<std::string> unknown;
+  for (const auto& k : f.unknown_keys())
+    if (std::find(kDeepSpeedKeys.begin(), kDeepSpeedKeys.end(), k) == kDeepSpeedKeys.end()) unknown.push_back(k);
+  std::vector<std::string> msgs;
+  warn_unknown_keys(unknown, kDeepSpeedKeys, what, msgs);
+  for (auto& m : msgs) c.warnings.push_back(m + " (not a DeepSpeed config key)");
+  return c;
+}
+
+DeepSpeedConfig load_deepspeed_config(const std::string& path) {
+  const std::string text = read_file(path, "--deepspeed-config");
+  return deepspeed_from_json(parse_structured_text(text, TextFormat::json, path), path);
+}
+
+std::optional<Count> implied_world_size(const DeepSpeedConfig& c) {
+  if (!c.train_batch_size || !c.train_micro_batch_size_per_gpu || !c.gradient_accumulation_steps) return std::nullopt;
+  Count per_rank = 0;
+  if (!checked_mul(*c.train_micro_batch_size_per_gpu, *c.gradient_accumulation_steps, per_rank)) return std::nullopt;
+  if (*c.train_batch_size % per_rank != 0) return std::nullopt;
+  return *c.train_batch_size / per_rank;
+}
+
+DeepSpeedBatch derive_deepspeed_batch(const DeepSpeedConfig& c, Count p, const std::string& p_source) {
+  if (p < 1) throw InputError(fmt::format("world_size: expected a positive integer, got {}", p));
+  const auto& T = c.train_batch_size;
+  const auto& M = c.train_micro_batch_size_per_gpu;
+  const auto& G = c.gradient_accumulation_steps;
+  DeepSpeedBatch d;
+  d.train_batch_source = d.micro_batch_source = d.accum_steps_source = "given";
+  if (T && M && G) {
+    d.train_batch_size = *T, d.micro_batch = *M, d.accum_steps = *G;
+  } else if (T && M) {
+    d.train_batch_size = *T, d.micro_batch = *M, d.accum_steps = *T / *M / p;
+    d.accum_steps_source = fmt::format("{} // {} // world_size", kTrain, kMicro);
+  } else if (T && G) {
+    d.train_batch_size = *T, d.accum_steps = *G, d.micro_batch = *T / p / *G;
+    d.micro_batch_source = fmt::format("{} // world_size // {}", kTrain, kGas);
+  } else if (M && G) {
+    d.micro_batch = *M, d.accum_steps = *G;
+    if (!checked_mul(*M, *G, d.train_batch_size) || !checked_mul(d.train_batch_size, p, d.train_batch_size))
+      throw InputError(fmt::format("{}: {} x {} x world_size overflows 64 bits", c.path, kMicro, kGas));
+    d.train_batch_source = fmt::format("{} x {} x world_size", kMicro, kGas);
+  } else if (T) {
+    d.train_batch_size = *T, d.accum_steps = 1, d.micro_batch = *T / p;
+    d.accum_steps_source = "DeepSpeed default 1";
+    d.micro_batch_source = fmt::format("{} // world_size", kTrain);
+  } else if (M) {
+    d.micro_batch = *M, d.accum_steps = 1;
+    if (!checked_mul(*M, p, d.train_batch_size))
+      throw InputError(fmt::format("{}: {} x world_size overflows 64 bits", c.path, kMicro));
+    d.accum_steps_source = "DeepSpeed default 1";
+    d.train_batch_source = fmt::format("{} x world_size", kMicro);
+  } else {
+    throw InputError(fmt::format("{}: missing required field '{}' or '{}' (DeepSpeed needs one of them)", c.path, kTrain,
+                                 kMicro));
+  }
+  // DeepSpeed's assertion after deriving: every field positive and train == micro x gas x p.
+  Count product = 0;
+  const bool overflow =
+      !checked_mul(d.micro_batch, d.accum_steps, product) || !checked_mul(product, p, product);
+  if (d.micro_batch < 1 || d.accum_steps < 1 || overflow || product != d.train_batch_size) {
+    auto shown = [](const char* key, Count v, const std::string& src) {
+      return src == "given" ? fmt::format("{} {}", key, v) : fmt::format("{} {} (derived: {})", key, v, src);
+    };
+    // The fix: train_batch_size must be a multiple of what the given fields fix per step.
+    std::string fix;
+    Count unit = 0;
+    std::string unit_text;
+    if (T && M && G) {
+      if (!overflow) fix = fmt::format("; set {} {}", kTrain, product);
+      Count mp = 0;
+      if (checked_mul(*M, p, mp) && *T % mp == 0) fix += fmt::format(" or {} {}", kGas, *T / mp);
+    } else if (M && checked_mul(*M, p, unit)) {
+      unit_text = fmt::format("{} x world_size", kMicro);
+    } else if (G && checked_mul(*G, p, unit)) {
+      unit_text = fmt::format("{} x world_size", kGas);
+    } else if (!M && !G) {
+      unit = p;
+      unit_text = "world_size";
+    }
+    if (unit > 0) {
+      const Count below = d.train_batch_size / unit * unit;
+      fix = fmt::format("; set {} to a multiple of {} = {} (e.g. {})", kTrain, unit_text, unit,
+                        below >= unit ? below : unit);
+    }
+    throw InputError(fmt::format("{}: inconsistent batch fields: {} != {} x {} x world_size {} ({}){}{}", c.path,
+                                 shown(kTrain, d.train_batch_size, d.train_batch_source),
+                                 shown(kMicro, d.micro_batch, d.micro_batch_source),
+                                 shown(kGas, d.accum_steps, d.accum_steps_source), p, p_source,
+                                 overflow ? " (overflows 64 bits)" : fmt::format(" = {}", product), fix));
+  }
+  return d;
+}
+
+std::optional<std::string> optimizer_rule_name(const std::string& type) {
+  const std::string t = lower(type);
+  if (t == "sgd" || t == "musgd") return std::string("sgd");
+  if (t == "adamw" || t == "muadamw") return std::string("adamw");
+  if (t == "adam" || t == "onebitadam" || t == "zerooneadam" || t == "muadam" || t == "fusedadam" || t == "cpuadam")
+    return std::string("adam");
+  if (t == "lamb" || t == "onebitlamb" || t == "fusedlamb") return std::string("lamb");
+  return std::nullopt;
+}
+
+}  // namespace gaccum::check

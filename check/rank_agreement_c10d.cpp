@@ -1,0 +1,20 @@
+// What/why: see rank_agreement_c10d.hpp.
+#include "check/rank_agreement_c10d.hpp"
+
+#include "comm/communicator.hpp"
+
+namespace gaccum::check {
+
+std::vector<std::string> exchange_settings_c10d(const RankContext& ctx, const std::string& mine, Seconds timeout) {
+  comm::ConnectOptions opts;
+  opts.backend = "gloo";
+  opts.device = "cpu";
+  opts.timeout = timeout;
+  opts.key_prefix = "gaccum-check";
+  auto c = comm::connect(ctx, opts);
+  auto all = c->allgather_strings(mine);
+  c->barrier();  // rank 0 may host the store: keep it up until every rank has read
+  return all;
+}
+
+}  // namespace gaccum::check

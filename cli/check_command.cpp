@@ -1,0 +1,364 @@
+// What: `gaccum-tune check`: the pre-launch gate. Reads a job from flags, a job file (--job,
+//       JSON or YAML, schema in check/job.hpp), a DeepSpeed config (--deepspeed-config, with the
+//       world size from flags or the launcher's WORLD_SIZE / SLURM_NTASKS), and a cost model
+//       (--profile, --spec with --cluster, or --workload / --torchscript profiled once and cached);
+//       runs the eight checks of check/checks.hpp and prints a table, or with --json one
+//       "gaccum-tune/check" object. With --distributed every rank of a torchrun / Slurm launch
+//       runs it and the ranks compare their settings through c10d (check 3).
+//       Exit codes: 0 no check failed, 1 a check failed (or warned, with --strict), 2 bad input.
+// Why: platform teams put this in front of every training launch; it must be fast (no profiling
+//      with a cached or given profile), deterministic, and say what is wrong and how to fix it.
+//
+// Precedence (lowest first): defaults < launcher environment < DeepSpeed config < job file <
+// flags; a model-source flag (--profile/--spec/--workload/--torchscript) replaces the job file's
+// model source (apply_model_source_flags below). Defaults: --strategy overlap --optimizer adam --memory-cap 100% --margin 10%
+// --tolerance 5% --lr-tolerance 10% --timeout 60s.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "check/check_inputs.hpp"
+#include "check/deepspeed_config.hpp"
+#include "check/job.hpp"
+#include "check/profile_match.hpp"
+#include "check/rank_agreement.hpp"
+#include "check/rank_agreement_c10d.hpp"
+#include "check/verdict.hpp"
+#include "cli/command.hpp"
+#include "cli/profile_cache.hpp"
+#include "cli/profile_source.hpp"
+#include "core/error.hpp"
+#include "core/parse.hpp"
+#include "core/rank_env.hpp"
+#include "core/version.hpp"
+#include "workloads/workload.hpp"
+
+namespace gaccum::cli {
+namespace {
+
+using check::CheckInputs;
+using check::Sourced;
+
+struct CheckOptions {
+  std::string job, deepspeed_config;
+  std::string profile, spec, cluster, mfu, workload, torchscript, input_shape, target;
+  std::string micro_batch, accum_steps, world_size, global_batch, strategy, optimizer;
+  std::string lr, lr_ref, dataset_size, memory_cap, margin, tolerance, lr_tolerance, max_accum_steps, noise_scale;
+  bool drop_last = false;
+  bool strict = false;
+  bool json = false;
+  bool distributed = false;
+  bool reprofile = false;
+  std::string timeout = "60s";
+};
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// ---- the two engine-only steps (LibTorch): everything else in this file is torch-free -------
+// For the light/engine split: the light binary replaces these two with an InputError saying
+// "needs the engine binary"; nothing else in `check` depends on LibTorch.
+
+// --distributed: every rank's settings line through c10d (check/rank_agreement_c10d.hpp).
+std::vector<std::string> exchange_settings(const RankContext& ctx, const std::string& mine, Seconds timeout) {
+  return check::exchange_settings_c10d(ctx, mine, timeout);
+}
+
+// --workload / --torchscript without --profile: the cached profile, or one measured now.
+Profile profile_workload(const workloads::WorkloadConfig& cfg, const std::string& optimizer, bool reprofile,
+                         nlohmann::json& source) {
+  return obtain_cached_profile(cfg, optimizer, reprofile, source);
+}
+
+CheckInputs flag_inputs(const CheckOptions& o) {
+  CheckInputs in;
+  auto count = [](Sourced<Count>& dst, const std::string& text, const char* flag) {
+    if (!text.empty()) dst.set(parse_positive_count(text, flag), fmt::format("flag {}", flag));
+  };
+  count(in.micro_batch, o.micro_batch, "--micro-batch");
+  count(in.accum_steps, o.accum_steps, "--accum-steps");
+  count(in.world_size, o.world_size, "--world-size");
+  count(in.global_batch, o.global_batch, "--global-batch");
+  count(in.max_accum_steps, o.max_accum_steps, "--max-accum-steps");
+  count(in.dataset_size, o.dataset_size, "--dataset-size");
+  if (!o.strategy.empty()) in.strategy.set(parse_strategy(o.strategy, "--strategy"), "flag --strategy");
+  if (!o.optimizer.empty()) in.optimizer.set(check::validate_optimizer(o.optimizer, "--optimizer"), "flag --optimizer");
+  if (!o.lr.empty()) in.lr.set(check::read_positive_number(o.lr, "--lr"), "flag --lr");
+  if (!o.lr_ref.empty()) in.lr_ref.set(tuner::parse_lr_reference(o.lr_ref, "--lr-ref"), "flag --lr-ref");
+  if (!o.noise_scale.empty())
+    in.noise_scale.set(check::read_positive_number(o.noise_scale, "--noise-scale"), "flag --noise-scale");
+  if (!o.memory_cap.empty()) in.memory_cap.set(parse_memory_cap(o.memory_cap, "--memory-cap"), "flag --memory-cap");
+  if (!o.margin.empty()) in.margin.set(parse_fraction(o.margin, "--margin"), "flag --margin");
+  if (!o.tolerance.empty()) in.tolerance.set(parse_fraction(o.tolerance, "--tolerance"), "flag --tolerance");
+  if (!o.lr_tolerance.empty()) in.lr_tolerance.set(parse_fraction(o.lr_tolerance, "--lr-tolerance"), "flag --lr-tolerance");
+  if (o.drop_last) in.drop_last.set(true, "flag --drop-last");
+  // The model source: flags replace the job file's as a whole (see the file comment).
+  if (!o.profile.empty()) in.profile.set(o.profile, "flag --profile");
+  if (!o.spec.empty()) in.spec.set(o.spec, "flag --spec");
+  if (!o.workload.empty()) in.workload.set(o.workload, "flag --workload");
+  if (!o.torchscript.empty()) {
+    check::TorchScriptSource ts;
+    ts.path = o.torchscript;
+    if (!o.input_shape.empty()) ts.input_shape = parse_count_list(o.input_shape, "--input-shape");
+    if (!o.target.empty()) ts.target = o.target;
+    in.torchscript.set(ts, "flag --torchscript");
+  } else if (!o.input_shape.empty() || !o.target.empty()) {
+    throw InputError("--input-shape and --target apply to --torchscript only");
+  }
+  if (!o.cluster.empty()) in.cluster.set(o.cluster, "flag --cluster");
+  if (!o.mfu.empty()) {
+    const double m = parse_fraction(o.mfu, "--mfu");
+    if (!(m > 0)) throw InputError("--mfu: must be above 0 (a fraction such as 0.4 or 40%)");
+    in.mfu.set(m, "flag --mfu");
+  }
+  return in;
+}
+
+// A model-source flag replaces the job file's model source: --spec all of it; --profile the
+// job's profile or spec (its workload stays, to check the profile is of it); --workload /
+// --torchscript the job's workload, TorchScript, hash and spec (its profile stays, checked
+// against the flag's workload).
+void apply_model_source_flags(const CheckInputs& flags, CheckInputs& job) {
+  if (flags.spec) {
+    job.profile = {}, job.workload = {}, job.torchscript = {}, job.workload_hash = {};
+  }
+  if (flags.profile) job.profile = {}, job.spec = {};
+  if (flags.workload || flags.torchscript) {
+    job.workload = {}, job.torchscript = {}, job.workload_hash = {}, job.spec = {};
+  }
+}
+
+// What the environment's launcher says about the world size (only when it parses).
+CheckInputs environment_inputs(const RankContext& ctx) {
+  CheckInputs in;
+  if (!ctx.distributed()) return in;
+  const char* var = ctx.launcher == "slurm" ? "SLURM_NTASKS" : ctx.launcher == "mpirun" ? "OMPI_COMM_WORLD_SIZE" : "WORLD_SIZE";
+  in.world_size.set(ctx.world_size, fmt::format("environment {} ({})", var, ctx.launcher));
+  return in;
+}
+
+struct Prepared {
+  check::ResolvedJob job;
+  std::optional<LoadedModel> model;
+  std::vector<std::string> warnings;
+  std::string files_hash;  // job / DeepSpeed file contents and the model's workload, for check 3
+};
+
+Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
+  Prepared out;
+  const CheckInputs flags = flag_inputs(o);
+  std::optional<check::JobFile> job;
+  if (!o.job.empty()) {
+    job = check::load_job(o.job);
+    out.warnings.insert(out.warnings.end(), job->warnings.begin(), job->warnings.end());
+  }
+  CheckInputs from_job = job ? check::inputs_from_job(*job) : CheckInputs{};
+  apply_model_source_flags(flags, from_job);
+  const CheckInputs env = environment_inputs(ctx);
+
+  CheckInputs merged = check::default_inputs();
+  check::overlay(merged, env);
+  std::string ds_path = o.deepspeed_config;
+  if (ds_path.empty() && job && job->deepspeed_config) ds_path = *job->deepspeed_config;
+  std::string ds_hash;
+  if (!ds_path.empty()) {
+    const check::DeepSpeedConfig ds = check::load_deepspeed_config(ds_path);
+    out.warnings.insert(out.warnings.end(), ds.warnings.begin(), ds.warnings.end());
+    ds_hash = ds.hash;
+    // DeepSpeed's rule needs the data-parallel world size first.
+    Sourced<Count> p = flags.world_size ? flags.world_size : from_job.world_size ? from_job.world_size : env.world_size;
+    CheckInputs from_ds;
+    if (!p) {
+      if (auto implied = check::implied_world_size(ds)) {
+        p.set(*implied, fmt::format("derived: deepspeed {} train_batch_size / (train_micro_batch_size_per_gpu x "
+                                    "gradient_accumulation_steps)",
+                                    ds_path));
+        from_ds.world_size = p;
+      } else {
+        throw InputError(fmt::format(
+            "world_size: needed to apply DeepSpeed's batch rule to {}: pass --world-size, set world_size in the job "
+            "file, or run under torchrun/Slurm (WORLD_SIZE / SLURM_NTASKS)",
+            ds_path));
+      }
+    }
+    const check::DeepSpeedBatch batch = check::derive_deepspeed_batch(ds, *p, p.source);
+    CheckInputs ds_in = check::inputs_from_deepspeed(ds, batch);
+    check::overlay(ds_in, from_ds);
+    check::overlay(merged, ds_in);
+    if (ds.zero_stage > 0)
+      out.warnings.push_back(fmt::format(
+          "{}: ZeRO stage {} partitions optimizer state{} across ranks; the memory prediction assumes plain data "
+          "parallelism (an upper bound)",
+          ds_path, ds.zero_stage, ds.zero_stage >= 2 ? (ds.zero_stage >= 3 ? ", gradients and parameters" : " and gradients") : ""));
+  }
+  check::overlay(merged, from_job);
+  check::overlay(merged, flags);
+  out.job = check::resolve(merged);
+  const CheckInputs& in = out.job.inputs;
+
+  // The cost model.
+  if (in.spec && (in.profile || in.workload || in.torchscript))
+    throw InputError(fmt::format("{} and {}: give a spec or a profile/workload, not both", in.spec.source,
+                                 in.profile ? in.profile.source : in.workload ? in.workload.source : in.torchscript.source));
+  if (in.workload && in.torchscript)
+    throw InputError(fmt::format("{} and {}: give a workload or a TorchScript file, not both", in.workload.source,
+                                 in.torchscript.source));
+  if (in.mfu && !in.spec) throw InputError(fmt::format("mfu (from {}): applies to a spec only", in.mfu.source));
+  if (o.reprofile && (in.profile || in.spec))
+    throw InputError("--reprofile applies to --workload / --torchscript without a profile");
+  const std::string cluster = in.cluster ? *in.cluster : std::string();
+  if (in.spec) {
+    out.model = load_spec_model(*in.spec, cluster, in.mfu ? std::optional<double>(*in.mfu) : std::nullopt);
+  } else if (in.profile) {
+    LoadedModel l = load_profile_model(*in.profile, cluster);
+    const std::string where = in.workload ? in.workload.source : in.workload_hash ? in.workload_hash.source : "";
+    std::optional<std::string> wl = in.workload ? std::optional<std::string>(*in.workload) : std::nullopt;
+    if (in.torchscript) wl = "torchscript";
+    check::require_profile_of(*l.profile, *in.profile, wl,
+                              in.workload_hash ? std::optional<std::string>(*in.workload_hash) : std::nullopt,
+                              in.torchscript ? in.torchscript.source : where);
+    out.model = std::move(l);
+  } else if (in.workload || in.torchscript) {
+    workloads::WorkloadConfig cfg;
+    if (in.torchscript) {
+      cfg.name = "torchscript";
+      cfg.torchscript_path = std::filesystem::absolute(in.torchscript->path).string();
+      cfg.input_shape = in.torchscript->input_shape;
+      cfg.target = in.torchscript->target;
+    } else {
+      cfg = workloads::parse_workload_arg(*in.workload);
+    }
+    cfg.device = workloads::resolve_device("auto");
+    nlohmann::json source;
+    // The optimizer whose state is profiled: a DeepSpeed type without an LR rule (e.g. Adagrad)
+    // is measured as Adam (two state slots, the larger common case).
+    const std::string& opt = out.job.optimizer;
+    const bool known = opt == "sgd" || opt == "adam" || opt == "adamw" || opt == "lamb";
+    Profile p = profile_workload(cfg, known ? opt : std::string("adam"), o.reprofile, source);
+    if (in.workload_hash && p.workload.hash != *in.workload_hash)
+      check::require_profile_of(p, source.value("path", std::string()), std::nullopt, *in.workload_hash,
+                                in.workload_hash.source);
+    out.model = model_from_profile(std::move(p), std::move(source), cluster);
+  }
+  out.files_hash = fmt::format("job={};deepspeed={};workload={}", job ? job->hash : "", ds_hash,
+                               out.model ? out.model->model->info().workload_hash : "");
+  return out;
+}
+
+nlohmann::ordered_json source_json(const nlohmann::json& s) {
+  // Only the stable parts: where the model came from, not when it was made.
+  nlohmann::ordered_json o = nlohmann::ordered_json::object();
+  for (const char* k : {"kind", "path", "workload", "cache_key", "cached", "cluster", "mfu"})
+    if (s.contains(k)) o[k] = nlohmann::ordered_json::parse(s.at(k).dump());
+  return o;
+}
+
+int run_check(const CheckOptions& o) {
+  const Seconds timeout = parse_seconds(o.timeout, "--timeout");
+  RankContext ctx;
+  std::vector<std::string> env_warnings;
+  if (o.distributed) {
+    ctx = detect_rank_context();
+    if (!ctx.distributed())
+      throw InputError(
+          "--distributed: no launcher environment (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or mpirun's): run every "
+          "rank under torchrun or srun, or drop --distributed");
+  } else {
+    try {
+      ctx = detect_rank_context(/*need_rendezvous=*/false);
+    } catch (const InputError& e) {
+      env_warnings.push_back(fmt::format("launcher environment ignored ({})", e.what()));
+      ctx = RankContext{};
+    }
+  }
+
+  // With --distributed, a rank whose inputs are bad still joins the exchange (so the others stop
+  // at once, naming it) and then exits 2.
+  std::optional<Prepared> prep;
+  std::optional<check::Verdict> verdict;
+  std::string error;
+  check::VerdictContext vctx;
+  vctx.tool_version = GACCUM_VERSION_STRING;
+  vctx.strict = o.strict;
+  try {
+    prep = prepare(o, ctx);
+    vctx.warnings = env_warnings;
+    vctx.warnings.insert(vctx.warnings.end(), prep->warnings.begin(), prep->warnings.end());
+    if (prep->model) vctx.model_source = source_json(prep->model->source);
+    if (o.distributed)
+      vctx.rank = {{"rank", ctx.rank}, {"world_size", ctx.world_size}, {"launcher", ctx.launcher}};
+    verdict = check::run_checks(prep->job, prep->model ? prep->model->model.get() : nullptr,
+                                check::rank_agreement_skipped(), vctx);
+  } catch (const InputError& e) {
+    if (!o.distributed) throw;
+    error = first_line(e.what());
+  }
+  if (o.distributed) {
+    const std::string mine =
+        error.empty() ? check::encode(check::rank_settings(prep->job, ctx.rank,
+                                                           check::config_hash(prep->job, prep->files_hash)))
+                      : check::encode(check::failed_rank_settings(ctx.rank, error));
+    const auto lines = exchange_settings(ctx, mine, timeout);
+    std::vector<check::RankSettings> all;
+    for (int r = 0; r < int(lines.size()); ++r) all.push_back(check::decode_rank_settings(lines[r], r));
+    if (!error.empty()) throw InputError(error);
+    verdict->checks[2] = check::check_rank_agreement(all, ctx.world_size, ctx.launcher);
+  }
+  for (const auto& w : verdict->ctx.warnings) std::cerr << "gaccum-tune: warning: " << w << "\n";
+  std::cout << (o.json ? check::print_json(*verdict) : check::print_table(*verdict));
+  std::cout.flush();
+  return verdict->exit_code();
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<CheckOptions>();
+  auto* sub = app.add_subcommand("check", "Pre-launch gate: check a job's batch, memory, ranks, LR and efficiency");
+  sub->add_option("--job", o->job, "Job file (JSON or YAML; schema: examples/jobs/, check/job.hpp)");
+  sub->add_option("--deepspeed-config", o->deepspeed_config, "DeepSpeed config (batch fields, optimizer, ZeRO)");
+  sub->add_option("--profile", o->profile, "Measured profile.json (from `gaccum-tune profile`)");
+  sub->add_option("--spec", o->spec, "Analytic transformer spec.json (needs --cluster)");
+  sub->add_option("--cluster", o->cluster, "Cluster description (device memory, links)");
+  sub->add_option("--mfu", o->mfu, "Model FLOP utilisation for --spec [default: 0.4]");
+  sub->add_option("--workload", o->workload,
+                  "Workload (identity check against --profile; without one it is profiled once and cached)");
+  sub->add_option("--torchscript", o->torchscript, "TorchScript model file (profiled once and cached)");
+  sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
+  sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D");
+  sub->add_option("--micro-batch,-b", o->micro_batch, "Samples per forward/backward on one rank");
+  sub->add_option("--accum-steps,-k", o->accum_steps, "Micro-batches per optimizer step");
+  sub->add_option("--world-size,-p", o->world_size, "Data-parallel ranks [default: WORLD_SIZE / SLURM_NTASKS]");
+  sub->add_option("--global-batch", o->global_batch, "Samples per optimizer step B = b*k*p");
+  sub->add_option("--strategy", o->strategy, "overlap | fused | every-step [default: overlap]");
+  sub->add_option("--optimizer", o->optimizer, "sgd (linear LR scaling) | adam | adamw | lamb (square-root)");
+  sub->add_option("--lr", o->lr, "Learning rate the job uses");
+  sub->add_option("--lr-ref", o->lr_ref, "Reference LR@BATCH known to work, e.g. 3e-4@256");
+  sub->add_option("--dataset-size", o->dataset_size, "Samples per epoch");
+  sub->add_flag("--drop-last", o->drop_last, "The DataLoader drops the last incomplete micro-batch");
+  sub->add_option("--memory-cap", o->memory_cap, "Per-rank memory: bytes (70GiB) or a share of the device [default: 100%]");
+  sub->add_option("--margin", o->margin, "Safety margin below the cap (WARN inside it) [default: 10%]");
+  sub->add_option("--tolerance", o->tolerance, "Throughput tolerance vs the best setting [default: 5%]");
+  sub->add_option("--lr-tolerance", o->lr_tolerance, "LR deviation before WARN [default: 10%; FAIL beyond 2x]");
+  sub->add_option("--max-accum-steps", o->max_accum_steps, "Largest accum_steps the efficiency search may use [default: max(64, k)]");
+  sub->add_option("--noise-scale", o->noise_scale, "Gradient noise scale B_noise in samples (overrides the profile)");
+  sub->add_flag("--strict", o->strict, "Exit 1 on warnings too");
+  sub->add_flag("--json", o->json, "Print one JSON object (schema gaccum-tune/check)");
+  sub->add_flag("--distributed", o->distributed,
+                "Run on every rank (torchrun / srun) and compare settings across ranks through c10d");
+  sub->add_option("--timeout", o->timeout, "--distributed: rendezvous and exchange timeout [default: 60s]");
+  sub->add_flag("--reprofile", o->reprofile, "Profile --workload again even when a cached profile matches");
+  sub->footer(
+      "Exit codes: 0 no check failed, 1 a check failed (or warned, with --strict), 2 bad input.\n"
+      "Precedence: defaults < WORLD_SIZE/SLURM_NTASKS < --deepspeed-config < --job < flags.\n"
+      "Checks: 1 batch arithmetic, 2 peak memory, 3 same settings on every rank (--distributed), 4 last\n"
+      "accumulation window, 5 throughput vs best, 6 gradient sync strategy, 7 learning rate, 8 critical batch.");
+  sub->callback([o, &action] { action = [o] { return run_check(*o); }; });
+}
+
+}  // namespace gaccum::cli

@@ -1,0 +1,155 @@
+# `gaccum-tune check` tests (included from tests/CMakeLists.txt): unit tests of the parsers and
+# of each check against hand-computed numbers (unit/fake_cost_model.hpp), CLI expectations for
+# the exit-code matrix and every bad-input case, a golden JSON verdict, a two-rank --distributed
+# run started like torchrun, and a libFuzzer run over the job / DeepSpeed / profile parsers.
+gaccum_test(unit_check LABEL unit SOURCES unit/test_check_parsers.cpp unit/test_check_checks.cpp LIBS gaccum::check)
+
+set(G $<TARGET_FILE:gaccum-tune>)
+set(D "${CMAKE_CURRENT_SOURCE_DIR}/data")
+set(C "${CMAKE_CURRENT_SOURCE_DIR}/data/check")
+set(X "${PROJECT_SOURCE_DIR}/examples")
+set(P "${D}/small-profile.json")
+
+# Exit-code matrix: 0 (pass, or warnings without --strict), 1 (a failure, or warnings with
+# --strict), 2 (bad input).
+gaccum_cli_test(check-pass 0 "verdict: PASS \\(0 fail, 0 warn, 5 pass, 3 skip\\) -> exit 0" --
+  ${G} check --profile ${P} -b 32 -k 1 -p 2 --noise-scale 1000)
+gaccum_cli_test(check-warn 0 "throughput vs best +WARN .*b=32 k=1 p=2 overlap" --
+  ${G} check --profile ${P} -b 4 -k 8 -p 2 --noise-scale 1000)
+gaccum_cli_test(check-warn-strict 1 "verdict: WARN .*--strict: warnings fail\\) -> exit 1" --
+  ${G} check --profile ${P} -b 4 -k 8 -p 2 --noise-scale 1000 --strict)
+gaccum_cli_test(check-fail-arithmetic 1 "batch arithmetic +FAIL +micro_batch 4 x accum_steps 8 x world_size 2 = 64 != global_batch 96" --
+  ${G} check --profile ${P} -b 4 -k 8 -p 2 --global-batch 96)
+gaccum_cli_test(check-fail-memory 1 "peak memory +FAIL +predicted peak 22.9 MiB per rank > cap 16.0 MiB: out of memory" --
+  ${G} check --profile ${P} -b 32 -k 1 -p 2 --memory-cap 16MiB)
+gaccum_cli_test(check-fail-every-step 1 "gradient sync strategy +FAIL +every-step \\(DDP without no_sync\\) allreduces on each of the 4 micro-steps" --
+  ${G} check --profile ${P} -b 8 -k 4 -p 2 --strategy every-step)
+gaccum_cli_test(check-fail-lr 1 "learning rate scaling +FAIL +lr 0.0003 is 0.35x the square-root scaling" --
+  ${G} check --profile ${P} -b 4 -k 8 -p 2 --lr 3e-4 --lr-ref 3e-4@8)
+gaccum_cli_test(check-epoch-remainder 0 "last accumulation window +WARN +dataset_size 10000 = 156 x global_batch 64 \\+ 16" --
+  ${G} check --profile ${P} -b 4 -k 8 -p 2 --dataset-size 10000)
+gaccum_cli_test(check-no-model 0 "no cost model \\(memory, efficiency and strategy checks skipped\\)" --
+  ${G} check -b 4 -k 8 -p 2)
+gaccum_cli_test(check-json 0 "\"schema\": \"gaccum-tune/check\"" --
+  ${G} check --profile ${P} -b 4 -k 8 -p 2 --json)
+gaccum_cli_test(check-help 0 "Exit codes: 0 no check failed, 1 a check failed" -- ${G} check --help)
+
+# Job files (JSON and YAML give the same verdict), sources in the JSON, flags over the job file.
+gaccum_cli_test(check-job-yaml 0 "micro_batch   8 +job file .*gpt-tiny-cpu.yaml" --
+  ${G} check --job ${X}/jobs/gpt-tiny-cpu.yaml --profile ${P})
+gaccum_cli_test(check-job-json-same 0 "JOBS-SAME" -- sh -c
+  "\"$0\" check --job \"$1/jobs/gpt-tiny-cpu.yaml\" --profile \"$2\" --json | grep -v gpt-tiny-cpu > \"$3/check-y.json\" && \"$0\" check --job \"$1/jobs/gpt-tiny-cpu.json\" --profile \"$2\" --json | grep -v gpt-tiny-cpu > \"$3/check-j.json\" && cmp \"$3/check-y.json\" \"$3/check-j.json\" && echo JOBS-SAME"
+  ${G} ${X} ${P} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-flag-over-job 0 "FLAG-OVER-JOB-OK" -- sh -c
+  "\"$0\" check --job \"$1\" --profile \"$2\" -k 2 --global-batch 32 --json | grep -A2 '\"accum_steps\": {' | tr -d '\\n ' | grep -q '\"value\":2,\"source\":\"flag--accum-steps\"' && echo FLAG-OVER-JOB-OK"
+  ${G} ${X}/jobs/gpt-tiny-cpu.yaml ${P})
+gaccum_cli_test(check-unknown-key-warns 0 "warning: .*job-unknown-key.yaml: unknown key 'micro_bach' ignored \\(did you mean 'micro_batch'\\?\\)" --
+  ${G} check --job ${C}/job-unknown-key.yaml)
+
+# DeepSpeed: the world size from a flag or the launcher's environment, DeepSpeed's own rule.
+gaccum_cli_test(check-deepspeed 0 "accum_steps +16 +deepspeed .*ds_config.json gradient_accumulation_steps" --
+  ${G} check --deepspeed-config ${X}/deepspeed/ds_config.json --world-size 8)
+gaccum_cli_test(check-deepspeed-env 0 "world_size +8 +environment WORLD_SIZE" -- env RANK=0 WORLD_SIZE=8
+  ${G} check --deepspeed-config ${X}/deepspeed/ds_config.json)
+gaccum_cli_test(check-deepspeed-slurm 0 "world_size +8 +environment SLURM_NTASKS \\(slurm\\)" -- env -u RANK -u WORLD_SIZE SLURM_PROCID=3 SLURM_NTASKS=8
+  ${G} check --deepspeed-config ${X}/deepspeed/ds_config.json)
+gaccum_cli_test(check-deepspeed-spec 0 "verdict: WARN \\(0 fail, 1 warn, 5 pass, 2 skip\\)" --
+  ${G} check --deepspeed-config ${X}/deepspeed/ds_config.json --world-size 8 --spec ${X}/specs/gpt-1.3b.json
+  --cluster ${X}/clusters/dgx-h100-1node.json --memory-cap 90% --lr-ref 3e-4@256 --dataset-size 10000000)
+gaccum_cli_test(check-job-deepspeed-yaml 0 "micro_batch +4 +deepspeed .*ds_config.json train_micro_batch_size_per_gpu" --
+  ${G} check --job ${X}/jobs/gpt-1.3b-deepspeed.yaml)
+gaccum_cli_test(check-job-spec-json 0 "gaccum-tune check: gpt2-small \\(spec" -- ${G} check --job ${X}/jobs/gpt2-small-dgx.json)
+
+# The profile-first path shared with `tune` (cli/profile_cache.cpp): the job's workload is
+# profiled once (real ranks, ~30 s), the second run reads the cache.
+gaccum_cli_test(check-workload-cached 0 "CHECK-CACHED-OK" -- sh -c
+  "rm -rf \"$1\" && export XDG_CACHE_HOME=\"$1/cache\" && ( \"$0\" check --job \"$2/jobs/gpt-tiny-cpu.yaml\" > /dev/null || [ $? = 1 ] ) && \"$0\" check --job \"$2/jobs/gpt-tiny-cpu.yaml\" --json | grep -q '\"cached\": true' && echo CHECK-CACHED-OK"
+  ${G} ${CMAKE_CURRENT_BINARY_DIR}/check-first ${X})
+set_tests_properties("cli: check-workload-cached" PROPERTIES TIMEOUT 900)
+
+# Bad input: exit 2, one line on stderr naming the field.
+gaccum_cli_test(check-bad-json 2 "bad-malformed.json: not valid JSON" --one-line-stderr -- ${G} check --job ${C}/bad-malformed.json)
+gaccum_cli_test(check-bad-yaml 2 "bad-malformed.yaml: not valid YAML" --one-line-stderr -- ${G} check --job ${C}/bad-malformed.yaml)
+gaccum_cli_test(check-bad-missing-batch 2 "micro_batch: not given" --one-line-stderr -- ${G} check --job ${C}/job-missing-batch.yaml)
+gaccum_cli_test(check-bad-missing-path 2 "torchscript: missing required field 'path'" --one-line-stderr --
+  ${G} check --job ${C}/job-torchscript-no-path.yaml)
+gaccum_cli_test(check-bad-missing-world 2 "world_size: not given" --one-line-stderr -- env -u RANK -u WORLD_SIZE -u SLURM_NTASKS ${G} check -b 4 -k 2)
+gaccum_cli_test(check-bad-zero-flag 2 "--micro-batch: invalid value '0'" --one-line-stderr -- ${G} check -b 0 -k 2 -p 2)
+gaccum_cli_test(check-bad-zero-job 2 "job-zero.json.micro_batch: expected a positive integer" --one-line-stderr -- ${G} check --job ${C}/job-zero.json)
+gaccum_cli_test(check-bad-negative-flag 2 "--accum-steps: invalid value '-2'" --one-line-stderr -- ${G} check -b 4 --accum-steps=-2 -p 2)
+gaccum_cli_test(check-bad-negative-job 2 "job-negative.yaml.accum_steps" --one-line-stderr -- ${G} check --job ${C}/job-negative.yaml)
+gaccum_cli_test(check-bad-fraction-flag 2 "--world-size: invalid value '2.5'" --one-line-stderr -- ${G} check -b 4 -p 2.5)
+gaccum_cli_test(check-bad-fraction-job 2 "job-fraction.yaml.world_size: expected an integer, got 2.5" --one-line-stderr -- ${G} check --job ${C}/job-fraction.yaml)
+gaccum_cli_test(check-bad-overflow-flag 2 "--global-batch: invalid value '99999999999999999999': expected an integer below 2\\^63" --one-line-stderr --
+  ${G} check -b 4 -p 2 --global-batch 99999999999999999999)
+gaccum_cli_test(check-bad-overflow-job 2 "job-overflow.json.global_batch: 1e\\+20 does not fit in 64 bits" --one-line-stderr -- ${G} check --job ${C}/job-overflow.json)
+gaccum_cli_test(check-bad-overflow-product 2 "micro_batch 16777216 x accum_steps 16777216 x world_size 16777216 overflows 64 bits" --one-line-stderr --
+  ${G} check -b 16777216 -k 16777216 -p 16777216)
+gaccum_cli_test(check-bad-implausible 2 "micro_batch \\(from flag --micro-batch\\): 4294967296 is implausibly large" --one-line-stderr --
+  ${G} check -b 4294967296 -p 2)
+gaccum_cli_test(check-bad-deepspeed-inconsistent 2 "ds-inconsistent.json: inconsistent batch fields: train_batch_size 512 != train_micro_batch_size_per_gpu 4 x gradient_accumulation_steps 8 x world_size 8" --one-line-stderr --
+  ${G} check --deepspeed-config ${C}/ds-inconsistent.json --world-size 8)
+gaccum_cli_test(check-bad-deepspeed-missing 2 "missing required field 'train_batch_size' or 'train_micro_batch_size_per_gpu'" --one-line-stderr --
+  ${G} check --deepspeed-config ${C}/ds-missing-batch.json --world-size 8)
+gaccum_cli_test(check-bad-deepspeed-no-world 2 "world_size: needed to apply DeepSpeed's batch rule" --one-line-stderr --
+  env -u RANK -u WORLD_SIZE -u SLURM_NTASKS ${G} check --deepspeed-config ${C}/ds-missing-batch.json)
+gaccum_cli_test(check-bad-other-workload 2 "profile is for workload 'gpt-tiny' \\(hash 00000000deadbeef\\), not 'mlp-small'" --one-line-stderr --
+  ${G} check --job ${C}/job-other-workload.yaml)
+gaccum_cli_test(check-bad-other-workload-flag 2 "not 'gpt-tiny:layers=9' .*layers = 2 in the profile" --one-line-stderr --
+  ${G} check --profile ${P} --workload gpt-tiny:layers=9 -b 4 -p 2)
+gaccum_cli_test(check-bad-profile-version 2 "profile schema version 2 is not supported" --one-line-stderr --
+  ${G} check --profile ${C}/profile-v2.json -b 4 -p 2)
+gaccum_cli_test(check-bad-profile-malformed 2 "malformed-profile.json" --one-line-stderr --
+  ${G} check --profile ${D}/malformed-profile.json -b 4 -p 2)
+gaccum_cli_test(check-bad-optimizer 2 "--optimizer: unknown optimizer 'rmsprop'" --one-line-stderr -- ${G} check -b 4 -p 2 --optimizer rmsprop)
+gaccum_cli_test(check-bad-lr-ref 2 "--lr-ref: invalid value '3e-4'" --one-line-stderr -- ${G} check -b 4 -p 2 --lr 1e-3 --lr-ref 3e-4)
+gaccum_cli_test(check-bad-missing-job 2 "--job: cannot read" --one-line-stderr -- ${G} check --job ${C}/no-such-job.yaml)
+gaccum_cli_test(check-bad-distributed-no-env 2 "--distributed: no launcher environment" --one-line-stderr --
+  env -u RANK -u WORLD_SIZE -u SLURM_PROCID -u SLURM_NTASKS -u OMPI_COMM_WORLD_RANK -u PMI_RANK ${G} check --distributed -b 4 -p 2)
+
+# The golden verdict: byte-identical JSON for the same inputs (run from the job's directory so
+# the paths in it are relative). Regenerate: cd tests/data/check && gaccum-tune check --job
+# job-small.yaml --json > verdict-golden.json
+gaccum_cli_test(check-golden-json 0 "GOLDEN-OK" -- sh -c
+  "cd \"$1\" && \"$0\" check --job job-small.yaml --json > \"$2/check-golden-out.json\" && diff -u verdict-golden.json \"$2/check-golden-out.json\" && echo GOLDEN-OK"
+  ${G} ${C} ${CMAKE_CURRENT_BINARY_DIR})
+
+# --distributed with two rank processes started as torchrun starts them.
+foreach(mode agree mismatch badinput)
+  add_test(NAME "integration: check --distributed ${mode}"
+           COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/check/distributed_check.sh" ${G} ${P} ${mode})
+  set_tests_properties("integration: check --distributed ${mode}" PROPERTIES LABELS integration TIMEOUT 180
+                       PASS_REGULAR_EXPRESSION "DISTRIBUTED-${mode}-OK")
+endforeach()
+
+# libFuzzer over the job / DeepSpeed / profile parsers, built with clang++ as its own CMake
+# project (tests/fuzz/), only when clang++ can link -fsanitize=fuzzer.
+find_program(GACCUM_CLANGXX NAMES clang++ clang++-14)
+set(GACCUM_HAVE_LIBFUZZER OFF)
+if(GACCUM_CLANGXX)
+  set(_probe "${CMAKE_CURRENT_BINARY_DIR}/fuzz-probe")
+  file(WRITE "${_probe}.cpp"
+       "#include <cstddef>\n#include <cstdint>\nextern \"C\" int LLVMFuzzerTestOneInput(const std::uint8_t*, std::size_t) { return 0; }\n")
+  execute_process(COMMAND "${GACCUM_CLANGXX}" -fsanitize=fuzzer,address,undefined "${_probe}.cpp" -o "${_probe}"
+                  RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+  if(_rc EQUAL 0)
+    set(GACCUM_HAVE_LIBFUZZER ON)
+  endif()
+endif()
+if(GACCUM_HAVE_LIBFUZZER)
+  include(ExternalProject)
+  ExternalProject_Add(check_parsers_fuzz
+    SOURCE_DIR "${CMAKE_CURRENT_SOURCE_DIR}/fuzz"
+    BINARY_DIR "${CMAKE_CURRENT_BINARY_DIR}/fuzz"
+    CMAKE_ARGS -DCMAKE_CXX_COMPILER=${GACCUM_CLANGXX} -DGACCUM_SOURCE_DIR=${PROJECT_SOURCE_DIR}
+    BUILD_ALWAYS ON
+    INSTALL_COMMAND "")
+  add_test(NAME "fuzz: check parsers (20000 runs)"
+           COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_fuzz.sh" "${CMAKE_CURRENT_BINARY_DIR}/fuzz/check_parsers_fuzz" 20000
+                   "${X}/jobs" "${X}/deepspeed" "${P}" "${C}")
+  set_tests_properties("fuzz: check parsers (20000 runs)" PROPERTIES LABELS integration TIMEOUT 600
+                       PASS_REGULAR_EXPRESSION "FUZZ-OK")
+  message(STATUS "check: libFuzzer target check_parsers_fuzz (${GACCUM_CLANGXX})")
+else()
+  message(STATUS "check: clang++ with libFuzzer not found: the parser fuzz test is not built")
+endif()
