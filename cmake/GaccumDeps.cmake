@@ -40,9 +40,25 @@ foreach(_cfg IN LISTS _gaccum_torch_cfgs)
     if(EXISTS "${_tprefix}/lib/libtorch.so")
       set(TORCH_LIBRARY "${_tprefix}/lib/libtorch.so" CACHE FILEPATH "LibTorch" FORCE)
     endif()
+    # A pip torch's libtorch_cuda needs the NCCL of its nvidia-nccl wheel (newer symbols than the
+    # toolkit's); our raw NCCL probes must link that one too, or libnccl.so.2 resolves twice.
+    get_filename_component(_wheel_nccl "${_tprefix}/../nvidia/nccl" ABSOLUTE)
+    if(EXISTS "${_wheel_nccl}/include/nccl.h" AND EXISTS "${_wheel_nccl}/lib/libnccl.so.2")
+      set(NCCL_INCLUDE_DIR "${_wheel_nccl}/include" CACHE PATH "NCCL headers (the pip torch's wheel)" FORCE)
+      set(NCCL_LIBRARY "${_wheel_nccl}/lib/libnccl.so.2" CACHE FILEPATH "NCCL (the pip torch's wheel)" FORCE)
+      # At link time ld resolves libtorch_cuda's libnccl.so.2 through our rpath (the toolkit's
+      # older NCCL) before libtorch_cuda's own RUNPATH: name the wheel's first.
+      set(_gaccum_torch_rpath_link "${_wheel_nccl}/lib")
+    endif()
     break()
   endif()
 endforeach()
+# A CUDA LibTorch adds -gencode flags for TORCH_CUDA_ARCH_LIST to every CUDA target that links it;
+# without a GPU to detect, its default list starts at sm_50, which CUDA 13 no longer supports.
+# Default to A100/H100/H200 (sm_80, sm_90) unless the user chose (-DTORCH_CUDA_ARCH_LIST or env).
+if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+  set(TORCH_CUDA_ARCH_LIST "8.0;9.0")
+endif()
 find_package(Torch REQUIRED)
 # TORCH_CXX_FLAGS carries -D_GLIBCXX_USE_CXX11_ABI=...; it must match for every TU we link.
 separate_arguments(GACCUM_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
@@ -51,7 +67,19 @@ add_library(gaccum::torch ALIAS gaccum_torch)
 target_link_libraries(gaccum_torch INTERFACE ${TORCH_LIBRARIES})
 target_include_directories(gaccum_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 target_compile_options(gaccum_torch INTERFACE ${GACCUM_TORCH_CXX_FLAGS})
+if(_gaccum_torch_rpath_link)
+  target_link_options(gaccum_torch INTERFACE "LINKER:-rpath-link,${_gaccum_torch_rpath_link}")
+endif()
 set(GACCUM_TORCH_VERSION "${Torch_VERSION}")
+# LibTorch 2.x ships its own {fmt} headers (v12 in torch 2.15; c10d headers include them) ahead of
+# Debian's libfmt 9 on the include path. Sources that include LibTorch then use those headers
+# header-only (a distinct inline namespace, fmt::v12, so no clash with libfmt.so.9 elsewhere).
+foreach(_inc IN LISTS TORCH_INCLUDE_DIRS)
+  if(EXISTS "${_inc}/fmt/base.h")
+    target_compile_definitions(gaccum_torch INTERFACE FMT_HEADER_ONLY=1)
+    break()
+  endif()
+endforeach()
 
 # Which c10d backends this LibTorch ships. Debian's 1.13 has Gloo; CUDA builds add NCCL.
 include(CheckCXXSourceCompiles)

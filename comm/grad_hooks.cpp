@@ -3,13 +3,16 @@
 // only holds a weak reference to its accumulator; a new one would be created otherwise, without
 // our hook), and remove the hooks by key on destruction.
 // Versions: FunctionPostHook::operator()(outputs, inputs), Node::add_post_hook/del_post_hook
-// and impl::grad_accumulator() have the same signatures in LibTorch 1.13 and 2.x; 2.x adds a
+// have the same signatures in LibTorch 1.13 and 2.x; impl::grad_accumulator() returns a
+// shared_ptr<Node> in 1.13 and an intrusive_ptr<Node> in 2.x (we keep whichever it is); 2.x adds a
 // virtual compiled_args() with a default, which we do not need (no compiled autograd).
 #include "comm/grad_hooks.hpp"
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
+
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -36,7 +39,8 @@ class ReadyHook final : public torch::autograd::FunctionPostHook {
 
 struct GradReadyHooks::Impl {
   std::function<void(std::size_t)> fn;
-  std::vector<std::shared_ptr<torch::autograd::Node>> nodes;
+  // shared_ptr<Node> in LibTorch 1.13, c10::intrusive_ptr<Node> in 2.x.
+  std::vector<decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()))> nodes;
   std::vector<std::uintptr_t> keys;
 };
 

@@ -14,6 +14,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "comm/launcher.hpp"
 #include "core/atomic_file.hpp"

@@ -2,6 +2,7 @@
 #include "reports/output_dir.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "comm/communicator.hpp"
 #include "comm/grad_sync.hpp"
@@ -524,7 +525,8 @@ int run_validation_rank(const RunSpec& spec, const comm::RankContext& ctx, const
       auto got = flat_grads(params);
       if (w == 0) grads_hash_step0 = hash_tensors(grads_of(params));
       if (rank == 0) {
-        auto c = check_window(*workload, params, spec, seed, w, got, before_last, w == 0 && token_workload, wd);
+        auto c = check_window(*workload, params, spec, seed, w, got, before_last,
+                              w == 0 && token_workload && k * world > 1, wd);
         (w == 0 ? step0_checks : partial_checks) = std::move(c);
       }
     }
@@ -707,6 +709,10 @@ int run_validation_rank(const RunSpec& spec, const comm::RankContext& ctx, const
              {"micro_batch_tokens", terms},
              {"runner", c0.equivalence.to_json()},
              {"divide_by_accum_steps", alt.to_json()}}));
+  } else if (token_workload) {
+    checks.push_back(check_json("token_normalisation", "n/a",
+                                "one micro-batch per window (accum_steps 1, world_size 1): normalising by the "
+                                "window's tokens and by the micro-batch's tokens coincide"));
   } else {
     checks.push_back(check_json("token_normalisation", "n/a",
                                 "the loss terms are samples (a fixed number per micro-batch): normalising by the "

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/units.hpp"
 #include "core/version.hpp"

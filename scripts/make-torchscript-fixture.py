@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes a tiny scripted CNN (input [b, 3, 16, 16] -> [b, 10]) for the TorchScript tests.
 
-Usage: make-torchscript-fixture.py OUT_DIR [--resnet18]
-Needs PyTorch (Debian's python3-torch: /usr/bin/python3). With --resnet18 also writes a
-TorchScript torchvision-style ResNet-18 (built here without torchvision) used by the benchmarks.
+Usage: make-torchscript-fixture.py OUT_DIR
+Needs PyTorch (Debian's python3-torch: /usr/bin/python3). The benchmarks' larger models
+(ResNet-18 with GroupNorm) are written by bench/ddp_peer.py write-model.
 """
 import os
 import sys

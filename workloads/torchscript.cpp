@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"

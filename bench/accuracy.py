@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Prediction accuracy on held-out configurations (issue 8, benchmark 1).
+
+What: for each workload (mlp-small, gpt-tiny, cnn-small by default) profiles once on CPU/Gloo
+(or reuses <profile-dir>/<workload>.json), picks a grid of configurations the profile did not
+measure directly, runs each for real with `gaccum-tune validate --profile`, and compares the
+cost model's prediction with the measurement: step time and throughput (mean absolute
+percentage error and max), peak memory (mean and max absolute error), and the number of
+configurations predicted to fit the memory cap that exceeded it. Writes one CSV row per
+configuration and a JSON summary; prints one summary line per workload and one overall.
+Why: the numbers users judge the cost model by (README results table). Targets: step time
+<= 2.5% mean and <= 6% max; peak memory <= 2% mean and <= 4% max; zero fit-but-exceeded.
+
+Held-out grid (per workload, from its profile): micro_batch values measured by neither the
+compute sweep nor the memory sweep, inside the measured range [2, max_micro_batch_fitting];
+four of them (near 12%, 40%, 70% and 97% of the largest fitting micro_batch) combined with
+accum_steps 1..16, world_size 1 and 2, and every strategy (14 configs, table GRID below). A
+configuration the model predicts not to fit under the profile's memory cap moves to the next
+smaller held-out micro_batch. Each config runs `--repeats` times, round-robin over the grid
+(so slow drift hits every config alike); its measured step time is the median of the runs'
+medians (each the median over --steps timed steps after --warmup, slowest rank per step).
+Errors are (predicted - measured) / measured in percent; "fit" means peak <= the profile's
+memory cap (settings.memory_cap, no safety margin).
+
+Timing rules: at most one rank per core (world_size <= cores, 1 thread per rank: the profile's
+threads_per_rank); run on a quiet machine: the script warns when the load average says other
+work is running. Timings from a busy machine are noise, not results.
+
+Commands:
+  full run (README numbers):  python3 bench/accuracy.py --out-dir bench-out/accuracy
+  CI smoke (mlp-small, 3 configs, few steps; fails on crashes, broken output or a
+  fit-but-exceeded config, never on error percentages):
+                              python3 bench/accuracy.py --smoke --out-dir bench-out/accuracy-smoke
+Outputs: <out-dir>/accuracy.csv (one row per config), <out-dir>/accuracy.json (summary, per-
+workload statistics, the commands run), <out-dir>/runs/*.json (each validation.json).
+Exit: 0 done (targets are reported, not enforced), 1 a run failed / a correctness check failed /
+(smoke) broken output or fit-but-exceeded, 2 bad input.
+"""
+import argparse
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as bl  # noqa: E402
+
+WORKLOADS = ("mlp-small", "gpt-tiny", "cnn-small")
+# (micro_batch slot, accum_steps, world_size, strategy); slots are fractions of the largest fitting
+# micro_batch, snapped to a held-out value.
+SLOTS = {"s": 0.12, "m": 0.40, "l": 0.70, "x": 0.97}
+GRID = (
+    ("s", 1, 1, "overlap"), ("s", 16, 2, "overlap"), ("s", 8, 2, "every-step"), ("s", 4, 2, "fused"),
+    ("m", 2, 1, "overlap"), ("m", 3, 2, "overlap"), ("m", 5, 2, "fused"), ("m", 4, 2, "every-step"),
+    ("l", 3, 1, "overlap"), ("l", 1, 2, "overlap"), ("l", 2, 2, "fused"),
+    ("x", 1, 1, "overlap"), ("x", 2, 2, "overlap"), ("x", 1, 2, "fused"),
+)
+SMOKE_GRID = (("s", 2, 1, "overlap"), ("m", 3, 2, "fused"), ("l", 2, 2, "every-step"))
+TARGETS = {"step_time_mape": 2.5, "step_time_max": 6.0, "peak_memory_mean": 2.0, "peak_memory_max": 4.0,
+           "fit_but_exceeded": 0}
+
+COLUMNS = [
+    "workload", "micro_batch", "accum_steps", "world_size", "global_batch", "strategy", "threads_per_rank",
+    "repeats", "steps",
+    "step_time_measured_s", "step_time_predicted_s", "step_time_error_pct", "step_time_spread_pct",
+    "throughput_measured", "throughput_predicted", "throughput_error_pct",
+    "peak_memory_measured_bytes", "peak_memory_predicted_bytes", "peak_memory_error_pct",
+    "memory_cap_bytes", "predicted_fit", "measured_fit", "fit_but_exceeded",
+    "compute_measured_s", "compute_predicted_s", "comm_exposed_measured_s", "comm_exposed_predicted_s",
+    "optimizer_measured_s", "optimizer_predicted_s", "dominant_error",
+    "micro_batch_measured_in_profile", "checks_ok", "failed_checks", "validation_json",
+]
+
+
+def held_out(profile):
+    compute, memory, fitting, _ = bl.profile_points(profile)
+    measured = set(compute) | set(memory)
+    return [b for b in range(2, fitting + 1) if b not in measured], measured, fitting
+
+
+def choose_grid(runner, gaccum, profile_path, profile, table, max_world):
+    """[(b, k, p, strategy, b_measured_in_profile)]: the table's configs snapped to held-out micro_batch
+    values that the model predicts to fit under the profile's memory cap."""
+    cands, measured, fitting = held_out(profile)
+    cap = bl.profile_points(profile)[3]
+    # No held-out value (a dense sweep): fall back to measured ones (flagged in the CSV).
+    pool = cands or list(range(1, fitting + 1))
+    grid, seen = [], set()
+    for slot, k, p, strategy in table:
+        if p > max_world:
+            continue
+        target = SLOTS[slot] * fitting
+        start = min(pool, key=lambda b: (abs(b - target), b))
+        # Walk down from the slot's value until the predicted peak fits the cap.
+        walk = [b for b in sorted(pool, reverse=True) if b <= start]
+        chosen = None
+        for b in walk:
+            pred = bl.predict(runner, gaccum, profile_path, b, k, p, strategy)
+            if cap <= 0 or pred["peak_memory"] <= cap:
+                chosen = b
+                break
+        if chosen is None:
+            continue
+        key = (chosen, k, p, strategy)
+        if key in seen:
+            continue
+        seen.add(key)
+        grid.append((chosen, k, p, strategy, chosen in measured))
+    return grid
+
+
+def row_from_runs(workload, b, k, p, strategy, runs, cap, steps, paths):
+    """One CSV row from the repeats of one config (validation runs with predictions)."""
+    meds = [r["measured"]["step_time"]["median"] for r in runs]
+    st_meas = bl.median(meds)
+    pred = runs[0]["prediction"]
+    st_pred = pred["step_time"]
+    gb = b * k * p
+    thr_meas = gb / st_meas
+    thr_pred = pred["throughput"]
+    peak_meas = max(r["measured"]["peak_memory"] for r in runs)
+    peak_pred = pred["peak_memory"]
+
+    def med(key):
+        return bl.median([r["measured"][key] for r in runs])
+
+    t = pred.get("time", {})
+    comp = {"compute": (med("compute"), t.get("compute", float("nan"))),
+            "comm_exposed": (med("comm_exposed"), t.get("comm_exposed", float("nan"))),
+            "optimizer": (med("optimizer"), t.get("optimizer", float("nan")))}
+    dominant = max(comp, key=lambda c: abs(comp[c][1] - comp[c][0]) if comp[c][1] == comp[c][1] else -1)
+    failed = sorted({c for r in runs for c in bl.failed_checks(r)})
+    pred_fit = cap <= 0 or peak_pred <= cap
+    meas_fit = cap <= 0 or peak_meas <= cap
+    return {
+        "workload": workload, "micro_batch": b, "accum_steps": k, "world_size": p, "global_batch": gb,
+        "strategy": strategy, "threads_per_rank": runs[0]["environment"].get("threads_per_rank", ""),
+        "repeats": len(runs), "steps": steps,
+        "step_time_measured_s": st_meas, "step_time_predicted_s": st_pred,
+        "step_time_error_pct": bl.pct_error(st_pred, st_meas),
+        "step_time_spread_pct": (max(meds) - min(meds)) / st_meas * 100.0 if len(meds) > 1 else 0.0,
+        "throughput_measured": thr_meas, "throughput_predicted": thr_pred,
+        "throughput_error_pct": bl.pct_error(thr_pred, thr_meas),
+        "peak_memory_measured_bytes": peak_meas, "peak_memory_predicted_bytes": peak_pred,
+        "peak_memory_error_pct": bl.pct_error(peak_pred, peak_meas),
+        "memory_cap_bytes": cap, "predicted_fit": pred_fit, "measured_fit": meas_fit,
+        "fit_but_exceeded": pred_fit and not meas_fit,
+        "compute_measured_s": comp["compute"][0], "compute_predicted_s": comp["compute"][1],
+        "comm_exposed_measured_s": comp["comm_exposed"][0], "comm_exposed_predicted_s": comp["comm_exposed"][1],
+        "optimizer_measured_s": comp["optimizer"][0], "optimizer_predicted_s": comp["optimizer"][1],
+        "dominant_error": dominant,
+        "checks_ok": not failed, "failed_checks": ";".join(failed),
+        "validation_json": ";".join(paths),
+    }
+
+
+def summarise(rows):
+    st = bl.error_summary([r["step_time_error_pct"] for r in rows])
+    th = bl.error_summary([r["throughput_error_pct"] for r in rows])
+    mem = bl.error_summary([r["peak_memory_error_pct"] for r in rows])
+    # Which step-time component carries the error: mean |pred - meas| of each, in % of the step.
+    share = {}
+    for c in ("compute", "comm_exposed", "optimizer"):
+        vals = [abs(r[c + "_predicted_s"] - r[c + "_measured_s"]) / r["step_time_measured_s"] * 100.0
+                for r in rows if r[c + "_predicted_s"] == r[c + "_predicted_s"]]
+        share[c] = sum(vals) / len(vals) if vals else float("nan")
+    return {"configs": len(rows),
+            "step_time": st, "throughput": th, "peak_memory": mem,
+            "fit_but_exceeded": sum(1 for r in rows if r["fit_but_exceeded"]),
+            "predicted_fit": sum(1 for r in rows if r["predicted_fit"]),
+            "checks_failed": sum(1 for r in rows if not r["checks_ok"]),
+            "mean_abs_component_error_pct_of_step": share,
+            "dominant_error": max(share, key=lambda c: share[c] if share[c] == share[c] else -1) if share else ""}
+
+
+def summary_line(name, s):
+    return ("accuracy %-9s %2d configs: step_time MAPE %.2f%% max %.2f%% (target 2.5/6) | throughput MAPE %.2f%% "
+            "max %.2f%% | peak_memory mean %.2f%% max %.2f%% (target 2/4) | fit-but-exceeded %d of %d predicted to "
+            "fit (target 0) | largest error term: %s"
+            % (name, s["configs"], s["step_time"]["mape"], s["step_time"]["max"], s["throughput"]["mape"],
+               s["throughput"]["max"], s["peak_memory"]["mape"], s["peak_memory"]["max"], s["fit_but_exceeded"],
+               s["predicted_fit"], s["dominant_error"]))
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--workloads", help="comma list (default: %s; --smoke: mlp-small)" % ",".join(WORKLOADS))
+    ap.add_argument("--gaccum", help="gaccum-tune binary (default: $GACCUM_TUNE, build/gaccum-tune, PATH)")
+    ap.add_argument("--out-dir", default="bench-out/accuracy")
+    ap.add_argument("--profile-dir", help="profiles to reuse/write (default: <out-dir>/../profiles)")
+    ap.add_argument("--reprofile", action="store_true", help="profile again even if a profile is in --profile-dir")
+    ap.add_argument("--steps", type=int, default=20, help="timed steps per validate run (default %(default)s)")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps first (default %(default)s)")
+    ap.add_argument("--repeats", type=int, default=3, help="validate runs per config, median (default %(default)s)")
+    ap.add_argument("--max-world-size", type=int, default=2, help="largest world_size in the grid (default 2)")
+    ap.add_argument("--limit", type=int, default=0, help="run only the first N configs per workload (0: all)")
+    ap.add_argument("--smoke", action="store_true", help="CI: mlp-small, 3 configs, 3 steps, 1 repeat")
+    ap.add_argument("--verbose", "-v", action="store_true", help="print every command run")
+    a = ap.parse_args(argv)
+    if a.workloads is None:
+        a.workloads = "mlp-small" if a.smoke else ",".join(WORKLOADS)
+    if a.smoke:
+        a.steps, a.warmup, a.repeats = min(a.steps, 3), 1, 1
+    for flag in ("steps", "warmup", "repeats", "max_world_size"):
+        bl.positive(getattr(a, flag), "--" + flag.replace("_", "-"))
+    workloads = [w for w in a.workloads.split(",") if w]
+    if not workloads:
+        raise bl.BenchError("--workloads: empty list", 2)
+    gaccum = bl.find_gaccum(a.gaccum)
+    runner = bl.Runner(a.verbose)
+    out_dir = a.out_dir
+    profile_dir = a.profile_dir or os.path.join(os.path.dirname(os.path.abspath(out_dir)), "profiles")
+    runs_dir = os.path.join(out_dir, "runs")
+    os.makedirs(runs_dir, exist_ok=True)
+    note = bl.quiet_machine_note(a.max_world_size)
+    if note:
+        print("warning: %s" % note, file=sys.stderr)
+    table = SMOKE_GRID if a.smoke else GRID
+
+    all_rows, per_workload, profiles = [], {}, {}
+    for wl in workloads:
+        prof = bl.get_profile(runner, gaccum, wl, profile_dir, a.reprofile)
+        profiles[wl] = prof
+        profile = bl.read_json(prof["path"], "profile")
+        cap = bl.profile_points(profile)[3]
+        grid = choose_grid(runner, gaccum, prof["path"], profile, table, a.max_world_size)
+        if a.limit > 0:
+            grid = grid[:a.limit]
+        if not grid:
+            raise bl.BenchError("%s: no held-out configuration fits the memory cap" % wl)
+        runs = {g[:4]: [] for g in grid}
+        paths = {g[:4]: [] for g in grid}
+        for rep in range(a.repeats):
+            for b, k, p, strategy, _ in grid:
+                path = os.path.join(runs_dir, "%s-b%d-k%d-p%d-%s-r%d.json" % (wl, b, k, p, strategy, rep))
+                run, _ = bl.validate(runner, gaccum, path, b, k, p, strategy, a.steps, a.warmup, workload=wl,
+                                     profile=prof["path"], extra=["--tolerance", "1000%"])
+                if "prediction" not in run:
+                    raise bl.BenchError("%s: validate wrote no prediction (was --profile used?)" % path)
+                runs[(b, k, p, strategy)].append(run)
+                paths[(b, k, p, strategy)].append(os.path.relpath(path, out_dir))
+        rows = []
+        for b, k, p, strategy, b_measured in grid:
+            row = row_from_runs(wl, b, k, p, strategy, runs[(b, k, p, strategy)], cap, a.steps,
+                                paths[(b, k, p, strategy)])
+            row["micro_batch_measured_in_profile"] = b_measured
+            rows.append(row)
+        per_workload[wl] = summarise(rows)
+        all_rows += rows
+        print(summary_line(wl, per_workload[wl]), flush=True)
+
+    overall = summarise(all_rows)
+    print(summary_line("overall", overall), flush=True)
+    csv_path = os.path.join(out_dir, "accuracy.csv")
+    json_path = os.path.join(out_dir, "accuracy.json")
+    bl.write_csv(csv_path, COLUMNS, all_rows)
+    bl.write_json(json_path, {
+        "kind": "gaccum-bench/accuracy", "smoke": a.smoke, "targets": TARGETS,
+        "settings": {"steps": a.steps, "warmup": a.warmup, "repeats": a.repeats, "max_world_size": a.max_world_size,
+                     "cores": bl.cpu_cores(), "load_note": note, "gaccum": gaccum},
+        "profiles": profiles, "workloads": per_workload, "overall": overall,
+        "command": " ".join(["python3", "bench/accuracy.py"] + argv), "commands_run": runner.commands})
+    print("wrote %s and %s" % (csv_path, json_path))
+
+    bad_checks = [r for r in all_rows if not r["checks_ok"]]
+    if bad_checks:
+        r = bad_checks[0]
+        raise bl.BenchError("%d config(s) failed a correctness check, e.g. %s b=%d k=%d p=%d %s: %s"
+                            % (len(bad_checks), r["workload"], r["micro_batch"], r["accum_steps"], r["world_size"],
+                               r["strategy"], r["failed_checks"]))
+    if a.smoke:
+        for r in all_rows:
+            for c in ("step_time_measured_s", "step_time_predicted_s", "peak_memory_measured_bytes",
+                      "peak_memory_predicted_bytes"):
+                v = r[c]
+                if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                    raise bl.BenchError("smoke: %s of %s b=%d is %r (broken output)" % (c, r["workload"],
+                                                                                         r["micro_batch"], v))
+        if overall["fit_but_exceeded"]:
+            raise bl.BenchError("smoke: %d config(s) predicted to fit exceeded the memory cap"
+                                % overall["fit_but_exceeded"])
+    return 0
+
+
+if __name__ == "__main__":
+    bl.main_wrapper(main)

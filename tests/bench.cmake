@@ -1,0 +1,56 @@
+# Benchmark smoke tests (included from tests/CMakeLists.txt): the reduced, fast versions of the
+# issue-8 benchmark drivers in bench/ run against the built gaccum-tune. They fail on crashes,
+# broken or missing output, failed correctness checks, a fit-but-exceeded config (accuracy) and a
+# window-0 loss mismatch with PyTorch DDP (ddp_compare), never on timing noise: error
+# percentages, regret and the throughput ratio are reported, not gated. The full benchmarks are
+# documented commands (bench/run-all, each driver's docstring), run on a quiet machine.
+# Also here: CLI expectations for the validate changes the benchmarks needed (--torchscript,
+# the reported loss, token_normalisation with one micro-batch per window).
+find_package(Python3 3.8 COMPONENTS Interpreter)
+set(G $<TARGET_FILE:gaccum-tune>)
+set(_bench_out "${CMAKE_CURRENT_BINARY_DIR}/bench-smoke")
+
+if(Python3_Interpreter_FOUND)
+  add_test(NAME "bench: accuracy smoke"
+           COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/bench/accuracy.py" --smoke --reprofile
+                   --gaccum ${G} --out-dir "${_bench_out}/accuracy" --profile-dir "${_bench_out}/accuracy-profiles")
+  add_test(NAME "bench: regret smoke"
+           COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/bench/regret.py" --smoke
+                   --gaccum ${G} --out-dir "${_bench_out}/regret")
+  set_tests_properties("bench: accuracy smoke" "bench: regret smoke" PROPERTIES
+                       LABELS integration TIMEOUT 900 RUN_SERIAL TRUE)
+
+  # The DDP side needs PyTorch (Debian's python3-torch at /usr/bin/python3).
+  find_program(GACCUM_BENCH_TORCH_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+  set(_torch_rc 1)
+  if(GACCUM_BENCH_TORCH_PYTHON)
+    execute_process(COMMAND "${GACCUM_BENCH_TORCH_PYTHON}" -c "import torch.distributed as d; assert d.is_gloo_available()"
+                    RESULT_VARIABLE _torch_rc OUTPUT_QUIET ERROR_QUIET)
+  endif()
+  if(_torch_rc EQUAL 0)
+    add_test(NAME "bench: ddp_compare smoke"
+             COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/bench/ddp_compare.py" --smoke
+                     --python "${GACCUM_BENCH_TORCH_PYTHON}" --gaccum ${G} --out-dir "${_bench_out}/ddp")
+    set_tests_properties("bench: ddp_compare smoke" PROPERTIES
+                         LABELS integration TIMEOUT 600 RUN_SERIAL TRUE)
+  else()
+    message(STATUS "no python3 with torch.distributed (Gloo) at /usr/bin: bench ddp_compare smoke test not added")
+  endif()
+else()
+  message(STATUS "no Python 3.8+ interpreter: benchmark smoke tests not added")
+endif()
+
+# validate --torchscript (the DDP comparison's model) and its loss in validation.json.
+set(_fx "${GACCUM_FIXTURE_DIR}/tiny_cnn.pt")
+gaccum_cli_test(validate-torchscript-loss 0 "VALIDATE-LOSS-OK" -- sh -c
+  "\"$0\" validate --torchscript \"$1\" --input-shape 3,16,16 --micro-batch 2 --accum-steps 2 --world-size 2 --steps 1 --warmup 1 --threads-per-rank 1 -o \"$2/ts-loss.json\" > /dev/null && grep -q '\"first_window\": [0-9]' \"$2/ts-loss.json\" && grep -q '\"loss\": [0-9]' \"$2/ts-loss.json\" && echo VALIDATE-LOSS-OK"
+  ${G} ${_fx} ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties("cli: validate-torchscript-loss" PROPERTIES FIXTURES_REQUIRED torchscript TIMEOUT 300)
+gaccum_cli_test(validate-torchscript-missing-file 2 "--torchscript: a TorchScript file is required" --one-line-stderr --
+  ${G} validate --workload torchscript -o never-written.json)
+gaccum_cli_test(validate-torchscript-with-preset 2 "--torchscript: use it with --workload torchscript" --one-line-stderr --
+  ${G} validate --workload mlp-small --torchscript model.pt -o never-written.json)
+# gpt with accum_steps 1 on one rank: the two normalisations coincide, so the check is n/a, not a failure.
+gaccum_cli_test(validate-gpt-one-micro-batch 0 "n/a +token_normalisation +one micro-batch per window" --
+  ${G} validate --workload gpt-tiny --micro-batch 2 --accum-steps 1 --world-size 1 --steps 1 --warmup 1
+  -o ${CMAKE_CURRENT_BINARY_DIR}/gpt-k1-p1.json)
