@@ -163,7 +163,12 @@ def summarise(rows):
         vals = [abs(r[c + "_predicted_s"] - r[c + "_measured_s"]) / r["step_time_measured_s"] * 100.0
                 for r in rows if r[c + "_predicted_s"] == r[c + "_predicted_s"]]
         share[c] = sum(vals) / len(vals) if vals else float("nan")
+    # The noise floor: how far repeats of the SAME config differ (max-min of their medians over the
+    # median). A prediction error below it cannot be told apart from the machine's noise.
+    spreads = sorted(r["step_time_spread_pct"] for r in rows)
+    noise = spreads[len(spreads) // 2] if spreads else float("nan")
     return {"configs": len(rows),
+            "step_time_repeat_spread_median_pct": noise,
             "step_time": st, "throughput": th, "peak_memory": mem,
             "fit_but_exceeded": sum(1 for r in rows if r["fit_but_exceeded"]),
             "predicted_fit": sum(1 for r in rows if r["predicted_fit"]),
@@ -175,10 +180,10 @@ def summarise(rows):
 def summary_line(name, s):
     return ("accuracy %-9s %2d configs: step_time MAPE %.2f%% max %.2f%% (target 2.5/6) | throughput MAPE %.2f%% "
             "max %.2f%% | peak_memory mean %.2f%% max %.2f%% (target 2/4) | fit-but-exceeded %d of %d predicted to "
-            "fit (target 0) | largest error term: %s"
+            "fit (target 0) | largest error term: %s | noise floor: repeats differ by %.1f%% (median)"
             % (name, s["configs"], s["step_time"]["mape"], s["step_time"]["max"], s["throughput"]["mape"],
                s["throughput"]["max"], s["peak_memory"]["mape"], s["peak_memory"]["max"], s["fit_but_exceeded"],
-               s["predicted_fit"], s["dominant_error"]))
+               s["predicted_fit"], s["dominant_error"], s["step_time_repeat_spread_median_pct"]))
 
 
 def main(argv):

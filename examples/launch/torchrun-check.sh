@@ -7,7 +7,6 @@
 # `torchrun --no_python` starts gaccum-tune itself as each rank (RANK, WORLD_SIZE, MASTER_ADDR,
 # MASTER_PORT set by torchrun); with --distributed the ranks compare their settings through
 # c10d (rank 0 or torchrun's agent hosts the store). Exit codes: 0 ok, 1 failed, 2 bad input.
-# `check --distributed` needs the engine build of gaccum-tune (LibTorch, c10d).
 set -euo pipefail
 
 NNODES=${NNODES:-1}
