@@ -112,6 +112,17 @@ def sample_offset(step, rank, micro, b, k, p):
 
 # --- model writer --------------------------------------------------------------------------------
 
+def fixture_module():
+    """scripts/make-torchscript-fixture.py as a module (its TinyCnn is the tests' fixture model)."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "make-torchscript-fixture.py")
+    spec = importlib.util.spec_from_file_location("make_torchscript_fixture", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def write_model(arch, out):
     import torch
     import torch.nn as nn
@@ -156,23 +167,11 @@ def write_model(arch, out):
             x = self.layers(x)
             return self.fc(torch.flatten(torch.mean(x, dim=(2, 3)), 1))
 
-    class TinyCnn(nn.Module):
-        """The tests' fixture model (scripts/make-torchscript-fixture.py): [b,3,H,W] -> [b,10]."""
-
-        def __init__(self):
-            super().__init__()
-            self.conv = nn.Conv2d(3, 8, 3, padding=1)
-            self.fc = nn.Linear(8, 10)
-
-        def forward(self, x):
-            x = torch.relu(self.conv(x))
-            return self.fc(x.mean(dim=(2, 3)))
-
     torch.manual_seed(0)
     if arch == "resnet18-gn":
         model = ResNet18GN()
     elif arch == "tiny-cnn":
-        model = TinyCnn()
+        model = fixture_module().TinyCnn()  # the tests' fixture model: [b,3,H,W] -> [b,10]
     else:
         raise SystemExit("error: write-model --arch: unknown '%s': expected resnet18-gn or tiny-cnn" % arch)
     tmp = out + ".tmp-%d" % os.getpid()
