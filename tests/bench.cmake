@@ -54,3 +54,16 @@ gaccum_cli_test(validate-torchscript-with-preset 2 "--torchscript: use it with -
 gaccum_cli_test(validate-gpt-one-micro-batch 0 "n/a +token_normalisation +one micro-batch per window" --
   ${G} validate --workload gpt-tiny --micro-batch 2 --accum-steps 1 --world-size 1 --steps 1 --warmup 1
   -o ${CMAKE_CURRENT_BINARY_DIR}/gpt-k1-p1.json)
+
+# Tool speed, smoke versions: each Google Benchmark program runs briefly (its numbers are printed,
+# never gated), and bench/tune-speed times a cold and a cached `tune` and `check` (about 40 s).
+if(GACCUM_BUILD_BENCH)
+  foreach(_b bench_predict bench_tuner bench_check)
+    add_test(NAME "bench: ${_b} smoke" COMMAND $<TARGET_FILE:${_b}> --benchmark_min_time=0.01)
+    set_tests_properties("bench: ${_b} smoke" PROPERTIES LABELS integration TIMEOUT 300)
+  endforeach()
+endif()
+add_test(NAME "bench: tune-speed smoke"
+         COMMAND "${PROJECT_SOURCE_DIR}/bench/tune-speed" "${PROJECT_BINARY_DIR}" "${_bench_out}/tune-speed")
+set_tests_properties("bench: tune-speed smoke" PROPERTIES LABELS integration TIMEOUT 600 RUN_SERIAL TRUE
+                     PASS_REGULAR_EXPRESSION "tune-speed gpt-tiny: tune cold [0-9.]+ s")
