@@ -32,6 +32,9 @@ int env_int(const char* name, int min_value) {
   return static_cast<int>(c);
 }
 
+// An optional variable (LOCAL_RANK, SLURM_LOCALID, ...): min_value when unset.
+int env_int_or_min(const char* name, int min_value) { return env(name) ? env_int(name, min_value) : min_value; }
+
 }  // namespace
 
 RankContext detect_rank_context(bool need_rendezvous) {
@@ -39,8 +42,8 @@ RankContext detect_rank_context(bool need_rendezvous) {
   if (env("RANK") || env("WORLD_SIZE")) {
     ctx.rank = env_int("RANK", 0);
     ctx.world_size = env_int("WORLD_SIZE", 1);
-    ctx.local_rank = env("LOCAL_RANK") ? env_int("LOCAL_RANK", 0) : 0;
-    ctx.local_world_size = env("LOCAL_WORLD_SIZE") ? env_int("LOCAL_WORLD_SIZE", 1) : 1;
+    ctx.local_rank = env_int_or_min("LOCAL_RANK", 0);
+    ctx.local_world_size = env_int_or_min("LOCAL_WORLD_SIZE", 1);
     auto store = env("GACCUM_STORE");
     if (store && *store == "launcher") {
       ctx.launcher = "local";
@@ -54,14 +57,14 @@ RankContext detect_rank_context(bool need_rendezvous) {
     ctx.launcher = "slurm";
     ctx.rank = env_int("SLURM_PROCID", 0);
     ctx.world_size = env_int("SLURM_NTASKS", 1);
-    ctx.local_rank = env("SLURM_LOCALID") ? env_int("SLURM_LOCALID", 0) : 0;
-    ctx.local_world_size = env("SLURM_NTASKS_PER_NODE") ? env_int("SLURM_NTASKS_PER_NODE", 1) : 1;
+    ctx.local_rank = env_int_or_min("SLURM_LOCALID", 0);
+    ctx.local_world_size = env_int_or_min("SLURM_NTASKS_PER_NODE", 1);
   } else if (env("OMPI_COMM_WORLD_RANK")) {
     ctx.launcher = "mpirun";
     ctx.rank = env_int("OMPI_COMM_WORLD_RANK", 0);
     ctx.world_size = env_int("OMPI_COMM_WORLD_SIZE", 1);
-    ctx.local_rank = env("OMPI_COMM_WORLD_LOCAL_RANK") ? env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0) : 0;
-    ctx.local_world_size = env("OMPI_COMM_WORLD_LOCAL_SIZE") ? env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1) : 1;
+    ctx.local_rank = env_int_or_min("OMPI_COMM_WORLD_LOCAL_RANK", 0);
+    ctx.local_world_size = env_int_or_min("OMPI_COMM_WORLD_LOCAL_SIZE", 1);
   } else if (env("PMI_RANK")) {
     ctx.launcher = "mpirun";
     ctx.rank = env_int("PMI_RANK", 0);

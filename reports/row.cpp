@@ -8,33 +8,12 @@
 namespace gaccum::reports {
 namespace {
 
-Cell integer(std::int64_t v) {
-  Cell c;
-  c.kind = Cell::Kind::integer;
-  c.i = v;
-  return c;
-}
-Cell real(double v) {
-  Cell c;
-  c.kind = Cell::Kind::real;
-  c.d = v;
-  return c;
-}
-Cell opt_real(const std::optional<double>& v) {
-  return v ? real(*v) : Cell{};
-}
-Cell text(const std::string& v) {
-  Cell c;
-  c.kind = Cell::Kind::text;
-  c.s = v;
-  return c;
-}
-Cell boolean(bool v) {
-  Cell c;
-  c.kind = Cell::Kind::boolean;
-  c.b = v;
-  return c;
-}
+// Cell fields: kind, i, d, s, b.
+Cell integer(std::int64_t v) { return Cell{Cell::Kind::integer, v, 0.0, {}, false}; }
+Cell real(double v) { return Cell{Cell::Kind::real, 0, v, {}, false}; }
+Cell opt_real(const std::optional<double>& v) { return v ? real(*v) : Cell{}; }
+Cell text(const std::string& v) { return Cell{Cell::Kind::text, 0, 0.0, v, false}; }
+Cell boolean(bool v) { return Cell{Cell::Kind::boolean, 0, 0.0, {}, v}; }
 
 }  // namespace
 
