@@ -43,6 +43,11 @@ void overlay(CheckInputs& b, const CheckInputs& t) {
   take(b.max_accum_steps, t.max_accum_steps);
   take(b.dataset_size, t.dataset_size);
   take(b.strategy, t.strategy);
+  take(b.sharding, t.sharding);
+  take(b.precision, t.precision);
+  take(b.checkpointing, t.checkpointing);
+  take(b.offload_optimizer, t.offload_optimizer);
+  take(b.offload_params, t.offload_params);
   take(b.drop_last, t.drop_last);
   take(b.optimizer, t.optimizer);
   take(b.lr, t.lr);
@@ -65,6 +70,7 @@ CheckInputs default_inputs() {
   CheckInputs d;
   d.strategy.set(Strategy::overlap, "default (DDP with no_sync on the first accum_steps - 1 micro-steps)");
   d.optimizer.set("adam", "default");
+  d.sharding.set(ShardingChoice{}, "default (DDP: nothing sharded)");
   MemoryCap cap;
   cap.fraction = 1.0;
   d.memory_cap.set(cap, "default (the device memory)");
@@ -95,6 +101,9 @@ CheckInputs inputs_from_job(const JobFile& j) {
   put(in.max_accum_steps, j.max_accum_steps);
   put(in.dataset_size, j.dataset_size);
   put(in.strategy, j.strategy);
+  put(in.sharding, j.sharding);
+  put(in.precision, j.precision);
+  put(in.checkpointing, j.checkpointing);
   put(in.drop_last, j.drop_last);
   if (j.optimizer) in.optimizer.set(validate_optimizer(*j.optimizer, j.path + ".optimizer"), src);
   put(in.lr, j.lr);
@@ -130,10 +139,24 @@ CheckInputs inputs_from_deepspeed(const DeepSpeedConfig& ds, const DeepSpeedBatc
     in.optimizer.set(rule ? *rule : raw, fmt::format("{} optimizer.type \"{}\"", src, *ds.optimizer_type));
   }
   if (ds.lr) in.lr.set(*ds.lr, src + " optimizer.params.lr");
-  if (ds.overlap_comm)
+  if (ds.zero_stage >= 2)
+    in.strategy.set(Strategy::every_step, fmt::format("{} (zero_optimization.stage {}: DeepSpeed reduce-scatters the "
+                                                      "gradients into their partitions on every micro-step)",
+                                                      src, ds.zero_stage));
+  else if (ds.overlap_comm)
     in.strategy.set(Strategy::overlap, src + " (zero_optimization.overlap_comm: reduction overlaps the last backward)");
   else
     in.strategy.set(Strategy::fused, src + " (DeepSpeed reduces gradients once, at the accumulation boundary)");
+  static const Sharding kStage[] = {Sharding::none, Sharding::zero1, Sharding::zero2, Sharding::zero3};
+  in.sharding.set(ShardingChoice{kStage[ds.zero_stage], 0},
+                  fmt::format("{} zero_optimization.stage {}", src, ds.zero_stage) +
+                      (ds.zero_stage == 0 ? std::string(" (or absent): plain data parallelism") : std::string()));
+  if (ds.precision) in.precision.set(*ds.precision, src + " " + ds.precision_source);
+  if (ds.activation_checkpointing)
+    in.checkpointing.set(Checkpointing::full, src + " activation_checkpointing (deepspeed.checkpointing of every layer "
+                                                    "assumed: full recomputation)");
+  if (ds.offload_optimizer) in.offload_optimizer.set(true, src + " zero_optimization.offload_optimizer");
+  if (ds.offload_params) in.offload_params.set(true, src + " zero_optimization.offload_param");
   if (ds.dataloader_drop_last) in.drop_last.set(*ds.dataloader_drop_last, src + " dataloader_drop_last");
   return in;
 }
@@ -202,6 +225,17 @@ ResolvedJob resolve(const CheckInputs& merged) {
   r.global_batch = *in.global_batch;
 
   if (in.strategy) r.strategy = *in.strategy;
+  if (in.sharding) r.sharding = *in.sharding;
+  if (in.precision) r.precision = *in.precision;
+  if (in.checkpointing) r.checkpointing = *in.checkpointing;
+  if (in.offload_optimizer) r.offload_optimizer = *in.offload_optimizer;
+  if (in.offload_params) r.offload_params = *in.offload_params;
+  if (r.offload_params && r.sharding.sharding != Sharding::zero3)
+    throw InputError(where("offload_param", in.offload_params.source) +
+                     ": DeepSpeed offloads parameters only under ZeRO stage 3 (set zero_optimization.stage 3)");
+  if (r.offload_optimizer && r.sharding.sharding == Sharding::none)
+    throw InputError(where("offload_optimizer", in.offload_optimizer.source) +
+                     ": DeepSpeed offloads the optimizer only under ZeRO (stage 1, 2 or 3)");
   if (in.optimizer) r.optimizer = *in.optimizer;
   if (in.lr) r.lr = *in.lr;
   if (in.lr_ref) r.lr_ref = *in.lr_ref;
@@ -229,6 +263,11 @@ nlohmann::ordered_json inputs_json(const CheckInputs& in) {
   add("world_size", in.world_size, same);
   add("global_batch", in.global_batch, same);
   add("strategy", in.strategy, [](Strategy s) { return std::string(to_string(s)); });
+  add("sharding", in.sharding, [](const ShardingChoice& s) { return to_string(s); });
+  add("precision", in.precision, [](Precision p) { return std::string(to_string(p)); });
+  add("checkpointing", in.checkpointing, [](Checkpointing c) { return std::string(to_string(c)); });
+  add("offload_optimizer", in.offload_optimizer, same);
+  add("offload_param", in.offload_params, same);
   add("max_accum_steps", in.max_accum_steps, same);
   add("dataset_size", in.dataset_size, same);
   add("drop_last", in.drop_last, same);

@@ -18,6 +18,7 @@
 #include "check/deepspeed_config.hpp"
 #include "check/job.hpp"
 #include "core/parse.hpp"
+#include "core/plan.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
 #include "tuner/tune_request.hpp"
@@ -43,6 +44,10 @@ struct Sourced {
 struct CheckInputs {
   Sourced<Count> micro_batch, accum_steps, world_size, global_batch, max_accum_steps, dataset_size;
   Sourced<Strategy> strategy;
+  Sourced<ShardingChoice> sharding;  // none = DDP (the default)
+  Sourced<Precision> precision;      // unset: the model's own
+  Sourced<Checkpointing> checkpointing;
+  Sourced<bool> offload_optimizer, offload_params;  // DeepSpeed offload: state kept off the device
   Sourced<bool> drop_last;
   Sourced<std::string> optimizer;  // sgd | adam | adamw | lamb, or a DeepSpeed type without a rule
   Sourced<double> lr;
@@ -77,6 +82,10 @@ struct ResolvedJob {
   bool inexact = false;              // a derivation had to round down (check 1 fails)
   std::string derivation;            // how a missing value was derived ("" when all were given)
   Strategy strategy = Strategy::overlap;
+  ShardingChoice sharding;
+  std::optional<Precision> precision;
+  std::optional<Checkpointing> checkpointing;
+  bool offload_optimizer = false, offload_params = false;
   std::string optimizer = "adam";
   std::optional<double> lr;
   std::optional<tuner::LrReference> lr_ref;

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "model/plan_cost.hpp"
 #include "model/prediction_json.hpp"
 #include "tuner/critical_batch.hpp"
 #include "tuner/explanation.hpp"
@@ -56,7 +57,13 @@ std::string_view to_string(Status s) {
 }
 
 model::Config job_config(const ResolvedJob& j) {
-  return model::Config{j.micro_batch, j.accum_steps, j.world_size, j.strategy};
+  model::Config c{j.micro_batch, j.accum_steps, j.world_size, j.strategy};
+  c.sharding = j.sharding;
+  c.precision = j.precision;
+  c.checkpointing = j.checkpointing;
+  c.offload_optimizer = j.offload_optimizer;
+  c.offload_params = j.offload_params;
+  return c;
 }
 
 Bytes hard_memory_limit(const ResolvedJob& j, const model::ModelInfo& info) {
@@ -137,7 +144,7 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
   lim.limit = limit;
   const Count measured = info.measured_max_micro_batch;
   const Count upper = std::min(kMaxSetting, std::max(j.micro_batch, measured > 0 ? measured : Count(65536)));
-  const Count fit = tuner::max_micro_batch_within(*m, lim, j.world_size, j.strategy, upper);
+  const Count fit = tuner::max_micro_batch_within(*m, lim, job_config(j), upper);
 
   r.data = oj{{"peak_memory", peak},
               {"device_memory", info.device_memory},
@@ -152,6 +159,7 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                {{"weights", pred.memory.weights},
                 {"gradients", pred.memory.gradients},
                 {"optimizer_state", pred.memory.optimizer_state},
+                {"gathered", pred.memory.gathered},
                 {"comm_buffers", pred.memory.comm_buffers},
                 {"activations", pred.memory.activations}}}};
   const std::string extrap =
@@ -172,11 +180,46 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                          : fmt::format("predicted peak {} per rank is inside the {} safety margin: above {} ({} - {}){}",
                                        format_bytes(peak), pct(j.margin), format_bytes(limit), cap_text, pct(j.margin),
                                        extrap);
+  // The smallest plan change (a ZeRO stage, then checkpointing) that fits this very setting.
+  std::string plan_fix;
+  if (j.world_size > 1) {
+    struct Option {
+      Sharding sharding;
+      Strategy strategy;
+    };
+    const Option options[] = {{Sharding::zero1, j.strategy == Strategy::every_step ? Strategy::fused : j.strategy},
+                              {Sharding::zero2, Strategy::every_step},
+                              {Sharding::zero3, Strategy::every_step}};
+    for (const auto& o : options) {
+      if (static_cast<int>(o.sharding) <= static_cast<int>(j.sharding.sharding)) continue;
+      model::Config c = job_config(j);
+      c.sharding = {o.sharding, 0};
+      c.strategy = o.strategy;
+      if (model::plan_rejection(c)) continue;
+      const model::Prediction alt = m->predict(c);
+      if (alt.memory.peak <= limit) {
+        const auto& t = traits(o.sharding);
+        plan_fix = fmt::format("shard the model: {} (DeepSpeed zero_optimization.stage {}, FSDP {}) with {} predicts {} "
+                               "per rank <= {}",
+                               to_string(o.sharding), t.deepspeed, t.fsdp_name, to_string(o.strategy),
+                               format_bytes(alt.memory.peak), format_bytes(limit));
+        r.data["plan_suggestion"] = model::to_ordered_json(c);
+        break;
+      }
+    }
+  }
   if (fit == 0) {
-    r.fix = fmt::format(
-        "even micro_batch 1 needs {} > {}: shard the model (ZeRO / FSDP), use a device with more memory, or raise "
-        "--memory-cap",
-        format_bytes(m->predict(model::Config{1, 1, j.world_size, j.strategy}).memory.peak), format_bytes(limit));
+    r.fix = plan_fix.empty()
+                ? fmt::format("even micro_batch 1 needs {} > {}: shard the model (ZeRO / FSDP) across more ranks, use "
+                              "activation checkpointing or bf16, a device with more memory, or raise --memory-cap",
+                              format_bytes([&] {
+                                model::Config c = job_config(j);
+                                c.micro_batch = 1;
+                                c.accum_steps = 1;
+                                return m->predict(c).memory.peak;
+                              }()),
+                              format_bytes(limit))
+                : plan_fix;
     return r;
   }
   if (j.consistent() && j.global_batch % j.world_size == 0) {
@@ -187,6 +230,7 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                               {"global_batch", j.global_batch}};
     r.fix = fmt::format("use micro_batch {} with accum_steps {} (keeps global_batch {}; micro_batch up to {} fits {})",
                         sb, sk, j.global_batch, fit, format_bytes(limit));
+    if (!plan_fix.empty()) r.fix += "; or " + plan_fix;
     if (j.max_accum_steps && sk > *j.max_accum_steps)
       r.fix += fmt::format("; that needs accum_steps above --max-accum-steps {}", *j.max_accum_steps);
   } else {
@@ -281,6 +325,12 @@ CheckResult check_efficiency(const ResolvedJob& j, const model::CostModel* m) {
   req.allow_extrapolation = mine.micro_batch_extrapolated;
   req.objective = tuner::Objective::throughput;
   req.top = 1;
+  // The same plan: this check compares micro_batch, accum_steps and strategy, not a change of stage.
+  const model::Config resolved = mine.config;
+  req.sharding = resolved.sharding;
+  req.precision = resolved.precision;
+  req.checkpointing = resolved.checkpointing;
+  req.allow_cap_above_device = true;
   tuner::TuneResult res;
   try {
     res = tuner::tune(*m, req);
@@ -351,7 +401,24 @@ CheckResult check_strategy(const ResolvedJob& j, const model::CostModel* m) {
     }
     return r;
   }
-  const tuner::StrategyPrice sp = tuner::price_every_step(*m, c);
+  const tuner::StrategyPrice sp = tuner::price_every_step(*m, c, tuner::apply_margin(hard_memory_limit(j, m->info()), j.margin));
+  if (traits(j.sharding.sharding).shards_gradients || !sp.applicable) {
+    // Under zero2/zero3/hsdp reducing every micro-step is what keeps gradients sharded: a choice
+    // of memory against communication, priced both ways; zero1 never reduces every micro-step.
+    r.data["sharding"] = to_string(j.sharding);
+    r.data["overlap_peak_memory"] = sp.overlap_peak;
+    r.data["every_step_peak_memory"] = sp.every_step_peak;
+    r.data["overlap_step_time"] = round_sig(sp.overlap_step);
+    r.data["every_step_step_time"] = round_sig(sp.every_step_step);
+    r.status = Status::pass;
+    if (sp.applicable && j.strategy == Strategy::every_step && sp.overlap_fits && sp.throughput_lost > j.tolerance) {
+      r.status = Status::warn;
+      r.fix = fmt::format("no_sync over the first {} micro-steps fits in memory under {} and is {} faster",
+                          j.accum_steps - 1, to_string(j.sharding), pct(sp.throughput_lost));
+    }
+    r.reason = fmt::format("{} under {}: {}", to_string(j.strategy), to_string(j.sharding), sp.text);
+    return r;
+  }
   r.data["overlap_step_time"] = round_sig(sp.overlap_step);
   r.data["fused_step_time"] = round_sig(sp.fused_step);
   r.data["every_step_step_time"] = round_sig(sp.every_step_step);

@@ -85,6 +85,37 @@ DeepSpeedConfig deepspeed_from_json(const json& doc, const std::string& what) {
         throw InputError(fmt::format("{}: ZeRO stage {} does not exist (0, 1, 2 or 3)", z.child("stage"), c.zero_stage));
     }
     if (z.has("overlap_comm")) c.overlap_comm = z.boolean("overlap_comm");
+    auto offload = [&](const char* key) {
+      const json* o = z.opt_object(key);
+      if (!o) return false;
+      JsonFields of(*o, z.child(key));
+      const std::string dev = lower(of.opt_str("device").value_or("none"));
+      if (dev != "none" && dev != "cpu" && dev != "nvme")
+        throw InputError(fmt::format("{}: '{}' is not an offload device: expected none, cpu or nvme", of.child("device"), dev));
+      return dev != "none";
+    };
+    c.offload_optimizer = offload("offload_optimizer");
+    c.offload_params = offload("offload_param");
+  }
+  for (const char* key : {"bf16", "fp16"}) {
+    const json* o = f.opt_object(key);
+    if (!o || !o->contains("enabled")) continue;
+    const json& en = o->at("enabled");
+    if (en.is_string() && lower(en.get<std::string>()) == "auto") {
+      c.warnings.push_back(fmt::format("{}.{}.enabled: \"auto\" counts as not given", what, key));
+      continue;
+    }
+    if (!en.is_boolean())
+      throw InputError(fmt::format("{}.{}.enabled: expected true, false or \"auto\"", what, key));
+    if (!en.get<bool>()) continue;
+    if (c.precision)
+      throw InputError(fmt::format("{}: bf16.enabled and fp16.enabled are both true; DeepSpeed allows one", what));
+    c.precision = std::string(key) == "bf16" ? Precision::bf16 : Precision::fp16;
+    c.precision_source = std::string(key) + ".enabled";
+  }
+  if (f.has("activation_checkpointing")) {
+    (void)f.any("activation_checkpointing");
+    c.activation_checkpointing = true;
   }
   c.dataloader_drop_last = f.opt_boolean("dataloader_drop_last");
   // Only keys DeepSpeed does not know are worth a warning; its own keys are not ours to judge.

@@ -11,8 +11,11 @@
 //       that loses samples is an inconsistency too). "auto" (the HF Trainer fills it in) counts
 //       as not given.
 //   fields read: train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps,
-//   optimizer.type, optimizer.params.lr, zero_optimization.stage / overlap_comm,
-//   dataloader_drop_last. Other top-level keys DeepSpeed knows are accepted silently; a key it
+//   optimizer.type, optimizer.params.lr, zero_optimization.stage / overlap_comm /
+//   offload_optimizer.device / offload_param.device, bf16.enabled, fp16.enabled,
+//   activation_checkpointing (present: full recomputation assumed), dataloader_drop_last.
+//   ZeRO stage s is sharding zero<s> (0: none); stages 2 and 3 reduce-scatter gradients on every
+//   micro-step (strategy every-step); "auto" in bf16/fp16.enabled counts as not given. Other top-level keys DeepSpeed knows are accepted silently; a key it
 //   does not know is a warning (usually a typo that DeepSpeed would silently ignore).
 // Why: platform teams gate launches on the DeepSpeed config they will actually run; an
 //      inconsistent one is bad input (exit 2) naming the fields, as DeepSpeed would refuse it.
@@ -26,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/plan.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
 
@@ -42,6 +46,10 @@ struct DeepSpeedConfig {
   std::optional<double> lr;
   Count zero_stage = 0;
   bool overlap_comm = false;
+  std::optional<Precision> precision;  // bf16.enabled / fp16.enabled; nullopt: neither (fp32)
+  std::string precision_source;        // e.g. "bf16.enabled"
+  bool activation_checkpointing = false;  // an activation_checkpointing section is present
+  bool offload_optimizer = false, offload_params = false;  // device "cpu" or "nvme"
   std::optional<bool> dataloader_drop_last;
   std::vector<std::string> warnings;
 };

@@ -18,6 +18,9 @@
 //   -- the batch (B = micro_batch x accum_steps x world_size) --
 //   micro_batch, accum_steps, world_size, global_batch       positive integers
 //   strategy          "overlap" | "fused" | "every-step"
+//   sharding          "none" | "zero1" | "zero2" | "zero3" | "hsdp:G" (FSDP names: "full_shard", ...)
+//   precision         "fp32" | "bf16" | "fp16"         (default: the model's own)
+//   checkpointing     "none" | "selective" | "full"    (default: the model's own)
 //   max_accum_steps   positive integer (the efficiency check's search limit)
 //   -- data and optimisation --
 //   dataset_size      positive integer, samples per epoch
@@ -42,6 +45,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/parse.hpp"
+#include "core/plan.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
 #include "tuner/tune_request.hpp"
@@ -66,6 +70,9 @@ struct JobFile {
   std::optional<double> mfu;
   std::optional<Count> micro_batch, accum_steps, world_size, global_batch, max_accum_steps, dataset_size;
   std::optional<Strategy> strategy;
+  std::optional<ShardingChoice> sharding;
+  std::optional<Precision> precision;
+  std::optional<Checkpointing> checkpointing;
   std::optional<bool> drop_last;
   std::optional<std::string> optimizer;
   std::optional<double> lr;

@@ -1,5 +1,5 @@
 // What: all checks of one job as a verdict, printed as a terminal table or as one JSON object:
-//   {"schema": "gaccum-tune/check", "schema_version": 1, "tool_version", "verdict": "pass" |
+//   {"schema": "gaccum-tune/check", "schema_version": 2 (2: the plan: sharding, precision, checkpointing), "tool_version", "verdict": "pass" |
 //    "warn" | "fail", "exit_code", "strict", "summary": {pass, warn, fail, skip},
 //    "job": {micro_batch, accum_steps, world_size, global_batch, strategy},
 //    "inputs": {name: {value, source}}, "model": {source, workload, device, ...} | null,
@@ -25,7 +25,7 @@
 namespace gaccum::check {
 
 inline constexpr const char* kCheckSchema = "gaccum-tune/check";
-inline constexpr int kCheckSchemaVersion = 1;
+inline constexpr int kCheckSchemaVersion = 2;
 
 struct VerdictContext {
   std::string tool_version;

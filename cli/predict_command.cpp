@@ -22,7 +22,9 @@
 #include "model/cluster.hpp"
 #include "model/prediction_json.hpp"
 #include "model/profile_model.hpp"
+#include "model/plan_cost.hpp"
 #include "model/spec_model.hpp"
+#include "tuner/explanation.hpp"
 
 namespace gaccum::cli {
 namespace {
@@ -36,6 +38,9 @@ struct PredictOptions {
   std::string accum_steps = "1";
   std::string world_size = "1";
   std::string strategy = "overlap";  // overlap | fused | every-step | all
+  std::string sharding = "none";     // none | zero1 | zero2 | zero3 | hsdp:G (FSDP names accepted)
+  std::string precision;             // default: the model's own (profile: as measured; spec: its dtype)
+  std::string checkpointing;         // default: the model's own
   bool extrapolate = false;       // allow micro_batch above the measured range
   bool json = false;
 };
@@ -69,13 +74,16 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info) 
   const auto& m = p.memory;
   fmt::print("strategy {}: micro_batch {}, accum_steps {}, world_size {}, global_batch {}{}\n", to_string(c.strategy),
              c.micro_batch, c.accum_steps, c.world_size, c.global_batch(), p.extrapolated ? "  (extrapolated)" : "");
+  if (c.sharding.sharding != Sharding::none || c.precision != Precision::fp32 || c.checkpointing != Checkpointing::none)
+    fmt::print("  plan           {}\n", tuner::plan_words(c));
   fmt::print("  step time      {}  [{} .. {}]\n", format_seconds(t.step_time), format_seconds(p.step_time_lo),
              format_seconds(p.step_time_hi));
   fmt::print("    compute      {}  ({} x {} per micro-step)\n", format_seconds(t.compute), c.accum_steps,
              format_seconds(t.compute / double(c.accum_steps)));
   if (c.world_size > 1)
-    fmt::print("    comm exposed {}  (of {} issued incl. copies; {} allreduce(s) per step; times {}{})\n",
+    fmt::print("    comm exposed {}  (of {} issued incl. copies; {} {} per step; times {}{})\n",
                format_seconds(t.comm_exposed), format_seconds(t.comm_total), p.collectives_per_step,
+               c.sharding.sharding == Sharding::none ? "allreduce(s)" : "collectives (all-gather, reduce-scatter)",
                model::to_string(p.comm_source),
                c.strategy == Strategy::fused ? "" : fmt::format("; overlap efficiency {:.2f}", p.overlap_efficiency));
   else
@@ -89,9 +97,10 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info) 
              info.device_memory > 0 ? fmt::format(" ({:.1f}% of {})", 100.0 * double(m.peak) / double(info.device_memory),
                                                   format_bytes(info.device_memory))
                                     : "");
-  fmt::print("    weights {}, gradients {}, optimizer state {}, comm buffers {}, activations {}\n", format_bytes(m.weights),
-             format_bytes(m.gradients), format_bytes(m.optimizer_state), format_bytes(m.comm_buffers),
-             format_bytes(m.activations));
+  fmt::print("    weights {}, gradients {}, optimizer state {}{}, comm buffers {}, activations {}\n",
+             format_bytes(m.weights), format_bytes(m.gradients), format_bytes(m.optimizer_state),
+             m.gathered > 0 ? fmt::format(", gathered parameters {}", format_bytes(m.gathered)) : "",
+             format_bytes(m.comm_buffers), format_bytes(m.activations));
 }
 
 int run_predict(const PredictOptions& o) {
@@ -99,6 +108,9 @@ int run_predict(const PredictOptions& o) {
   base.micro_batch = parse_positive_count(o.micro_batch, "--micro-batch");
   base.accum_steps = parse_positive_count(o.accum_steps, "--accum-steps");
   base.world_size = parse_positive_count(o.world_size, "--world-size");
+  base.sharding = parse_sharding(o.sharding, "--sharding");
+  if (!o.precision.empty()) base.precision = parse_precision(o.precision, "--precision");
+  if (!o.checkpointing.empty()) base.checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
   std::vector<Strategy> strategies;
   const bool all = o.strategy == "all";
   if (all)
@@ -112,10 +124,16 @@ int run_predict(const PredictOptions& o) {
 
   auto m = make_model(o);
   const auto& info = m->info();
+  if (base.sharding.sharding == Sharding::hsdp && base.sharding.group == 0) {
+    if (info.plans.gpus_per_node < 2)
+      throw InputError("--sharding hsdp: give the group size, e.g. --sharding hsdp:8 (no --cluster gives GPUs per node)");
+    base.sharding.group = info.plans.gpus_per_node;
+  }
   std::vector<model::Prediction> preds;
   for (Strategy s : strategies) {
     model::Config c = base;
     c.strategy = s;
+    if (all && model::plan_rejection(c)) continue;  // e.g. zero1 with every-step
     preds.push_back(m->predict(c));
   }
   if (preds.front().micro_batch_extrapolated && !o.extrapolate)
@@ -125,7 +143,8 @@ int run_predict(const PredictOptions& o) {
 
   // every-step priced against overlap (both with the same b, k, p).
   std::optional<std::pair<model::Prediction, model::Prediction>> vs;
-  if (base.world_size > 1) {
+  const tuner::StrategyPrice price = tuner::price_every_step(*m, base);
+  if (base.world_size > 1 && price.applicable) {
     model::Config c = base;
     c.strategy = Strategy::overlap;
     auto ov = m->predict(c);
@@ -136,7 +155,7 @@ int run_predict(const PredictOptions& o) {
   if (o.json) {
     nlohmann::json j;
     j["schema"] = "gaccum-tune/prediction";
-    j["schema_version"] = 1;
+    j["schema_version"] = 2;
     j["model"] = model::to_json(info);
     j["predictions"] = nlohmann::json::array();
     for (const auto& p : preds) j["predictions"].push_back(model::to_json(p));
@@ -152,11 +171,13 @@ int run_predict(const PredictOptions& o) {
   fmt::print("gaccum-tune predict: {} ({} model, {} {}{})\n", info.workload_name, info.source, info.device_kind,
              info.device_name, info.threads_per_rank > 0 ? fmt::format(", {} threads/rank", info.threads_per_rank) : "");
   for (const auto& p : preds) print_prediction(p, info);
-  if (vs) {
+  if (vs && base.sharding.sharding == Sharding::none) {
     const auto& [ov, ev] = *vs;
     fmt::print("every-step vs overlap: {} vs {} per step ({}; {} vs {} allreduces per step)\n",
                format_seconds(ev.time.step_time), format_seconds(ov.time.step_time),
                pct(ev.time.step_time / ov.time.step_time - 1), ev.collectives_per_step, ov.collectives_per_step);
+  } else if (base.world_size > 1) {
+    fmt::print("sync choice: {}\n", price.text);
   }
   if (info.noise_scale)
     fmt::print("noise scale: B_noise {:.1f} samples; steps to target x{:.2f} at global_batch {}\n", *info.noise_scale,
@@ -179,6 +200,11 @@ void add_predict_command(CLI::App& app, Action& action) {
   sub->add_option("--accum-steps,-k", o->accum_steps, "micro-batches per optimizer step");
   sub->add_option("--world-size,-p", o->world_size, "data-parallel ranks");
   sub->add_option("--strategy", o->strategy, "overlap | fused | every-step | all");
+  sub->add_option("--sharding", o->sharding,
+                  "none | zero1 | zero2 | zero3 | hsdp:G (FSDP: no_shard, shard_grad_op, full_shard, hybrid_shard:G) "
+                  "[default: none]");
+  sub->add_option("--precision", o->precision, "fp32 | bf16 | fp16 [default: the model's own]");
+  sub->add_option("--checkpointing", o->checkpointing, "activation checkpointing: none | selective | full [default: the model's own]");
   sub->add_flag("--extrapolate", o->extrapolate, "allow a micro_batch above the measured range");
   sub->add_flag("--json", o->json, "print one JSON object");
   sub->callback([o, &action] { action = [o] { return run_predict(*o); }; });

@@ -66,6 +66,10 @@ struct TuneOptions {
   std::string margin = "10%";
   std::string max_accum_steps = "64";
   std::string strategy = "auto";
+  std::string sharding = "auto";       // auto: what the model offers (spec: none, zero1-3, hsdp:GPUs per node)
+  std::string precision = "auto";
+  std::string checkpointing = "auto";
+  bool force_memory_cap = false;
   std::string objective = "throughput";
   std::string lr_ref;  // "3e-4@256"
   std::string optimizer = "adam";
@@ -134,6 +138,10 @@ tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {
   r.margin = parse_fraction(o.margin, "--margin");
   r.max_accum_steps = parse_positive_count(o.max_accum_steps, "--max-accum-steps");
   if (o.strategy != "auto") r.strategy = parse_strategy(o.strategy, "--strategy");
+  if (o.sharding != "auto") r.sharding = parse_sharding(o.sharding, "--sharding");
+  if (o.precision != "auto") r.precision = parse_precision(o.precision, "--precision");
+  if (o.checkpointing != "auto") r.checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
+  r.allow_cap_above_device = o.force_memory_cap;
   r.allow_extrapolation = o.extrapolate;
   r.objective = tuner::parse_objective(o.objective, "--objective");
   if (!o.noise_scale.empty()) r.noise_scale = double(parse_positive_count(o.noise_scale, "--noise-scale"));
@@ -231,6 +239,13 @@ void add_tune_command(CLI::App& app, Action& action) {
   sub->add_option("--margin", o->margin, "Safety margin: peak memory <= cap x (1 - margin)");
   sub->add_option("--max-accum-steps", o->max_accum_steps, "Largest accum_steps allowed");
   sub->add_option("--strategy", o->strategy, "auto | overlap | fused | every-step (auto ranks overlap and fused)");
+  sub->add_option("--sharding", o->sharding,
+                  "auto | none | zero1 | zero2 | zero3 | hsdp[:G] (FSDP: shard_grad_op, full_shard, hybrid_shard) "
+                  "[default: auto: spec none..zero3 and hsdp:GPUs-per-node; profile none]");
+  sub->add_option("--precision", o->precision, "auto | fp32 | bf16 | fp16 [default: auto: spec its dtype and fp32; profile fp32]");
+  sub->add_option("--checkpointing", o->checkpointing,
+                  "auto | none | selective | full [default: auto: spec all three; profile none]");
+  sub->add_flag("--force-memory-cap", o->force_memory_cap, "Accept a --memory-cap above the device's memory");
   sub->add_option("--objective", o->objective, "throughput | cost (GPU-seconds per sample) | time-to-target");
   sub->add_flag("--extrapolate", o->extrapolate, "Allow micro_batch above the measured range");
   sub->add_option("--lr-ref", o->lr_ref, "Reference learning rate LR@BATCH, e.g. 3e-4@256");
@@ -245,7 +260,8 @@ void add_tune_command(CLI::App& app, Action& action) {
   sub->add_flag("--json", o->json, "Print the JSON result instead of the terminal report");
   sub->footer(
       "Defaults: --workload gpt-tiny --global-batch 512 --memory-cap 90% --margin 10% --max-accum-steps 64\n"
-      "--strategy auto --objective throughput --optimizer adam --top 10 --out gaccum-out; world sizes 1..N with N\n"
+      "--strategy auto --sharding auto --precision auto --checkpointing auto --objective throughput --optimizer adam\n"
+      "--top 10 --out gaccum-out; world sizes 1..N with N\n"
       "the cluster size, or on a CPU profile cores / threads per rank (each rank stands for one GPU).\n"
       "Profiles made by `tune --workload` are cached in ${XDG_CACHE_HOME:-~/.cache}/gaccum-tune/profiles/.");
   sub->callback([o, sub, &action] {

@@ -52,6 +52,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& what) {
   c.device_memory = d.bytes("memory");
   if (c.device_memory == 0) throw InputError(fmt::format("{}: must be a positive size", d.child("memory")));
   if (d.has("peak_tflops")) c.device_peak_flops = positive_num(d, "peak_tflops") * 1e12;
+  if (d.has("peak_tflops_fp32")) c.device_peak_flops_fp32 = positive_num(d, "peak_tflops_fp32") * 1e12;
   if (d.has("memory_bandwidth_GBps")) c.device_memory_bandwidth = positive_num(d, "memory_bandwidth_GBps") * 1e9;
   if (d.has("cost_per_hour_usd")) {
     const double v = d.num("cost_per_hour_usd");
@@ -78,6 +79,7 @@ Cluster load_cluster(const std::string& path) {
 nlohmann::json to_json(const Cluster& c) {
   nlohmann::json dev = {{"name", c.device_name}, {"memory", c.device_memory}};
   if (c.device_peak_flops) dev["peak_tflops"] = *c.device_peak_flops / 1e12;
+  if (c.device_peak_flops_fp32) dev["peak_tflops_fp32"] = *c.device_peak_flops_fp32 / 1e12;
   if (c.device_memory_bandwidth) dev["memory_bandwidth_GBps"] = *c.device_memory_bandwidth / 1e9;
   if (c.cost_per_device_hour) dev["cost_per_hour_usd"] = *c.cost_per_device_hour;
   nlohmann::json j = {{"schema", "gaccum-tune/cluster"},

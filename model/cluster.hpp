@@ -12,13 +12,15 @@
 // with '_'):
 //   {"schema": "gaccum-tune/cluster", "name": "...", "nodes": 16, "gpus_per_node": 8,
 //    "device": {"name": "...", "memory": "80GiB", "peak_tflops": 989.4,
-//               "memory_bandwidth_GBps": 3350, "cost_per_hour_usd": 12.29},
+//               "memory_bandwidth_GBps": 3350, "cost_per_hour_usd": 12.29,
+//               "peak_tflops_fp32": 494.7 (optional: fp32 plans; default half of peak_tflops)},
 //    "intra_node": {"bandwidth_GBps": 370, "latency_us": 1.0},
 //    "inter_node": {"bandwidth_GBps": 46, "latency_us": 5.0},
 //    "_source": "where the numbers come from"}
 // GB/s are decimal (1e9 bytes/s, as nccl-tests reports); memory sizes as core/parse.hpp.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -37,7 +39,8 @@ struct Cluster {
   Bytes device_memory = 0;
   LinkParams intra_node;
   LinkParams inter_node;
-  std::optional<double> device_peak_flops;                   // FLOP/s in the training dtype
+  std::optional<double> device_peak_flops;                   // FLOP/s in the training dtype (bf16/fp16)
+  std::optional<double> device_peak_flops_fp32;              // FLOP/s of fp32 training (TF32 tensor cores)
   std::optional<BytesPerSecond> device_memory_bandwidth;     // HBM bytes/s
   std::optional<double> cost_per_device_hour;                // USD
   std::string source;                                        // "_source" / "comment"
@@ -46,6 +49,13 @@ struct Cluster {
   // The allreduce cost of one message at world_size p on this cluster.
   AffineCost allreduce(Count world_size) const {
     return hierarchical_allreduce(world_size, gpus_per_node, intra_node, inter_node);
+  }
+  // The allreduce cost over `ranks` ranks placed `stride` apart (ranks fill nodes in order):
+  // stride 1 is a group of consecutive ranks (allreduce(ranks)); an hsdp replica group of one
+  // rank per shard group of N has stride N, so max(1, gpus_per_node / N) of its ranks share a node.
+  AffineCost allreduce_group(Count ranks, Count stride) const {
+    const Count per_node = stride >= gpus_per_node ? 1 : std::max<Count>(1, gpus_per_node / std::max<Count>(1, stride));
+    return hierarchical_allreduce(ranks, per_node, intra_node, inter_node);
   }
 };
 

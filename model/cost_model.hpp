@@ -5,10 +5,16 @@
 //      interface and nothing else of model/; implementations are pure const functions of
 //      their fitted parameters (astra-network-analytical style). No LibTorch here.
 //
+// Plans: a model states which precisions and checkpointing modes it can price (PlanSupport);
+// Config::precision/checkpointing left empty mean the first of each list (the model's own), and
+// predict() returns the resolved values in Prediction::config. Sharding is priced by every model
+// (model/plan_cost.hpp); `auto_shardings` is what `tune`/`check` search when not pinned.
+//
 // Contract for implementations:
 //   - predict() is const, allocation-free and thread-safe (the tuner calls it ~1e6 times/s).
 //   - predict() throws InputError only for impossible inputs (micro_batch/accum_steps/
-//     world_size < 1, world_size above info().max_world_size when that is non-zero). A
+//     world_size < 1, world_size above info().max_world_size when that is non-zero, a plan
+//     plan_rejection() refuses, a precision or checkpointing mode the model does not support). A
 //     micro_batch above the measured range is predicted by the stated extrapolation rule and
 //     flagged with Prediction::extrapolated; callers decide whether to accept it.
 //   - Accumulation steps never change predicted activation memory.
@@ -25,6 +31,19 @@
 
 namespace gaccum::model {
 
+struct PlanSupport {
+  std::vector<Precision> precisions{Precision::fp32};  // first: the model's own
+  std::vector<Checkpointing> checkpointings{Checkpointing::none};
+  std::vector<Precision> auto_precisions{Precision::fp32};              // searched when --precision is not given
+  std::vector<Checkpointing> auto_checkpointings{Checkpointing::none};  // searched when --checkpointing is not given
+  std::vector<ShardingChoice> auto_shardings{{Sharding::none, 0}};      // searched when --sharding is not given
+  Count gpus_per_node = 0;       // the default hsdp group (0: unknown, hsdp needs hsdp:G)
+  std::string limits;            // why precisions/checkpointings are limited (for the error), "" if not
+  std::string sharded_comm;      // where reduce-scatter / all-gather times come from (one line)
+  Precision own_precision() const { return precisions.front(); }
+  Checkpointing own_checkpointing() const { return checkpointings.front(); }
+};
+
 struct ModelInfo {
   std::string source;                 // "profile" or "spec"
   std::string workload_name;
@@ -39,6 +58,7 @@ struct ModelInfo {
   int threads_per_rank = 0;           // CPU profiles: torch threads per rank
   double tokens_per_sample = 0;       // mean real tokens per sample; 0 if not a sequence model
   std::optional<double> noise_scale;  // B_noise (samples) when gradient statistics allow it
+  PlanSupport plans;
   std::vector<std::string> notes;     // rules used, fit quality, warnings (for reports)
   nlohmann::json fit = nlohmann::json::object();  // fitted parameters and residuals (JSON reports)
 };

@@ -1,20 +1,32 @@
 // What: the cost model's vocabulary: a configuration (micro_batch, accum_steps, world_size,
-//       strategy) and its prediction (step-time breakdown, throughput, peak memory breakdown).
+//       strategy, and the plan: sharding, precision, activation checkpointing; core/plan.hpp)
+//       and its prediction (step-time breakdown, throughput, peak memory breakdown).
 // Why: plain value types that the tuner, reports, check and the runner's "predicted vs
 //      measured" all share; no allocation, so the tuner can evaluate millions per second.
 // Units: Seconds per optimizer step, Bytes per rank, samples/s.
 #pragma once
 
+#include <optional>
+
+#include "core/plan.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
 
 namespace gaccum::model {
 
 struct Config {
+  Config() = default;
+  Config(Count b, Count k, Count p, Strategy s = Strategy::overlap)
+      : micro_batch(b), accum_steps(k), world_size(p), strategy(s) {}
   Count micro_batch = 1;   // b: samples per forward/backward on one rank
   Count accum_steps = 1;   // k: micro-batches per optimizer step on one rank
   Count world_size = 1;    // p: data-parallel ranks
   Strategy strategy = Strategy::overlap;
+  ShardingChoice sharding;                     // none = DDP; hsdp carries its group size G
+  std::optional<Precision> precision;          // nullopt: the model's own (ModelInfo::plans)
+  std::optional<Checkpointing> checkpointing;  // nullopt: the model's own
+  bool offload_optimizer = false;  // DeepSpeed offload_optimizer: optimizer state + master weights off the device
+  bool offload_params = false;     // DeepSpeed offload_param (zero3): the parameter shard off the device
   Count global_batch() const { return micro_batch * accum_steps * world_size; }  // B = b k p
 };
 
@@ -27,12 +39,13 @@ struct StepBreakdown {
 };
 
 struct MemoryBreakdown {
-  Bytes weights = 0;
-  Bytes gradients = 0;
-  Bytes optimizer_state = 0;
+  Bytes weights = 0;         // this rank's parameters (a 1/N shard under zero3/hsdp)
+  Bytes gradients = 0;       // this rank's gradients (a shard when reduce-scattered every micro-step)
+  Bytes optimizer_state = 0; // optimizer state + fp32 master weights (mixed precision), sharded from zero1
+  Bytes gathered = 0;        // zero3/hsdp: all-gathered parameters of the units in use (prefetch included)
   Bytes comm_buffers = 0;    // gradient buckets / fusion buffer (0 when world_size == 1)
   Bytes activations = 0;     // peak above the static part, a function of micro_batch only
-  Bytes peak = 0;            // per rank: static + comm_buffers + activations
+  Bytes peak = 0;            // per rank: the sum of the terms above
 };
 
 // Where a prediction's allreduce times came from.
@@ -41,6 +54,8 @@ enum class CommSource {
   measured,      // the profile's allreduce measurements at this world_size (interpolated between sizes)
   ring_fit,      // the ring model with (alpha, beta) fitted on the profile at another world_size
   hierarchical,  // the hierarchical model of a cluster description (intra- then inter-node)
+  allreduce_derived,  // sharded plans on a profile: reduce-scatter / all-gather priced as half the
+                      // measured allreduce of the same size (ring: RS + AG = AR), not measured
 };
 inline const char* to_string(CommSource s) {
   switch (s) {
@@ -48,6 +63,7 @@ inline const char* to_string(CommSource s) {
     case CommSource::measured: return "measured";
     case CommSource::ring_fit: return "ring-fit";
     case CommSource::hierarchical: return "hierarchical";
+    case CommSource::allreduce_derived: return "allreduce-derived";
   }
   return "none";
 }
@@ -60,7 +76,9 @@ struct Prediction {
   SamplesPerSecond throughput = 0;   // global_batch / step_time
   double tokens_per_s = 0;           // real tokens/s for sequence workloads, else 0
   MemoryBreakdown memory;
-  Count collectives_per_step = 0;    // allreduce calls per optimizer step on each rank
+  Count collectives_per_step = 0;    // collective calls (allreduce, reduce-scatter, all-gather) per
+                                     // optimizer step on each rank
+  Count gradient_syncs = 0;          // micro-steps per optimizer step that reduce gradients
   bool extrapolated = false;         // micro_batch or world_size beyond what was measured
   bool micro_batch_extrapolated = false;  // micro_batch above the largest measured one
   bool world_size_extrapolated = false;   // world_size above the largest profiled rank count

@@ -5,20 +5,35 @@
 
 namespace gaccum::model {
 
+namespace {
+
+template <class J>
+void add_plan(J& j, const Config& c) {
+  j["sharding"] = to_string(c.sharding);
+  j["precision"] = c.precision ? J(std::string(to_string(*c.precision))) : J(nullptr);
+  j["checkpointing"] = c.checkpointing ? J(std::string(to_string(*c.checkpointing))) : J(nullptr);
+}
+
+}  // namespace
+
 nlohmann::ordered_json to_ordered_json(const Config& c) {
-  return nlohmann::ordered_json{{"micro_batch", c.micro_batch},
-                                {"accum_steps", c.accum_steps},
-                                {"world_size", c.world_size},
-                                {"global_batch", c.global_batch()},
-                                {"strategy", std::string(to_string(c.strategy))}};
+  nlohmann::ordered_json j{{"micro_batch", c.micro_batch},
+                           {"accum_steps", c.accum_steps},
+                           {"world_size", c.world_size},
+                           {"global_batch", c.global_batch()},
+                           {"strategy", std::string(to_string(c.strategy))}};
+  add_plan(j, c);
+  return j;
 }
 
 nlohmann::json to_json(const Config& c) {
-  return {{"micro_batch", c.micro_batch},
-          {"accum_steps", c.accum_steps},
-          {"world_size", c.world_size},
-          {"strategy", std::string(to_string(c.strategy))},
-          {"global_batch", c.global_batch()}};
+  nlohmann::json j{{"micro_batch", c.micro_batch},
+                   {"accum_steps", c.accum_steps},
+                   {"world_size", c.world_size},
+                   {"strategy", std::string(to_string(c.strategy))},
+                   {"global_batch", c.global_batch()}};
+  add_plan(j, c);
+  return j;
 }
 
 nlohmann::json to_json(const Prediction& p) {
@@ -40,16 +55,31 @@ nlohmann::json to_json(const Prediction& p) {
            {{"weights", m.weights},
             {"gradients", m.gradients},
             {"optimizer_state", m.optimizer_state},
+            {"gathered", m.gathered},
             {"comm_buffers", m.comm_buffers},
             {"activations", m.activations},
             {"peak", m.peak}}},
           {"peak_memory", m.peak},
           {"collectives_per_step", p.collectives_per_step},
+          {"gradient_syncs", p.gradient_syncs},
           {"comm_source", to_string(p.comm_source)},
           {"overlap_efficiency", p.overlap_efficiency},
           {"extrapolated", p.extrapolated},
           {"micro_batch_extrapolated", p.micro_batch_extrapolated},
           {"world_size_extrapolated", p.world_size_extrapolated}};
+}
+
+nlohmann::json to_json(const PlanSupport& p) {
+  nlohmann::json pr = nlohmann::json::array(), ap = nlohmann::json::array(), ck = nlohmann::json::array(),
+                 ac = nlohmann::json::array(), sh = nlohmann::json::array();
+  for (auto x : p.precisions) pr.push_back(std::string(to_string(x)));
+  for (auto x : p.auto_precisions) ap.push_back(std::string(to_string(x)));
+  for (auto x : p.checkpointings) ck.push_back(std::string(to_string(x)));
+  for (auto x : p.auto_checkpointings) ac.push_back(std::string(to_string(x)));
+  for (const auto& x : p.auto_shardings) sh.push_back(to_string(x));
+  return {{"precisions", pr},           {"auto_precisions", ap}, {"checkpointings", ck},
+          {"auto_checkpointings", ac},  {"auto_shardings", sh},  {"gpus_per_node", p.gpus_per_node},
+          {"limits", p.limits},         {"sharded_comm", p.sharded_comm}};
 }
 
 nlohmann::json to_json(const ModelInfo& i, bool with_fit) {
@@ -65,6 +95,7 @@ nlohmann::json to_json(const ModelInfo& i, bool with_fit) {
                       {"threads_per_rank", i.threads_per_rank},
                       {"tokens_per_sample", i.tokens_per_sample},
                       {"noise_scale", i.noise_scale ? nlohmann::json(*i.noise_scale) : nlohmann::json(nullptr)},
+                      {"plans", to_json(i.plans)},
                       {"notes", i.notes}};
   if (with_fit) j["fit"] = i.fit;
   return j;

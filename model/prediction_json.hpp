@@ -15,6 +15,7 @@ nlohmann::json to_json(const Config& c);
 // The same fields in the DESIGN.md order, global_batch included (reports, check verdicts).
 nlohmann::ordered_json to_ordered_json(const Config& c);
 nlohmann::json to_json(const Prediction& p);
+nlohmann::json to_json(const PlanSupport& p);
 // with_fit: include the fitted parameters and residuals (large).
 nlohmann::json to_json(const ModelInfo& info, bool with_fit = true);
 

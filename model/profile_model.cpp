@@ -15,6 +15,7 @@
 #include "model/memory_fit.hpp"
 #include "model/noise_scale.hpp"
 #include "model/overlap.hpp"
+#include "model/plan_cost.hpp"
 #include "model/step_assembly.hpp"
 #include "model/strategy_cost.hpp"
 
@@ -64,8 +65,12 @@ class ProfileModel final : public CostModel {
     TimeBand fused;                 // the whole gradient in one message
     TimeBand window_sync;           // the 8-byte token-count allreduce (token workloads)
     LinkParams fit;
+    MeasuredAllreduce table;        // every measured size (sharded plans look up their messages)
   };
   double efficiency(Count p) const;
+  // One allreduce of `bytes` over `ranks` ranks placed `stride` apart, with its source: measured
+  // (interpolated) at a profiled rank count, else the ring fit or the cluster (the DDP rule).
+  std::pair<Seconds, CommSource> allreduce_time(Count ranks, Count stride, Bytes bytes) const;
 
   ModelInfo info_;
   ComputeModel compute_;
@@ -82,6 +87,7 @@ class ProfileModel final : public CostModel {
   int passes_ = 21;
   Count max_profiled_p_ = 1;
   bool token_workload_ = false;
+  StateSizes states_;  // measured weights, gradients, optimizer state; units = the DDP buckets
 };
 
 inline constexpr Bytes kTokenCountBytes = 8;  // one float64
@@ -148,8 +154,7 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   nlohmann::json ar_fit = nlohmann::json::array();
   for (const auto& [p, pts] : by_p) {
     MeasuredAllreduce table(p, pts);
-    MeasuredAt m;
-    m.p = p;
+    MeasuredAt m{p, {}, {}, {}, {}, table};
     for (Bytes b : bucket_bytes_) m.buckets.push_back(table.time(b));
     m.fused = table.time(grad_bytes_);
     if (token_workload_) m.window_sync = table.time(kTokenCountBytes);
@@ -237,6 +242,26 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   info_.fit["allreduce"] = {{"backend", backend}, {"world_sizes", ar_fit}};
   info_.fit["overlap"] = {{"measured", eff_j}, {"fallback_efficiency", fallback_efficiency_}};
   info_.fit["sync_copy_passes"] = kSyncCopyPasses;
+
+  // Plans: sharded memory from the measured states; precision and checkpointing as profiled.
+  states_.weights = memory_.weights();
+  states_.gradients = memory_.gradients();
+  states_.optimizer = memory_.optimizer_state();
+  states_.bucket_buffers = grad_bytes_;
+  states_.units = static_cast<Count>(bucket_bytes_.size());
+  const Bytes largest_bucket = *std::max_element(bucket_bytes_.begin(), bucket_bytes_.end());
+  const double weight_share = grad_bytes_ > 0 ? double(states_.weights) / double(grad_bytes_) : 1.0;
+  states_.largest_unit = static_cast<Bytes>(double(largest_bucket) * weight_share);
+  states_.largest_unit_grad = largest_bucket;
+  auto& plans = info_.plans;
+  plans.limits = "this profile measured fp32 without activation checkpointing (an analytic --spec prices other precisions "
+                 "and checkpointing)";
+  plans.gpus_per_node = cluster ? cluster->gpus_per_node : 0;
+  plans.sharded_comm = "reduce-scatter and all-gather priced as half the measured allreduce of the same size "
+                       "(allreduce-derived: not measured); wrapped units = the DDP buckets";
+  notes.push_back("plans: sharded plans (--sharding zero1|zero2|zero3|hsdp:G) are priced only when asked for: memory from "
+                  "the measured states divided by the shard group, reduce-scatter / all-gather as half the measured "
+                  "allreduce");
   if (cluster_) info_.fit["cluster"] = to_json(*cluster_);
 }
 
@@ -246,8 +271,21 @@ double ProfileModel::efficiency(Count p) const {
   return fallback_efficiency_;
 }
 
-Prediction ProfileModel::predict(const Config& c) const {
-  check_config(c, info_.max_world_size, info_.max_world_size_reason);
+std::pair<Seconds, CommSource> ProfileModel::allreduce_time(Count ranks, Count stride, Bytes bytes) const {
+  if (ranks < 2) return {0, CommSource::none};
+  auto at = std::lower_bound(measured_.begin(), measured_.end(), ranks, [](const MeasuredAt& m, Count q) { return m.p < q; });
+  if (at != measured_.end() && at->p == ranks) return {at->table.time(bytes).mid, CommSource::measured};
+  if (at != measured_.end()) return {ring_allreduce(ranks, at->fit).at(bytes), CommSource::ring_fit};
+  if (cluster_) {
+    Cluster c = *cluster_;
+    c.intra_node = cluster_intra_;
+    return {c.allreduce_group(ranks, stride).at(bytes), CommSource::hierarchical};
+  }
+  return {ring_allreduce(ranks, measured_.back().fit).at(bytes), CommSource::ring_fit};
+}
+
+Prediction ProfileModel::predict(const Config& config) const {
+  const Config c = check_config(config, info_.max_world_size, info_.max_world_size_reason, info_.plans);
   const Count p = c.world_size, b = c.micro_batch;
   StepTerms s;
   s.micro_step = compute_.micro_step(b, p);
@@ -255,18 +293,41 @@ Prediction ProfileModel::predict(const Config& c) const {
   s.optimizer = band_at(optimizer_, p);
   s.tokens_per_sample = info_.tokens_per_sample;
 
-  MemoryBreakdown mem;
-  mem.weights = memory_.weights();
-  mem.gradients = memory_.gradients();
-  mem.optimizer_state = memory_.optimizer_state();
-  mem.comm_buffers = p > 1 ? grad_bytes_ : 0;
+  MemoryBreakdown mem = plan_memory(c, states_);
   mem.activations = memory_.activations(b);
-  mem.peak = mem.weights + mem.gradients + mem.optimizer_state + mem.comm_buffers + mem.activations;
+  mem.peak = mem.weights + mem.gradients + mem.optimizer_state + mem.gathered + mem.comm_buffers + mem.activations;
 
   Prediction out;
   CommSource source = CommSource::none;
   if (p == 1) {
     out = assemble_prediction(c, s, ready_, [](std::size_t) { return TimeBand{}; }, TimeBand{}, mem);
+  } else if (c.sharding.sharding != Sharding::none) {
+    const Count n = shard_group(c);
+    const double inv_n = 1.0 / double(n);
+    s.optimizer = {s.optimizer.mid * inv_n, s.optimizer.lo * inv_n, s.optimizer.hi * inv_n};
+    s.overlap_efficiency = efficiency(p);
+    s.sync_copies = double(kSyncCopyPasses) * band_at(optimizer_, p).mid / double(passes_);
+    if (token_workload_) {
+      const Seconds t = allreduce_time(p, 1, kTokenCountBytes).first;
+      s.window_sync = {t, t, t};
+    }
+    ShardedTerms u;
+    u.weights = states_.weights;
+    u.gradients = states_.gradients;
+    u.units = states_.units;
+    u.buckets = states_.units;
+    const Count r = replicas(c);
+    CommSource world_source = CommSource::none;
+    out = assemble_sharded_prediction(
+        c, s, u,
+        [&](CollectiveOp op, CommGroup g, Bytes bytes) {
+          const Count ranks = g == CommGroup::world ? p : g == CommGroup::shard ? n : r;
+          const auto [t, src] = allreduce_time(ranks, g == CommGroup::replica ? n : 1, bytes);
+          if (g != CommGroup::replica || world_source == CommSource::none) world_source = src;
+          return op == CollectiveOp::allreduce ? t : t / 2;
+        },
+        mem);
+    source = world_source == CommSource::measured ? CommSource::allreduce_derived : world_source;
   } else {
     s.overlap_efficiency = efficiency(p);
     s.sync_copies = double(kSyncCopyPasses) * s.optimizer.mid / double(passes_);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/atomic_file.hpp"
 #include "core/buckets.hpp"
@@ -25,10 +26,13 @@ TransformerShape TransformerSpec::shape() const {
   t.tied_embeddings = tied_embeddings;
   t.learned_positions = learned_positions;
   t.dropout = dropout;
+  t.gated_mlp = gated_mlp;
+  t.kv_heads = kv_heads;
+  t.flash_attention = flash_attention;
+  t.bias = bias;
+  t.rms_norm = rms_norm;
   return t;
 }
-
-double TransformerSpec::element_bytes() const { return dtype == "fp32" ? 4.0 : 2.0; }
 
 int TransformerSpec::optimizer_slots() const { return optimizer == "sgd" ? 1 : 2; }
 
@@ -41,6 +45,14 @@ Count bounded(JsonFields& f, const std::string& key, Count max) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& spec_fields() {
+  static const std::vector<std::string> f = {
+      "schema", "name", "layers", "hidden", "heads", "kv_heads", "seq_len", "vocab", "ffn_hidden", "gated_mlp",
+      "attention", "bias", "norm", "dtype", "optimizer", "activation_checkpointing", "tied_embeddings",
+      "learned_positions", "dropout", "mean_tokens_per_sample"};
+  return f;
+}
 
 TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what) {
   JsonFields f(j, what);
@@ -56,20 +68,34 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
   if (s.hidden % s.heads != 0)
     throw InputError(fmt::format("{}.heads: hidden ({}) must be a multiple of heads ({})", what, s.hidden, s.heads));
   if (f.has("ffn_hidden")) s.ffn_hidden = bounded(f, "ffn_hidden", Count(1) << 22);
-  const std::string dtype = f.opt_str("dtype").value_or("bf16");
-  if (dtype == "fp16" || dtype == "float16") s.dtype = "fp16";
-  else if (dtype == "bf16" || dtype == "bfloat16") s.dtype = "bf16";
-  else if (dtype == "fp32" || dtype == "float32") s.dtype = "fp32";
-  else throw InputError(fmt::format("{}.dtype: '{}' is not supported: expected fp16, bf16 or fp32", what, dtype));
+  if (f.has("kv_heads")) {
+    s.kv_heads = bounded(f, "kv_heads", s.heads);
+    if (s.heads % s.kv_heads != 0)
+      throw InputError(fmt::format("{}: heads ({}) must be a multiple of kv_heads ({}) for grouped-query attention",
+                                   f.child("kv_heads"), s.heads, s.kv_heads));
+  }
+  s.gated_mlp = f.opt_boolean("gated_mlp").value_or(false);
+  if (auto att = f.opt_str("attention")) {
+    if (*att == "flash") s.flash_attention = true;
+    else if (*att != "standard")
+      throw InputError(fmt::format("{}: '{}' is not an attention kind: expected flash or standard", f.child("attention"), *att));
+  }
+  s.bias = f.opt_boolean("bias").value_or(true);
+  if (auto norm = f.opt_str("norm")) {
+    if (*norm == "rmsnorm") s.rms_norm = true;
+    else if (*norm != "layernorm")
+      throw InputError(fmt::format("{}: '{}' is not a norm: expected layernorm or rmsnorm", f.child("norm"), *norm));
+  }
+  s.dtype = parse_precision(f.opt_str("dtype").value_or("bf16"), f.child("dtype"));
   s.optimizer = f.opt_str("optimizer").value_or("adam");
   if (s.optimizer != "adam" && s.optimizer != "adamw" && s.optimizer != "sgd")
     throw InputError(fmt::format("{}.optimizer: '{}' is not supported: expected adam, adamw or sgd", what, s.optimizer));
   if (f.has("activation_checkpointing")) {
     const auto& v = f.any("activation_checkpointing");
     if (v.is_boolean())
-      s.activation_checkpointing = v.get<bool>() ? Recompute::full : Recompute::none;
+      s.activation_checkpointing = v.get<bool>() ? Checkpointing::full : Checkpointing::none;
     else if (v.is_string())
-      s.activation_checkpointing = parse_recompute(v.get<std::string>(), f.child("activation_checkpointing"));
+      s.activation_checkpointing = parse_checkpointing(v.get<std::string>(), f.child("activation_checkpointing"));
     else
       throw InputError(fmt::format("{}: expected none, selective, full or a boolean", f.child("activation_checkpointing")));
   }
@@ -82,7 +108,8 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
   s.source = f.opt_str("_source").value_or(f.opt_str("comment").value_or(""));
   for (const auto& k : f.unknown_keys())
     if (k != "comment" && (k.empty() || k[0] != '_'))
-      throw InputError(fmt::format("{}: unknown field '{}' (check the spelling; see examples/specs/)", what, k));
+      throw InputError(fmt::format("{}: unknown field '{}': valid fields are {} (see examples/specs/)", what, k,
+                                   fmt::join(spec_fields(), ", ")));
   return s;
 }
 
@@ -97,6 +124,16 @@ Bytes to_bytes(double v) {
   return v >= 1.8e19 ? Bytes(1.8e19) : static_cast<Bytes>(std::ceil(v));
 }
 
+// One precision's sizes: model states, DDP buckets of the gradients, per-step costs.
+struct PrecisionTerms {
+  StateSizes states;
+  std::vector<Bytes> bucket_bytes;  // DDP buckets of the gradients in this precision
+  std::vector<double> ready;
+  double flops_per_s = 0;  // peak x MFU in this precision
+  Seconds optimizer = 0;   // the full (unsharded) optimizer step
+  Seconds copies = 0;      // kSyncCopyPasses passes over the gradient
+};
+
 class SpecModel final : public CostModel {
  public:
   SpecModel(const TransformerSpec& spec, const Cluster& cluster, double mfu);
@@ -104,18 +141,17 @@ class SpecModel final : public CostModel {
   const ModelInfo& info() const override { return info_; }
 
  private:
-  MemoryBreakdown memory(Count micro_batch, Count world_size) const;
+  MemoryBreakdown memory(const Config& c) const;
+  const PrecisionTerms& terms(Precision p) const { return terms_[static_cast<int>(p)]; }
 
   TransformerSpec spec_;
   TransformerShape shape_;
   Cluster cluster_;
   double mfu_ = 0.4;
-  double flops_per_s_ = 0;
   Count params_ = 0;
-  Bytes grad_bytes_ = 0;
-  std::vector<Bytes> bucket_bytes_;
-  std::vector<double> ready_;
-  Seconds optimizer_ = 0, copies_ = 0;
+  Count units_ = 1;
+  Count largest_unit_params_ = 0;
+  PrecisionTerms terms_[3];
   ModelInfo info_;
 };
 
@@ -124,23 +160,43 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, double
   if (!(mfu > 0 && mfu <= 1)) throw InputError(fmt::format("--mfu: must be in (0, 1], got {}", mfu));
   if (!cluster.device_peak_flops)
     throw InputError(fmt::format("{}: device.peak_tflops is required to price a --spec (FLOPs / (peak x MFU))", cluster.name));
-  flops_per_s_ = *cluster.device_peak_flops * mfu;
-  const double e = spec.element_bytes();
-  params_ = transformer_params(shape_);
-  grad_bytes_ = static_cast<Bytes>(params_) * static_cast<Bytes>(e);
-  std::vector<Bytes> tensors;
-  for (Count n : transformer_param_tensors(shape_)) tensors.push_back(static_cast<Bytes>(n) * static_cast<Bytes>(e));
-  for (const auto& b : assign_buckets(tensors)) bucket_bytes_.push_back(b.bytes);
-  ready_ = ready_fractions(bucket_bytes_);
-
   auto& notes = info_.notes;
-  if (cluster.device_memory_bandwidth) {
-    const double per_param = 2 * e + 8 + 8.0 * spec.optimizer_slots() + (spec.mixed_precision() ? e : 0);
-    optimizer_ = double(params_) * per_param / *cluster.device_memory_bandwidth;
-    copies_ = double(kSyncCopyPasses) * double(grad_bytes_) / *cluster.device_memory_bandwidth;
-  } else {
-    notes.push_back("spec: the cluster gives no device.memory_bandwidth_GBps; optimizer step and gradient copies priced at 0");
+  params_ = transformer_params(shape_);
+  // Wrapped units (FSDP auto-wrap per block): the embedding (+ positions), each layer, the final
+  // norm + head.
+  const Count layer = layer_params(shape_);
+  const Count embed = shape_.vocab * shape_.hidden + (shape_.learned_positions ? shape_.seq_len * shape_.hidden : 0);
+  const Count tail = params_ - embed - shape_.layers * layer;
+  units_ = shape_.layers + 2;
+  largest_unit_params_ = std::max({layer, embed, tail});
+  const std::vector<Count> tensors = transformer_param_tensors(shape_);
+  const double fp32_flops = cluster.device_peak_flops_fp32 ? *cluster.device_peak_flops_fp32 : *cluster.device_peak_flops / 2;
+  for (Precision p : kAllPrecisions) {
+    auto& t = terms_[static_cast<int>(p)];
+    const auto& tr = traits(p);
+    const double e = tr.element_bytes;
+    t.states = model_state_sizes(params_, p, spec.optimizer_slots());
+    t.states.largest_unit = static_cast<Bytes>(largest_unit_params_) * static_cast<Bytes>(e);
+    t.states.largest_unit_grad = t.states.largest_unit;
+    t.states.units = units_;
+    std::vector<Bytes> tb;
+    for (Count n : tensors) tb.push_back(static_cast<Bytes>(n) * static_cast<Bytes>(e));
+    for (const auto& b : assign_buckets(tb)) t.bucket_bytes.push_back(b.bytes);
+    t.ready = ready_fractions(t.bucket_bytes);
+    t.flops_per_s = (p == Precision::fp32 ? fp32_flops : *cluster.device_peak_flops) * mfu;
+    if (cluster.device_memory_bandwidth) {
+      const double per_param = 2 * e + 8 + 8.0 * spec.optimizer_slots() + (tr.mixed ? e : 0);
+      t.optimizer = double(params_) * per_param / *cluster.device_memory_bandwidth;
+      t.copies = double(kSyncCopyPasses) * double(t.states.gradients) / *cluster.device_memory_bandwidth;
+    }
   }
+  if (!cluster.device_memory_bandwidth)
+    notes.push_back("spec: the cluster gives no device.memory_bandwidth_GBps; optimizer step and gradient copies priced at 0");
+  if (!cluster.device_peak_flops_fp32)
+    notes.push_back(fmt::format("spec: fp32 plans priced at half the peak ({:.4g} TFLOP/s, the TF32 tensor-core rate of "
+                                "A100/H100 datasheets); set device.peak_tflops_fp32 to override",
+                                fp32_flops / 1e12));
+
   info_.source = "spec";
   info_.workload_name = spec.name;
   info_.workload_hash = "";
@@ -151,66 +207,111 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, double
   info_.max_world_size_reason =
       fmt::format("cluster '{}' has {} node(s) x {} GPUs", cluster.name, cluster.nodes, cluster.gpus_per_node);
   info_.tokens_per_sample = spec.mean_tokens_per_sample;
-  notes.push_back(fmt::format("spec: {} parameters, {} activations (Korthikanti et al. 2022, activation checkpointing {}), "
-                              "compute at {:.0f}% MFU of {:.4g} TFLOP/s",
-                              params_, spec.dtype, to_string(spec.activation_checkpointing), 100 * mfu,
+  auto& plans = info_.plans;
+  plans.precisions = {spec.dtype};
+  for (Precision p : kAllPrecisions)
+    if (p != spec.dtype) plans.precisions.push_back(p);
+  plans.auto_precisions = {spec.dtype};
+  if (spec.dtype != Precision::fp32) plans.auto_precisions.push_back(Precision::fp32);
+  plans.checkpointings = {spec.activation_checkpointing};
+  for (Checkpointing c : kAllCheckpointings)
+    if (c != spec.activation_checkpointing) plans.checkpointings.push_back(c);
+  plans.auto_checkpointings.clear();
+  for (Checkpointing c : plans.checkpointings)
+    if (!(spec.flash_attention && c == Checkpointing::selective)) plans.auto_checkpointings.push_back(c);
+  plans.auto_shardings = {{Sharding::none, 0}, {Sharding::zero1, 0}, {Sharding::zero2, 0}, {Sharding::zero3, 0}};
+  if (cluster.nodes > 1 && cluster.gpus_per_node >= 2) plans.auto_shardings.push_back({Sharding::hsdp, cluster.gpus_per_node});
+  plans.gpus_per_node = cluster.gpus_per_node;
+  plans.sharded_comm = "reduce-scatter and all-gather from the cluster description (half a ring allreduce at each level)";
+  notes.push_back(fmt::format("spec: {} parameters, {} wrapped units (largest {} parameters); {} activations "
+                              "(Korthikanti et al. 2022{}), compute at {:.0f}% MFU of {:.4g} TFLOP/s",
+                              params_, units_, largest_unit_params_, to_string(spec.dtype),
+                              spec.flash_attention ? ", FlashAttention: no s^2 matrix" : "", 100 * mfu,
                               *cluster.device_peak_flops / 1e12));
+  if (spec.flash_attention)
+    notes.push_back("spec: FlashAttention keeps no attention matrix, so selective recomputation saves nothing: not searched");
   notes.push_back("spec: allreduce from the cluster's hierarchical model; full overlap with backward (NCCL on its own stream)");
-  // Largest micro_batch within device memory (with comm buffers, i.e. world_size > 1).
+  // Largest micro_batch within device memory for the spec's own plan (DDP, world_size > 1).
   Count lo = 0, hi = Count(1) << 24;
+  Config probe;
+  probe.world_size = 2;
+  probe.precision = spec.dtype;
+  probe.checkpointing = spec.activation_checkpointing;
   while (lo < hi) {
-    const Count mid = lo + (hi - lo + 1) / 2;
-    if (memory(mid, 2).peak <= cluster.device_memory)
-      lo = mid;
+    probe.micro_batch = lo + (hi - lo + 1) / 2;
+    if (memory(probe).peak <= cluster.device_memory)
+      lo = probe.micro_batch;
     else
-      hi = mid - 1;
+      hi = probe.micro_batch - 1;
   }
   info_.max_micro_batch_fitting = lo;
+  const auto& own = terms(spec.dtype);
   info_.fit = {{"params", params_},
-               {"element_bytes", e},
+               {"element_bytes", traits(spec.dtype).element_bytes},
                {"optimizer_slots", spec.optimizer_slots()},
+               {"wrapped_units", units_},
+               {"largest_unit_params", largest_unit_params_},
                {"flops_per_sample", training_flops(shape_, 1, spec.activation_checkpointing)},
-               {"effective_flops_per_s", flops_per_s_},
-               {"optimizer_s", optimizer_},
-               {"sync_copies_s", copies_},
-               {"buckets", bucket_bytes_},
+               {"effective_flops_per_s", own.flops_per_s},
+               {"optimizer_s", own.optimizer},
+               {"sync_copies_s", own.copies},
+               {"buckets", own.bucket_bytes},
                {"cluster", to_json(cluster)}};
 }
 
-MemoryBreakdown SpecModel::memory(Count b, Count p) const {
-  const double e = spec_.element_bytes();
-  MemoryBreakdown m;
-  m.weights = grad_bytes_;
-  m.gradients = grad_bytes_;
-  m.optimizer_state = static_cast<Bytes>(params_) * static_cast<Bytes>((spec_.mixed_precision() ? 4 : 0) + 4 * spec_.optimizer_slots());
-  m.comm_buffers = p > 1 ? grad_bytes_ : 0;
-  m.activations = to_bytes(activation_bytes(shape_, b, e, spec_.activation_checkpointing));
-  m.peak = m.weights + m.gradients + m.optimizer_state + m.comm_buffers + m.activations;
+MemoryBreakdown SpecModel::memory(const Config& c) const {
+  const Precision prec = *c.precision;
+  MemoryBreakdown m = plan_memory(c, terms(prec).states);
+  m.activations = to_bytes(activation_bytes(shape_, c.micro_batch, traits(prec).element_bytes, *c.checkpointing));
+  m.peak = m.weights + m.gradients + m.optimizer_state + m.gathered + m.comm_buffers + m.activations;
   return m;
 }
 
-Prediction SpecModel::predict(const Config& c) const {
-  check_config(c, info_.max_world_size, info_.max_world_size_reason);
+Prediction SpecModel::predict(const Config& config) const {
+  const Config c = check_config(config, info_.max_world_size, info_.max_world_size_reason, info_.plans);
   const Count b = c.micro_batch, p = c.world_size;
+  const PrecisionTerms& pt = terms(*c.precision);
+  const Count n = p > 1 ? shard_group(c) : 1;
   StepTerms s;
-  const Seconds step = training_flops(shape_, b, spec_.activation_checkpointing) / flops_per_s_;
+  const Seconds step = training_flops(shape_, b, *c.checkpointing) / pt.flops_per_s;
   s.micro_step = {step, step, step};
-  s.backward = step - forward_flops(shape_, b) / flops_per_s_;
-  s.optimizer = {optimizer_, optimizer_, optimizer_};
+  s.backward = step - forward_flops(shape_, b) / pt.flops_per_s;
+  const Seconds opt = c.sharding.sharding != Sharding::none && n > 1 ? pt.optimizer / double(n) : pt.optimizer;
+  s.optimizer = {opt, opt, opt};
   s.overlap_efficiency = 1.0;
-  s.sync_copies = copies_;
+  s.sync_copies = pt.copies;
   s.tokens_per_sample = spec_.mean_tokens_per_sample;
   const AffineCost cost = cluster_.allreduce(p);
-  const Seconds fused = cost.at(grad_bytes_);
   const Seconds tokens = cost.at(8);  // the window's token count, one float64
   s.window_sync = {tokens, tokens, tokens};
-  Prediction out = assemble_prediction(
-      c, s, ready_,
-      [&](std::size_t i) {
-        const Seconds t = cost.at(bucket_bytes_[i]);
-        return TimeBand{t, t, t};
-      },
-      TimeBand{fused, fused, fused}, memory(b, p));
+  const MemoryBreakdown mem = memory(c);
+  Prediction out;
+  if (c.sharding.sharding == Sharding::none || p < 2) {
+    const Seconds fused = cost.at(pt.states.gradients);
+    out = assemble_prediction(
+        c, s, pt.ready,
+        [&](std::size_t i) {
+          const Seconds t = cost.at(pt.bucket_bytes[i]);
+          return TimeBand{t, t, t};
+        },
+        TimeBand{fused, fused, fused}, mem);
+  } else {
+    const AffineCost shard = cluster_.allreduce_group(n, 1);
+    const AffineCost replica = cluster_.allreduce_group(replicas(c), n);
+    ShardedTerms u;
+    u.weights = pt.states.weights;
+    u.gradients = pt.states.gradients;
+    u.units = units_;
+    u.buckets = static_cast<Count>(pt.bucket_bytes.size());
+    out = assemble_sharded_prediction(
+        c, s, u,
+        [&](CollectiveOp op, CommGroup g, Bytes bytes) {
+          const AffineCost& a = g == CommGroup::world ? cost : g == CommGroup::shard ? shard : replica;
+          const Seconds t = a.at(bytes);
+          return op == CollectiveOp::allreduce ? t : t / 2;
+        },
+        mem);
+  }
   out.comm_source = p > 1 ? CommSource::hierarchical : CommSource::none;
   out.overlap_efficiency = 1.0;
   return out;

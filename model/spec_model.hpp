@@ -1,22 +1,31 @@
 // What: the cost model of an analytic transformer spec (spec.json) on a described cluster, for
-//       models no local machine can run (DESIGN.md, Workloads; formulas in model/transformer.hpp).
-//   memory     weights + gradients (dtype bytes per parameter), optimizer state (fp32 master
-//              weights for fp16/bf16 + Adam's two fp32 moments or SGD's momentum), comm buffers
-//              (gradient bytes when world_size > 1), activations (Korthikanti et al. 2022 with
-//              the spec's dtype and checkpointing mode)
-//   compute    t(b) = training FLOPs / (device peak FLOP/s x MFU); backward = all but the forward
+//       models no local machine can run (docs/DESIGN.md, Workloads; formulas in model/transformer.hpp).
+//   plans      every sharding, precision (fp32, bf16, fp16) and checkpointing mode; the spec's
+//              dtype and activation_checkpointing are the plan used when none is asked for
+//   memory     model/plan_cost.hpp on the plan's state sizes (weights and gradients in the
+//              precision's bytes per parameter, optimizer state = fp32 master weights for
+//              fp16/bf16 + Adam's two fp32 moments or SGD's momentum), wrapped units = the
+//              embedding, each layer, the final norm + head; activations (Korthikanti et al.
+//              2022 with the plan's precision and checkpointing)
+//   compute    t(b) = training FLOPs / (device peak FLOP/s x MFU); backward = all but the
+//              forward; fp32 plans at device.peak_tflops_fp32 when the cluster gives it, else at
+//              half the (bf16) peak: the TF32 tensor-core rate of A100/H100 datasheets
 //   optimizer  memory traffic of one fused update at the device's memory bandwidth:
 //              per parameter 2e (read grad, zero it) + 8 (read/write the fp32 weight or master)
 //              + 8 per fp32 state slot + e (write the low-precision weight when mixed)
 //   copies     kSyncCopyPasses passes over the gradient bytes at the memory bandwidth
 //   allreduce  the cluster's hierarchical model on the DDP buckets of the spec's tensors;
-//              overlap efficiency 1 (NCCL on its own stream)
+//              reduce-scatter / all-gather at half its cost (model/plan_cost.hpp); overlap
+//              efficiency 1 (NCCL on its own stream); sharded optimizer steps 1/N of the parameters
 //   No measurement spread: the band equals the estimate.
 // Spec file (strict; unknown keys other than "_source", "comment", "_*" are errors):
 //   {"schema": "gaccum-tune/spec", "name": "gpt2-small", "layers": 12, "hidden": 768,
 //    "heads": 12, "seq_len": 1024, "vocab": 50257, "dtype": "bf16", "optimizer": "adam",
 //    "activation_checkpointing": "none", "ffn_hidden": 3072, "tied_embeddings": true,
 //    "dropout": true, "mean_tokens_per_sample": 1024}
+//   LLaMA-style fields: "gated_mlp": true (SwiGLU, three matrices of ffn_hidden), "kv_heads": 8
+//   (grouped-query attention), "attention": "flash" | "standard" (FlashAttention keeps no s^2
+//   matrix), "bias": false, "norm": "rmsnorm" | "layernorm", "learned_positions": false (rotary).
 //   dtype: fp16 | bf16 | fp32 (float16, bfloat16, float32 accepted); optimizer: adam | adamw |
 //   sgd (momentum); activation_checkpointing: none | selective | full (true = full, false = none).
 // Why: same Prediction type, same tuner downstream.
@@ -24,6 +33,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,21 +47,26 @@ struct TransformerSpec {
   std::string name;
   Count layers = 0, hidden = 0, heads = 0, seq_len = 0, vocab = 0;
   Count ffn_hidden = 0;                 // 0: 4 x hidden
-  std::string dtype = "bf16";           // fp16 | bf16 | fp32
+  Precision dtype = Precision::bf16;    // the plan's precision unless one is asked for
   std::string optimizer = "adam";       // adam | adamw | sgd
-  Recompute activation_checkpointing = Recompute::none;
+  Checkpointing activation_checkpointing = Checkpointing::none;
   bool tied_embeddings = true;
   bool learned_positions = true;
   bool dropout = true;
+  bool gated_mlp = false;
+  Count kv_heads = 0;                   // 0: heads
+  bool flash_attention = false;
+  bool bias = true;
+  bool rms_norm = false;
   double mean_tokens_per_sample = 0;    // real tokens per sample; 0: seq_len
   std::string source;
 
   TransformerShape shape() const;
-  double element_bytes() const;         // 2 for fp16/bf16, 4 for fp32
-  bool mixed_precision() const { return element_bytes() < 4; }
   int optimizer_slots() const;          // fp32 state elements per parameter: adam 2, sgd 1
 };
 
+// The spec file's fields, for the "unknown field" error.
+const std::vector<std::string>& spec_fields();
 TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what);
 TransformerSpec load_spec(const std::string& path);
 

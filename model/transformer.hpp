@@ -1,37 +1,52 @@
-// What: closed-form sizes of a GPT-style decoder (pre-LayerNorm blocks, learned positions,
-//       GELU MLP of width ffn_hidden, biases everywhere but the output head), per micro-step:
-//   parameters   V h [tokens] + s h [positions] + L ((4 + 2f) h^2 + (9 + f) h) + 2h [final LN]
-//                + V h [head, unless tied]                       (f = ffn_hidden / h; f = 4: 12h^2 + 13h)
+// What: closed-form sizes of a decoder-only transformer per micro-step. The default shape is
+//       GPT-2 style (pre-LayerNorm blocks, learned positions, GELU MLP of width ffn_hidden, biases
+//       everywhere but the output head); LLaMA-style models set gated_mlp (SwiGLU: gate, up and
+//       down matrices of width ffn_hidden), kv_heads < heads (grouped-query attention), no biases,
+//       RMSNorm and rotary positions (learned_positions false), and FlashAttention.
+//   parameters   per layer: attention q h^2, k and v h h_kv each (h_kv = h kv_heads / heads; one
+//                fused qkv tensor 3h^2 when kv_heads = heads), output h^2; MLP 2 f h (gated 3 f h);
+//                biases h + 2 h_kv + h + (f + h) (gated 2f + h) when `bias`; two norms of h
+//                (LayerNorm 2h: weight and bias; RMSNorm h). Outside: V h tokens + s h positions
+//                (learned) + final norm + V h head (untied). GPT-2 shape: 12h^2 + 13h per layer.
+//                LLaMA-2-7B (L 32, h 4096, f 11008 gated, V 32000, untied, no bias, RMSNorm):
+//                6,738,415,616.
 //   activations  Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 //                Models", Sec. 4 (no tensor/sequence parallelism), per layer, s = seq_len,
-//                b = micro_batch, h = hidden, a = heads, e = bytes per activation element,
-//                m = 1 byte per dropout-mask element (0 without dropout):
-//                  none       s b h (e (8 + 2f) + 2m) + a s^2 b (2e + m)
-//                             (e = 2, m = 1, f = 4: s b h (34 + 5 a s / h), the paper's formula)
-//                  selective  s b h (e (8 + 2f) + 2m)          (attention core recomputed: 34 s b h)
+//                b = micro_batch, h = hidden, a = heads, r = kv_heads / heads, f = ffn_hidden / h,
+//                e = bytes per activation element, m = 1 byte per dropout-mask element (0
+//                without dropout):
+//                  linear     s b h (e (attn + mlp + 2) + 2m)
+//                             attn = 3 + 2r (qkv input, q, k, v, output-projection input)
+//                             mlp  = 1 + 2f (fc1 input, GELU input, fc2 input)
+//                                    gated: 1 + 3f (input, gate and up outputs, down input)
+//                             2    = the two norms' inputs
+//                  scores     a s^2 b (2e + m) (softmax output, its dropout mask, dropout output);
+//                             FlashAttention keeps no s^2 matrix: 4 a s b (fp32 log-sum-exp) instead
+//                  none       linear + scores   (e = 2, m = 1, f = 4, r = 1: s b h (34 + 5 a s / h),
+//                                                the paper's formula)
+//                  selective  linear            (attention core recomputed: 34 s b h)
 //                  full       e s b h per layer (its input) + one layer's "none" activations
 //                             (the working set while a layer is recomputed in backward)
-//                plus, outside the layers: m s b h (embedding dropout mask) + 2 e s b h (final LN
+//                plus, outside the layers: m s b h (embedding dropout mask) + 2 e s b h (final norm
 //                and head inputs) + 4 s b V (fp32 logits for the loss)
 //   FLOPs        6 T N_mm + 12 L b s^2 h per micro-step (T = b s tokens; N_mm = L layer
 //                parameters + V h head: the matmul parameters; 12 L b s^2 h = attention scores
-//                and attention over values, forward 4 L b s^2 h, backward twice that);
+//                and attention over values, forward 4 L b s^2 h, backward twice that; the same
+//                with FlashAttention, which computes the same products);
 //                recompute adds a forward: full + 2 T L N_layer + 4 L b s^2 h, selective
 //                + 4 L b s^2 h.
-// Why: `--spec` plans models no local machine can run (DESIGN.md, Workloads).
+// Why: `--spec` plans models no local machine can run (docs/DESIGN.md, Workloads).
 // Units: element counts (Count), Bytes, FLOPs (double).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "core/plan.hpp"
 #include "core/units.hpp"
 
 namespace gaccum::model {
 
-enum class Recompute { none, selective, full };
-Recompute parse_recompute(const std::string& text, const std::string& field);
-const char* to_string(Recompute r);
 
 struct TransformerShape {
   Count layers = 1, hidden = 64, heads = 1, seq_len = 64, vocab = 256;
@@ -39,20 +54,29 @@ struct TransformerShape {
   bool tied_embeddings = false;  // head shares the token embedding
   bool learned_positions = true;
   bool dropout = true;
+  bool gated_mlp = false;        // SwiGLU: gate, up and down matrices of width ffn_hidden
+  Count kv_heads = 0;            // 0: heads (multi-head attention); fewer: grouped-query attention
+  bool flash_attention = false;  // no s^2 attention matrix kept for backward
+  bool bias = true;              // biases on every linear layer but the head
+  bool rms_norm = false;         // RMSNorm (weight only) instead of LayerNorm (weight and bias)
   Count ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
+  Count kv() const { return kv_heads > 0 ? kv_heads : heads; }
+  Count kv_hidden() const { return hidden / heads * kv(); }  // h_kv: width of k and v
 };
 
 Count layer_params(const TransformerShape& t);
+// Element counts of one layer's parameter tensors in registration order.
+std::vector<Count> layer_param_tensors(const TransformerShape& t);
 Count transformer_params(const TransformerShape& t);
 // Element counts of every parameter tensor in registration order (DDP buckets them in reverse).
 std::vector<Count> transformer_param_tensors(const TransformerShape& t);
 
 // Activation bytes of one layer / of the whole model for one micro-batch.
-double layer_activation_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Recompute r);
-double activation_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Recompute r);
+double layer_activation_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Checkpointing r);
+double activation_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Checkpointing r);
 
 // FLOPs of one micro-step (forward + backward [+ recompute]) and of its forward alone.
-double training_flops(const TransformerShape& t, Count micro_batch, Recompute r);
+double training_flops(const TransformerShape& t, Count micro_batch, Checkpointing r);
 double forward_flops(const TransformerShape& t, Count micro_batch);
 
 }  // namespace gaccum::model

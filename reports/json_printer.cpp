@@ -66,6 +66,9 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
   in["margin"] = round_sig(q.margin);
   in["max_accum_steps"] = q.max_accum_steps;
   in["strategy"] = q.strategy ? std::string(to_string(*q.strategy)) : std::string("auto");
+  in["sharding"] = q.sharding ? to_string(*q.sharding) : std::string("auto");
+  in["precision"] = q.precision ? std::string(to_string(*q.precision)) : std::string("auto");
+  in["checkpointing"] = q.checkpointing ? std::string(to_string(*q.checkpointing)) : std::string("auto");
   in["allow_extrapolation"] = q.allow_extrapolation;
   in["objective"] = std::string(to_string(q.objective));
   in["noise_scale"] = opt(q.noise_scale);
@@ -88,6 +91,13 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
   for (Strategy s : l.evaluated) evaluated.push_back(std::string(to_string(s)));
   in["limits"]["strategies_ranked"] = ranked;
   in["limits"]["strategies_evaluated"] = evaluated;
+  oj shardings = oj::array(), precisions = oj::array(), checkpointings = oj::array();
+  for (const auto& x : l.shardings) shardings.push_back(to_string(x));
+  for (Precision x : l.precisions) precisions.push_back(std::string(to_string(x)));
+  for (Checkpointing x : l.checkpointings) checkpointings.push_back(std::string(to_string(x)));
+  in["limits"]["shardings"] = shardings;
+  in["limits"]["precisions"] = precisions;
+  in["limits"]["checkpointings"] = checkpointings;
   j["inputs"] = in;
 
   const auto& info = r.info;
@@ -133,6 +143,7 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
                        {"comm_bound", e.comm_bound},
                        {"text", e.breakdown_text},
                        {"comm_text", e.comm_text}};
+    pk["plan_text"] = e.plan_text;
     pk["memory"] = {{"peak_bytes", c.prediction.memory.peak},
                     {"headroom_bytes", e.headroom},
                     {"headroom_to_cap_bytes", e.headroom_to_cap},
@@ -156,6 +167,8 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
                                    {"throughput_lost", round_sig(sp.throughput_lost)},
                                    {"overlap_collectives_per_step", sp.overlap_collectives},
                                    {"every_step_collectives_per_step", sp.every_step_collectives},
+                                   {"overlap_peak_bytes", sp.overlap_peak},
+                                   {"every_step_peak_bytes", sp.every_step_peak},
                                    {"text", sp.text}};
     picks.push_back(pk);
   }
@@ -198,6 +211,14 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
                       {"verdict", pt.verdict}});
   }
   j["pareto"] = pareto;
+  oj alts = oj::array();
+  for (const auto& a : r.plan_alternatives)
+    alts.push_back({{"axis", a.axis},
+                    {"value", a.value},
+                    {"best", a.best ? model::to_ordered_json(r.search.candidates[*a.best].config()) : oj(nullptr)},
+                    {"min_peak_bytes", a.min_peak},
+                    {"text", a.text}});
+  j["plan_alternatives"] = alts;
   oj curve = oj::array();
   for (const auto& m : r.memory_curve)
     curve.push_back({{"world_size", m.world_size},

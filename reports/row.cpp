@@ -32,6 +32,12 @@ const std::vector<Column>& columns() {
       {"global_batch", "B = b k p, samples per optimizer step", [](const Row& r) { return integer(r.global_batch); }},
       {"strategy", "gradient synchronisation: overlap, fused or every-step",
        [](const Row& r) { return text(r.strategy); }},
+      {"sharding", "what is sharded across ranks: none (DDP), zero1, zero2, zero3 or hsdp:G",
+       [](const Row& r) { return text(r.sharding); }},
+      {"precision", "fp32, or bf16/fp16 mixed precision with fp32 master weights and optimizer state",
+       [](const Row& r) { return text(r.precision); }},
+      {"checkpointing", "activation checkpointing: none, selective or full",
+       [](const Row& r) { return text(r.checkpointing); }},
       {"step_time_s", "predicted seconds per optimizer step", [](const Row& r) { return real(r.step_time_s); }},
       {"step_time_lo_s", "low end of the step-time band (p10 of the measurements)",
        [](const Row& r) { return real(r.step_time_lo_s); }},
@@ -71,8 +77,12 @@ const std::vector<Column>& columns() {
        [](const Row& r) { return integer(std::int64_t(r.comm_buffers_bytes)); }},
       {"activations_bytes", "activation peak above the static part",
        [](const Row& r) { return integer(std::int64_t(r.activations_bytes)); }},
-      {"comm_source", "where allreduce times come from: none, measured, ring-fit or hierarchical",
+      {"comm_source", "where collective times come from: none, measured, ring-fit, hierarchical or allreduce-derived",
        [](const Row& r) { return text(r.comm_source); }},
+      {"gathered_bytes", "zero3/hsdp: all-gathered parameters of the units in use (prefetch included)",
+       [](const Row& r) { return integer(std::int64_t(r.gathered_bytes)); }},
+      {"gradient_syncs", "micro-steps per optimizer step that reduce gradients",
+       [](const Row& r) { return integer(r.gradient_syncs); }},
   };
   return cols;
 }
@@ -87,6 +97,9 @@ Row make_row(const tuner::TuneResult& result, std::size_t i) {
   r.world_size = p.config.world_size;
   r.global_batch = p.config.global_batch();
   r.strategy = std::string(to_string(p.config.strategy));
+  r.sharding = to_string(p.config.sharding);
+  r.precision = p.config.precision ? std::string(to_string(*p.config.precision)) : std::string();
+  r.checkpointing = p.config.checkpointing ? std::string(to_string(*p.config.checkpointing)) : std::string();
   r.step_time_s = p.time.step_time;
   r.step_time_lo_s = p.step_time_lo;
   r.step_time_hi_s = p.step_time_hi;
@@ -114,6 +127,8 @@ Row make_row(const tuner::TuneResult& result, std::size_t i) {
   r.comm_buffers_bytes = p.memory.comm_buffers;
   r.activations_bytes = p.memory.activations;
   r.comm_source = model::to_string(p.comm_source);
+  r.gathered_bytes = p.memory.gathered;
+  r.gradient_syncs = p.gradient_syncs;
   return r;
 }
 

@@ -23,6 +23,7 @@ struct Row {
   Count world_size = 0;
   Count global_batch = 0;
   std::string strategy;
+  std::string sharding, precision, checkpointing;
   Seconds step_time_s = 0, step_time_lo_s = 0, step_time_hi_s = 0;
   Seconds compute_s = 0, comm_exposed_s = 0, comm_total_s = 0, optimizer_s = 0;
   double throughput_samples_s = 0;
@@ -39,7 +40,9 @@ struct Row {
   bool extrapolated = false;
   Bytes weights_bytes = 0, gradients_bytes = 0, optimizer_state_bytes = 0, comm_buffers_bytes = 0,
         activations_bytes = 0;
-  std::string comm_source;  // none | measured | ring-fit | hierarchical
+  std::string comm_source;  // none | measured | ring-fit | hierarchical | allreduce-derived
+  Bytes gathered_bytes = 0;  // zero3/hsdp: all-gathered parameters of the units in use
+  Count gradient_syncs = 0;  // micro-steps per optimizer step that reduce gradients
 };
 
 // A typed cell value: printers format by kind (CSV text, JSON types).

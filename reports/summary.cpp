@@ -61,6 +61,19 @@ std::string headline(const tuner::TuneResult& r) {
       r.search.candidates.size(), feasible, r.search.ranking.size());
 }
 
+bool plans_searched(const tuner::TuneResult& r) {
+  const auto& l = r.search.limits;
+  return l.shardings.size() > 1 || l.precisions.size() > 1 || l.checkpointings.size() > 1 ||
+         (!l.shardings.empty() && l.shardings.front().sharding != Sharding::none) ||
+         (!l.precisions.empty() && l.precisions.front() != Precision::fp32) ||
+         (!l.checkpointings.empty() && l.checkpointings.front() != Checkpointing::none);
+}
+
+std::string plan_cell(const model::Config& c) {
+  return fmt::format("{} {} {}", to_string(c.sharding), c.precision ? to_string(*c.precision) : "-",
+                     c.checkpointing ? to_string(*c.checkpointing) : "-");
+}
+
 std::string recommendation(const tuner::TuneResult& r) {
   const auto& best = r.best();
   const auto& cfg = best.config();
@@ -76,11 +89,14 @@ std::string recommendation(const tuner::TuneResult& r) {
       format_bytes(r.search.limits.limit));
   if (r.search.objective != tuner::Objective::throughput)
     s += fmt::format(" Objective {}: {}.", to_string(r.search.objective), objective_value_text(r, best));
+  if (plans_searched(r)) s += fmt::format(" Plan: {}.", tuner::plan_words(cfg));
   s += fmt::format(" Why: {}. {}.", e.binding_text, capitalised(e.comm_text));
   if (e.runner_up) s += fmt::format(" {}.", capitalised(e.runner_up_text));
-  if (e.every_step.applicable && cfg.accum_steps > 1)
+  if (e.every_step.applicable && cfg.accum_steps > 1 && cfg.sharding.sharding == Sharding::none)
     s += fmt::format(" Beware DDP without no_sync: every-step would cost {} more per step ({:.1f}% of throughput).",
                      format_seconds(e.every_step.extra_s), e.every_step.throughput_lost * 100);
+  else if (e.every_step.applicable && cfg.accum_steps > 1)
+    s += fmt::format(" Sync choice: {}.", e.every_step.text);
   if (r.lr.available) s += fmt::format(" Learning rate: {}.", r.lr.text);
   if (r.critical.available) s += fmt::format(" Critical batch: {}.", r.critical.text);
   if (r.info.device_kind == "cpu")

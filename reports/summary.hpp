@@ -19,4 +19,10 @@ std::string recommendation(const tuner::TuneResult& result);
 std::string world_sizes_text(const std::vector<Count>& ps);
 std::string objective_value_text(const tuner::TuneResult& result, const tuner::Candidate& c);
 
+// True when the search covered more than DDP in the model's own precision without
+// checkpointing: the printers then show the plan beside each config.
+bool plans_searched(const tuner::TuneResult& r);
+// "zero3 bf16 full" / "none fp32 none": sharding, precision, checkpointing.
+std::string plan_cell(const model::Config& c);
+
 }  // namespace gaccum::reports

@@ -33,16 +33,18 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent)
 
 std::string print_terminal(const tuner::TuneResult& r, const ReportContext&) {
   std::string o = wrap(headline(r), 100, 2) + "\n\n";
-  o += fmt::format("{:>4} {:>6} {:>5} {:>3} {:>6} {:<10} {:>10} {:>11} {:>11} {:>10} {:>8}  {}\n", "rank", "b", "k",
-                   "p", "B", "strategy", "step", "samples/s", "peak mem", "headroom", "comm", "binding");
+  const bool plans = plans_searched(r);
+  o += fmt::format("{:>4} {:>6} {:>5} {:>3} {:>6} {:<10} {}{:>10} {:>11} {:>11} {:>10} {:>8}  {}\n", "rank", "b", "k",
+                   "p", "B", "strategy", plans ? fmt::format("{:<22} ", "plan") : "", "step", "samples/s", "peak mem",
+                   "headroom", "comm", "binding");
   for (const auto& e : r.picks) {
     const auto& c = r.search.candidates[e.candidate];
     const auto& cfg = c.config();
-    o += fmt::format("{:>4} {:>6} {:>5} {:>3} {:>6} {:<10} {:>10} {:>11.1f} {:>11} {:>10} {:>7.1f}%  {}\n", e.rank,
+    o += fmt::format("{:>4} {:>6} {:>5} {:>3} {:>6} {:<10} {}{:>10} {:>11.1f} {:>11} {:>10} {:>7.1f}%  {}\n", e.rank,
                      cfg.micro_batch, cfg.accum_steps, cfg.world_size, cfg.global_batch(), to_string(cfg.strategy),
-                     format_seconds(c.prediction.time.step_time), c.prediction.throughput,
-                     format_bytes(c.prediction.memory.peak), format_bytes(Bytes(std::max<std::int64_t>(0, e.headroom))),
-                     e.comm_exposed_share * 100, e.binding);
+                     plans ? fmt::format("{:<22} ", plan_cell(cfg)) : "", format_seconds(c.prediction.time.step_time),
+                     c.prediction.throughput, format_bytes(c.prediction.memory.peak),
+                     format_bytes(Bytes(std::max<std::int64_t>(0, e.headroom))), e.comm_exposed_share * 100, e.binding);
   }
   o += "\n" + wrap("Recommendation: " + recommendation(r), 100, 2) + "\n\n";
   const auto& e = r.picks.front();
@@ -50,11 +52,25 @@ std::string print_terminal(const tuner::TuneResult& r, const ReportContext&) {
   for (const auto* line : {&e.binding_text, &e.breakdown_text, &e.comm_text, &e.headroom_text, &e.runner_up_text,
                            &e.world_size_text, &e.every_step.text})
     o += wrap("  - " + *line, 100, 4) + "\n";
+  if (plans) {
+    o += wrap("  - " + e.plan_text, 100, 4) + "\n";
+    o += "Other plans (best at the same global batch, or why none fits):\n";
+    for (const auto& a : r.plan_alternatives) o += wrap("  - " + a.text, 100, 4) + "\n";
+  }
   o += "World size (best throughput at each):\n";
-  for (const auto& pt : r.pareto)
+  std::size_t skipped = 0;
+  for (const auto& pt : r.pareto) {
+    if (!pt.best) {
+      ++skipped;
+      continue;
+    }
     o += wrap(fmt::format("  - world_size {:>3}: {:>10.1f} samples/s  {}", pt.world_size, pt.throughput, pt.verdict),
               100, 6) +
          "\n";
+  }
+  if (skipped > 0)
+    o += fmt::format("  ({} other world size{} cannot meet the global batch within the limits)\n", skipped,
+                     skipped == 1 ? "" : "s");
   o += wrap("Learning rate: " + r.lr.text, 100, 2) + "\n";
   o += wrap("Critical batch: " + r.critical.text, 100, 2) + "\n";
   if (!r.notes.empty()) {

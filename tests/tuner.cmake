@@ -12,7 +12,7 @@ gaccum_cli_test(tune-profile 0 "Recommendation: Use micro_batch 4 with accum_ste
   "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --out \"$1\""
   ${G} ${T}/basic ${D})
 gaccum_cli_test(tune-files 0 "FILES-OK" -- sh -c
-  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --out \"$1\" >/dev/null && head -1 \"$1/result.csv\" | grep -q '^micro_batch,accum_steps,world_size,global_batch,strategy,step_time_s' && grep -q '\"schema\": \"gaccum-tune/tune-result\"' \"$1/result.json\" && grep -q 'Content-Security-Policy' \"$1/report.html\" && test -s \"$1/result.md\" && echo FILES-OK"
+  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --out \"$1\" >/dev/null && head -1 \"$1/result.csv\" | grep -q '^micro_batch,accum_steps,world_size,global_batch,strategy,sharding,precision,checkpointing,step_time_s' && grep -q '\"schema\": \"gaccum-tune/tune-result\"' \"$1/result.json\" && grep -q 'Content-Security-Policy' \"$1/report.html\" && test -s \"$1/result.md\" && echo FILES-OK"
   ${G} ${T}/files ${D})
 gaccum_cli_test(tune-no-clobber 2 "--force" --one-line-stderr -- sh -c
   "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --out \"$1\" >/dev/null && \"$0\" tune --profile \"$2/small-profile.json\" --out \"$1\""
@@ -20,7 +20,7 @@ gaccum_cli_test(tune-no-clobber 2 "--force" --one-line-stderr -- sh -c
 gaccum_cli_test(tune-force 0 "FORCE-OK" -- sh -c
   "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --out \"$1\" >/dev/null && \"$0\" tune --profile \"$2/small-profile.json\" --out \"$1\" --force >/dev/null && echo FORCE-OK"
   ${G} ${T}/force ${D})
-gaccum_cli_test(tune-json 0 "\"schema_version\": 1" -- sh -c
+gaccum_cli_test(tune-json 0 "\"schema_version\": 2" -- sh -c
   "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --json --out \"$1\""
   ${G} ${T}/json ${D})
 gaccum_cli_test(tune-range-lr 0 "RANGE-LR-OK" -- sh -c

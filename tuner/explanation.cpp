@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "model/plan_cost.hpp"
+
 namespace gaccum::tuner {
 namespace {
 
@@ -39,18 +41,51 @@ std::string value_text(Objective o, double v) {
 }  // namespace
 
 std::string short_config(const model::Config& c) {
-  return fmt::format("b={} k={} p={} {}", c.micro_batch, c.accum_steps, c.world_size, to_string(c.strategy));
+  std::string s = fmt::format("b={} k={} p={} {}", c.micro_batch, c.accum_steps, c.world_size, to_string(c.strategy));
+  if (c.sharding.sharding != Sharding::none) s += " " + to_string(c.sharding);
+  if (c.precision && *c.precision != Precision::fp32) s += fmt::format(" {}", to_string(*c.precision));
+  if (c.checkpointing && *c.checkpointing != Checkpointing::none) s += fmt::format(" ckpt={}", to_string(*c.checkpointing));
+  return s;
 }
 
-StrategyPrice price_every_step(const model::CostModel& model, const model::Config& config) {
+std::string plan_words(const model::Config& c) {
+  const auto& t = traits(c.sharding.sharding);
+  std::string s = c.sharding.sharding == Sharding::none
+                      ? std::string("DDP (no sharding)")
+                      : fmt::format("{} ({}{})", to_string(c.sharding), t.fsdp_name,
+                                    std::string(t.deepspeed) != "-" ? fmt::format(", DeepSpeed ZeRO stage {}", t.deepspeed) : "");
+  if (c.precision) s += fmt::format(", {}", to_string(*c.precision));
+  if (c.checkpointing)
+    s += *c.checkpointing == Checkpointing::none ? std::string(", no activation checkpointing")
+                                                 : fmt::format(", {} activation checkpointing", to_string(*c.checkpointing));
+  return s;
+}
+
+StrategyPrice price_every_step(const model::CostModel& model, const model::Config& config, Bytes limit) {
   StrategyPrice sp;
-  sp.applicable = config.world_size > 1;
+  sp.sharding = config.sharding.sharding;
+  auto exists = [&](Strategy s) {
+    model::Config c = config;
+    c.strategy = s;
+    return !model::plan_rejection(c);
+  };
+  sp.applicable = config.world_size > 1 && exists(Strategy::every_step) && exists(Strategy::overlap);
+  if (config.world_size > 1 && !sp.applicable) {
+    sp.text = fmt::format("{}: gradients are accumulated unsharded and reduced once per window; reducing them on every "
+                          "micro-step is not offered (it would save no memory)",
+                          to_string(config.sharding));
+    return sp;
+  }
   auto at = [&](Strategy s) {
     model::Config c = config;
     c.strategy = s;
     return model.predict(c);
   };
   auto ov = at(Strategy::overlap), fu = at(Strategy::fused), ev = at(Strategy::every_step);
+  sp.overlap_peak = ov.memory.peak;
+  sp.every_step_peak = ev.memory.peak;
+  sp.overlap_fits = limit == 0 || ov.memory.peak <= limit;
+  sp.every_step_fits = limit == 0 || ev.memory.peak <= limit;
   sp.overlap_step = ov.time.step_time;
   sp.fused_step = fu.time.step_time;
   sp.every_step_step = ev.time.step_time;
@@ -61,10 +96,24 @@ StrategyPrice price_every_step(const model::CostModel& model, const model::Confi
   sp.throughput_lost = ov.throughput > 0 ? 1.0 - ev.throughput / ov.throughput : 0;
   sp.overlap_collectives = ov.collectives_per_step;
   sp.every_step_collectives = ev.collectives_per_step;
+  const bool sharded_grads = traits(config.sharding.sharding).shards_gradients;
   if (!sp.applicable) {
     sp.text = "world_size 1: no gradient synchronisation, so every-step and overlap are the same run";
   } else if (config.accum_steps == 1) {
     sp.text = "accum_steps 1: every-step and overlap are the same run (one micro-step per optimizer step)";
+  } else if (sharded_grads) {
+    const Seconds saved = ev.time.comm_exposed - ov.time.comm_exposed;
+    const std::string fit_text = limit == 0 ? std::string()
+                                 : sp.overlap_fits
+                                     ? fmt::format(": fits (limit {})", format_bytes(limit))
+                                     : fmt::format(": does not fit (limit {})", format_bytes(limit));
+    sp.text = fmt::format(
+        "no_sync (overlap) under {} would save {} of {} reduce-scatter micro-steps ({} exposed per step, {} vs {} "
+        "s/step) but holds {} of unsharded gradients instead of {} across the window: peak {} vs {}{}",
+        to_string(config.sharding), config.accum_steps - 1, config.accum_steps, format_seconds(std::max(0.0, saved)),
+        fmt::format("{:.4g}", ov.time.step_time), fmt::format("{:.4g}", ev.time.step_time),
+        format_bytes(ov.memory.gradients), format_bytes(ev.memory.gradients), format_bytes(ov.memory.peak),
+        format_bytes(ev.memory.peak), fit_text);
   } else {
     sp.text = fmt::format(
         "every-step (DDP without no_sync: allreduce on each of the {} micro-steps) would add {} per step over overlap "
@@ -102,10 +151,12 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
         "world_size {}); nothing is left to trade for memory",
         b, B, p);
   } else {
-    const model::Config nc{next, q / next, p, cfg.strategy};
+    model::Config nc = cfg;
+    nc.micro_batch = next;
+    nc.accum_steps = q / next;
     const auto np = model.predict(nc);
     if (np.memory.peak > l.limit) {
-      const Count fit = max_micro_batch_within(model, l, p, cfg.strategy, next - 1);
+      const Count fit = max_micro_batch_within(model, l, cfg, next - 1);
       const Bytes over = np.memory.peak - l.limit;
       if (fit > b) {
         e.binding = "divisibility";
@@ -189,6 +240,12 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
     if (rc.world_size != p) changed.push_back(fmt::format("world_size {}->{}", p, rc.world_size));
     if (rc.strategy != cfg.strategy)
       changed.push_back(fmt::format("strategy {}->{}", to_string(cfg.strategy), to_string(rc.strategy)));
+    if (rc.sharding.sharding != cfg.sharding.sharding || rc.sharding.group != cfg.sharding.group)
+      changed.push_back(fmt::format("sharding {}->{}", to_string(cfg.sharding), to_string(rc.sharding)));
+    if (rc.precision != cfg.precision && rc.precision && cfg.precision)
+      changed.push_back(fmt::format("precision {}->{}", to_string(*cfg.precision), to_string(*rc.precision)));
+    if (rc.checkpointing != cfg.checkpointing && rc.checkpointing && cfg.checkpointing)
+      changed.push_back(fmt::format("checkpointing {}->{}", to_string(*cfg.checkpointing), to_string(*rc.checkpointing)));
     std::string why;
     const double ac = std::fabs(d_compute), am = std::fabs(d_comm), ao = std::fabs(d_opt);
     if (ac >= am && ac >= ao) {
@@ -229,7 +286,13 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
     e.world_size_text = fmt::format("no larger allowed world_size has a feasible config for this target");
   }
 
-  e.every_step = price_every_step(model, cfg);
+  e.every_step = price_every_step(model, cfg, l.limit);
+  const auto& m = pr.memory;
+  e.plan_text = fmt::format(
+      "plan {}: weights {} + gradients {} + optimizer state {}{} + comm buffers {} + activations {} = peak {} per rank",
+      plan_words(cfg), format_bytes(m.weights), format_bytes(m.gradients), format_bytes(m.optimizer_state),
+      m.gathered > 0 ? fmt::format(" + gathered parameters {}", format_bytes(m.gathered)) : "",
+      format_bytes(m.comm_buffers), format_bytes(m.activations), format_bytes(m.peak));
   return e;
 }
 

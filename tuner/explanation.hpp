@@ -20,10 +20,15 @@ namespace gaccum::tuner {
 
 inline constexpr double kCommBoundShare = 0.25;  // exposed comm / step_time at which a pick is comm-bound
 
-// every-step (allreduce on every micro-step) against overlap (no_sync on the first k-1) for the
-// same (micro_batch, accum_steps, world_size).
+// every-step (gradients reduced on every micro-step) against overlap (no_sync on the first k-1)
+// for the same (micro_batch, accum_steps, world_size, plan). Under DDP every-step is the common
+// mistake (same memory, k times the allreduces); under zero2/zero3/hsdp it is the memory choice
+// (sharded gradients against the unsharded gradients no_sync keeps across the window).
 struct StrategyPrice {
-  bool applicable = false;  // world_size > 1
+  bool applicable = false;  // world_size > 1 and both strategies exist for the plan
+  Sharding sharding = Sharding::none;
+  Bytes overlap_peak = 0, every_step_peak = 0;
+  bool overlap_fits = true, every_step_fits = true;  // within the memory limit
   Seconds overlap_step = 0, fused_step = 0, every_step_step = 0;
   SamplesPerSecond overlap_throughput = 0, fused_throughput = 0, every_step_throughput = 0;
   Seconds extra_s = 0;         // every-step minus overlap, seconds per optimizer step
@@ -49,14 +54,19 @@ struct Explanation {
   std::string runner_up_text;
   std::string world_size_text;
   StrategyPrice every_step;
+  std::string plan_text;  // the plan and its memory terms, in words
 };
 
-StrategyPrice price_every_step(const model::CostModel& model, const model::Config& config);
+// `limit` 0: no memory limit known (fits always true).
+StrategyPrice price_every_step(const model::CostModel& model, const model::Config& config, Bytes limit = 0);
+
+// "zero3 (FULL_SHARD), bf16, full checkpointing".
+std::string plan_words(const model::Config& c);
 
 Explanation explain(const model::CostModel& model, const SearchResult& result, const std::vector<ParetoPoint>& pareto,
                     std::size_t rank_index, double margin);
 
-// "b=32 k=8 p=2 overlap"
+// "b=32 k=8 p=2 overlap", plus " zero3 bf16 ckpt=full" for a non-default plan
 std::string short_config(const model::Config& c);
 
 }  // namespace gaccum::tuner

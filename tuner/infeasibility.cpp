@@ -92,7 +92,7 @@ Infeasibility diagnose_infeasible(const model::CostModel& model, const TuneReque
     if (it != mem_fit_cache.end()) return it->second;
     Count best = 0;
     const Count upper = 2 * (hi / p) + 2;
-    for (Strategy s : l.ranked) best = std::max(best, max_micro_batch_within(model, l, p, s, upper));
+    for (const auto& shape : plan_shapes(l, p, true)) best = std::max(best, max_micro_batch_within(model, l, shape, upper));
     mem_fit_cache[p] = best;
     return best;
   };
@@ -107,8 +107,8 @@ Infeasibility diagnose_infeasible(const model::CostModel& model, const TuneReque
     Bytes need = 0;
     Count at_p = 0;
     for (Count p : l.world_sizes)
-      for (Strategy s : l.ranked) {
-        Bytes v = model.predict(model::Config{1, 1, p, s}).memory.peak;
+      for (const auto& shape : plan_shapes(l, p, true)) {
+        Bytes v = model.predict(shape).memory.peak;
         if (need == 0 || v < need) need = v, at_p = p;
       }
     out.binding = "memory";
@@ -156,7 +156,12 @@ Infeasibility diagnose_infeasible(const model::CostModel& model, const TuneReque
       if (mb_limit > 0 && mb_limit < mem_fit(best_p)) {
         why_f = fmt::format("the largest measured micro_batch is {} (--extrapolate goes beyond)", mb_limit);
       } else {
-        Bytes over = model.predict(model::Config{f + 1, 1, best_p, l.ranked.front()}).memory.peak;
+        Bytes over = 0;
+        for (auto shape : plan_shapes(l, best_p, true)) {
+          shape.micro_batch = f + 1;
+          const Bytes v = model.predict(shape).memory.peak;
+          if (over == 0 || v < over) over = v;
+        }
         why_f =
             fmt::format("micro_batch {} would need {} > limit {}", f + 1, format_bytes(over), format_bytes(l.limit));
       }

@@ -57,9 +57,14 @@ std::size_t divisor_count(Count n) {
   return c;
 }
 
-Count max_micro_batch_within(const model::CostModel& model, const Limits& limits, Count world_size, Strategy s,
+Count max_micro_batch_within(const model::CostModel& model, const Limits& limits, const model::Config& shape,
                              Count upper) {
-  auto fits = [&](Count b) { return model.predict(model::Config{b, 1, world_size, s}).memory.peak <= limits.limit; };
+  model::Config c = shape;
+  c.accum_steps = 1;
+  auto fits = [&](Count b) {
+    c.micro_batch = b;
+    return model.predict(c).memory.peak <= limits.limit;
+  };
   if (upper < 1 || !fits(1)) return 0;
   Count lo = 1, hi = upper;  // invariant: fits(lo)
   if (fits(hi)) return hi;
@@ -83,32 +88,52 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
         "--objective time-to-target: needs the gradient noise scale B_noise, which this model does not have; "
         "pass --noise-scale N (samples) or use a profile with gradient statistics");
 
-  const std::vector<Strategy> single{limits.evaluated.front()};
-  // Count first so the candidates (~200 B each) are allocated once, not regrown and copied.
+  // Plan shapes per world size (rejected plans left out): world_size 1 shards and synchronises
+  // nothing, so under auto it evaluates one shape per precision x checkpointing (DDP, first strategy).
+  auto shapes_at = [&](Count p) {
+    std::vector<model::Config> shapes;
+    if (p == 1) {
+      for (Precision pr : limits.precisions)
+        for (Checkpointing ck : limits.checkpointings)
+          for (Strategy s : (request.strategy ? limits.evaluated : std::vector<Strategy>{limits.evaluated.front()})) {
+            model::Config c{1, 1, 1, s};
+            c.precision = pr;
+            c.checkpointing = ck;
+            shapes.push_back(c);
+          }
+      return shapes;
+    }
+    return plan_shapes(limits, p, false);
+  };
+  // Count first so the candidates (~250 B each) are allocated once, not regrown and copied.
+  std::vector<std::vector<model::Config>> shapes_by_p;
+  for (Count p : limits.world_sizes) shapes_by_p.push_back(shapes_at(p));
   std::size_t total = 0;
   for (Count B = request.global_batch_min; B <= request.global_batch_max; ++B)
-    for (Count p : limits.world_sizes)
-      if (B % p == 0) total += divisor_count(B / p) * ((p == 1 && !request.strategy) ? 1 : limits.evaluated.size());
+    for (std::size_t i = 0; i < limits.world_sizes.size(); ++i)
+      if (B % limits.world_sizes[i] == 0) total += divisor_count(B / limits.world_sizes[i]) * shapes_by_p[i].size();
   res.candidates.reserve(total);
   std::vector<Count> divs;
   for (Count B = request.global_batch_min; B <= request.global_batch_max; ++B) {
-    for (Count p : limits.world_sizes) {
+    for (std::size_t pi = 0; pi < limits.world_sizes.size(); ++pi) {
+      const Count p = limits.world_sizes[pi];
       if (B % p != 0) {
         ++res.indivisible_pairs;
         continue;
       }
-      // world_size 1 synchronises nothing: every strategy is the same run, evaluate one.
-      const auto& strategies = (p == 1 && !request.strategy) ? single : limits.evaluated;
       divs = divisors(B / p);
       for (Count b : divs) {
         const Count k = B / p / b;
-        for (Strategy s : strategies) {
+        for (const model::Config& shape : shapes_by_p[pi]) {
+          model::Config cfg = shape;
+          cfg.micro_batch = b;
+          cfg.accum_steps = k;
           Candidate c;
-          c.prediction = model.predict(model::Config{b, k, p, s});
+          c.prediction = model.predict(cfg);
           if (k > limits.max_accum_steps) c.violations |= kAccumSteps;
           if (limits.micro_batch_limit > 0 && b > limits.micro_batch_limit) c.violations |= kMicroBatchRange;
           if (c.prediction.memory.peak > limits.limit) c.violations |= kMemory;
-          c.rankable = std::find(limits.ranked.begin(), limits.ranked.end(), s) != limits.ranked.end();
+          c.rankable = strategy_rankable(limits, cfg.strategy, cfg.sharding.sharding);
           c.score = objective_score(request.objective, c.prediction, limits.noise_scale);
           res.candidates.push_back(c);
         }
@@ -145,7 +170,8 @@ std::string reason_text(const Candidate& c, const Limits& limits) {
     parts.push_back(
         fmt::format("micro_batch {} above the measured {} (--extrapolate)", cfg.micro_batch, limits.micro_batch_limit));
   if (parts.empty() && !c.rankable)
-    parts.push_back(fmt::format("{}: priced, not ranked (--strategy {} ranks it)", to_string(cfg.strategy),
+    parts.push_back(fmt::format("{}{}: priced, not ranked (--strategy {} ranks it)", to_string(cfg.strategy),
+                                cfg.sharding.sharding == Sharding::none ? "" : " under " + to_string(cfg.sharding),
                                 to_string(cfg.strategy)));
   return fmt::format("{}", fmt::join(parts, "; "));
 }

@@ -1,4 +1,5 @@
-// What: the exhaustive search: every (micro_batch b, accum_steps k, world_size p, strategy) with
+// What: the exhaustive search: every (micro_batch b, accum_steps k, world_size p, strategy, and
+//       plan: sharding x precision x checkpointing as the limits allow) with
 //       b*k*p equal to a target global batch (or inside a range), each predicted by the cost
 //       model, checked against the limits, scored by the objective and ranked.
 // Why: the spaces are small enough to enumerate exactly (divisor pairs of B/p), so the answer is
@@ -65,10 +66,10 @@ std::string reason_text(const Candidate& c, const Limits& limits);
 std::vector<Count> divisors(Count n);
 std::size_t divisor_count(Count n);
 
-// Largest micro_batch in [1, upper] whose predicted peak at world_size p, strategy s is within
-// limits.limit (memory is monotone in micro_batch and independent of accum_steps); 0 when even
-// micro_batch 1 is over.
-Count max_micro_batch_within(const model::CostModel& model, const Limits& limits, Count world_size, Strategy s,
+// Largest micro_batch in [1, upper] whose predicted peak with the shape's world_size, strategy
+// and plan is within limits.limit (memory is monotone in micro_batch and independent of
+// accum_steps); 0 when even micro_batch 1 is over.
+Count max_micro_batch_within(const model::CostModel& model, const Limits& limits, const model::Config& shape,
                              Count upper);
 
 }  // namespace gaccum::tuner

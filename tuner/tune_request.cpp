@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "model/plan_cost.hpp"
 
 namespace gaccum::tuner {
 
@@ -96,6 +97,11 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
                     "pass bytes such as --memory-cap 20GiB",
                     r.memory_cap.to_string(), info.source.empty() ? "model" : info.source));
   l.cap = r.memory_cap.resolve(info.device_memory);
+  if (info.device_memory > 0 && l.cap > info.device_memory && !r.allow_cap_above_device)
+    throw InputError(fmt::format("--memory-cap: {} is above the device's {} ({}); a plan under it would not fit. Lower the "
+                                 "cap, or pass --force-memory-cap if the device really has more",
+                                 format_bytes(l.cap), format_bytes(info.device_memory),
+                                 info.device_name.empty() ? info.source : info.device_name));
   l.limit = apply_margin(l.cap, r.margin);
   l.max_accum_steps = r.max_accum_steps;
   l.micro_batch_limit = r.allow_extrapolation ? 0 : info.measured_max_micro_batch;
@@ -119,12 +125,64 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
   if (r.strategy) {
     l.ranked = {*r.strategy};
     l.evaluated = {*r.strategy};
+    l.strategy_pinned = true;
   } else {
     l.ranked = {Strategy::overlap, Strategy::fused};
     l.evaluated = {Strategy::overlap, Strategy::fused, Strategy::every_step};
   }
+  const auto& plans = info.plans;
+  if (r.sharding) {
+    ShardingChoice sc = *r.sharding;
+    if (sc.sharding == Sharding::hsdp && sc.group == 0) {
+      if (plans.gpus_per_node < 2)
+        throw InputError("--sharding hsdp: this model knows no GPUs per node (no --cluster); give the group size, e.g. "
+                         "--sharding hsdp:8");
+      sc.group = plans.gpus_per_node;
+    }
+    l.shardings = {sc};
+  } else {
+    l.shardings = plans.auto_shardings;
+  }
+  if (r.precision) {
+    if (std::find(plans.precisions.begin(), plans.precisions.end(), *r.precision) == plans.precisions.end())
+      throw InputError(fmt::format("--precision {}: not available for this model: {}", to_string(*r.precision), plans.limits));
+    l.precisions = {*r.precision};
+  } else {
+    l.precisions = plans.auto_precisions;
+  }
+  if (r.checkpointing) {
+    if (std::find(plans.checkpointings.begin(), plans.checkpointings.end(), *r.checkpointing) == plans.checkpointings.end())
+      throw InputError(
+          fmt::format("--checkpointing {}: not available for this model: {}", to_string(*r.checkpointing), plans.limits));
+    l.checkpointings = {*r.checkpointing};
+  } else {
+    l.checkpointings = plans.auto_checkpointings;
+  }
   l.noise_scale = r.noise_scale ? r.noise_scale : info.noise_scale;
   return l;
+}
+
+bool strategy_rankable(const Limits& l, Strategy s, Sharding sharding) {
+  if (l.strategy_pinned) return true;
+  if (std::find(l.ranked.begin(), l.ranked.end(), s) != l.ranked.end()) return true;
+  return s == Strategy::every_step && traits(sharding).shards_gradients;
+}
+
+std::vector<model::Config> plan_shapes(const Limits& l, Count p, bool ranked_only) {
+  std::vector<model::Config> out;
+  for (const auto& sh : l.shardings)
+    for (Precision pr : l.precisions)
+      for (Checkpointing ck : l.checkpointings)
+        for (Strategy s : l.evaluated) {
+          model::Config c{1, 1, p, s};
+          c.sharding = sh;
+          c.precision = pr;
+          c.checkpointing = ck;
+          if (model::plan_rejection(c)) continue;
+          if (ranked_only && !strategy_rankable(l, s, sh.sharding)) continue;
+          out.push_back(c);
+        }
+  return out;
 }
 
 }  // namespace gaccum::tuner

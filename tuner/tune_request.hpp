@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/parse.hpp"
+#include "core/plan.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
 #include "model/cost_model.hpp"
@@ -40,6 +41,11 @@ struct TuneRequest {
   double margin = 0.10;  // peak memory must stay <= cap x (1 - margin)
   Count max_accum_steps = 64;
   std::optional<Strategy> strategy;  // nullopt: auto (rank overlap and fused; price every-step)
+  // The plan axes; nullopt: search what the model offers (ModelInfo::plans auto_*).
+  std::optional<ShardingChoice> sharding;  // hsdp with group 0: the model's GPUs per node
+  std::optional<Precision> precision;
+  std::optional<Checkpointing> checkpointing;
+  bool allow_cap_above_device = false;  // --memory-cap above the device's memory (--force-memory-cap)
   bool allow_extrapolation = false;  // accept micro_batch above the measured range
   Objective objective = Objective::throughput;
   std::optional<double> noise_scale;  // B_noise override (samples); else ModelInfo::noise_scale
@@ -70,11 +76,24 @@ struct Limits {
   Count max_accum_steps = 0;
   Count micro_batch_limit = 0;        // 0: none; else the measured maximum (no extrapolation)
   std::vector<Count> world_sizes;     // allowed and within ModelInfo::max_world_size
-  std::vector<Strategy> ranked;       // strategies that may be picked
+  std::vector<Strategy> ranked;       // strategies that may be picked under DDP / zero1
   std::vector<Strategy> evaluated;    // ranked + priced-only (every-step under auto)
+  std::vector<ShardingChoice> shardings;         // plan axes searched
+  std::vector<Precision> precisions;
+  std::vector<Checkpointing> checkpointings;
+  bool strategy_pinned = false;
   std::optional<double> noise_scale;  // request override or ModelInfo::noise_scale
   std::vector<std::string> notes;     // e.g. world sizes dropped by the cluster size
 };
 Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r);
+
+// May `s` be picked under `sharding`? Under --strategy auto: overlap and fused everywhere, and
+// every-step too where it buys memory (zero2, zero3, hsdp: sharded gradients); DDP's and zero1's
+// every-step is priced, not ranked. A pinned strategy is always rankable.
+bool strategy_rankable(const Limits& l, Strategy s, Sharding sharding);
+
+// Every plan shape the limits allow at world_size p (micro_batch = accum_steps = 1), the
+// rejected ones (model/plan_cost.hpp plan_rejection) left out; ranked_only: rankable strategies.
+std::vector<model::Config> plan_shapes(const Limits& l, Count world_size, bool ranked_only);
 
 }  // namespace gaccum::tuner

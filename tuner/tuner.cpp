@@ -7,21 +7,29 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "model/plan_cost.hpp"
 #include "tuner/infeasibility.hpp"
 
 namespace gaccum::tuner {
 namespace {
 
-std::vector<MemoryCurvePoint> memory_curve(const model::CostModel& model, const SearchResult& res) {
+// The curve is drawn for the best pick's plan at every world size (DDP where the plan cannot run,
+// e.g. sharding at world_size 1), with the first ranked strategy.
+std::vector<MemoryCurvePoint> memory_curve(const model::CostModel& model, const SearchResult& res,
+                                           const model::Config& best) {
   const auto& l = res.limits;
   Count max_b = 1;
   for (const auto& c : res.candidates) max_b = std::max(max_b, c.config().micro_batch);
-  const Strategy s = l.ranked.front();
   std::vector<MemoryCurvePoint> out;
   const Count measured = model.info().measured_max_micro_batch;
   for (Count p : l.world_sizes) {
+    model::Config shape = best;
+    shape.world_size = p;
+    shape.strategy = best.sharding.sharding == Sharding::none ? l.ranked.front() : best.strategy;
+    if (model::plan_rejection(shape)) shape.sharding = {};
+    if (model::plan_rejection(shape)) shape.strategy = l.ranked.front();
     // Up to a little past where the limit is crossed, so the crossing is readable on the chart.
-    const Count fit = max_micro_batch_within(model, l, p, s, max_b);
+    const Count fit = max_micro_batch_within(model, l, shape, max_b);
     const Count upper = std::min(max_b, std::max<Count>({2 * (fit + 1), measured, 8}));
     std::set<Count> bs;
     for (Count b = 1; b <= upper; b *= 2) bs.insert(b);
@@ -32,7 +40,9 @@ std::vector<MemoryCurvePoint> memory_curve(const model::CostModel& model, const 
       MemoryCurvePoint pt;
       pt.world_size = p;
       pt.micro_batch = b;
-      pt.peak = model.predict(model::Config{b, 1, p, s}).memory.peak;
+      model::Config c = shape;
+      c.micro_batch = b;
+      pt.peak = model.predict(c).memory.peak;
       pt.extrapolated = model.info().measured_max_micro_batch > 0 && b > model.info().measured_max_micro_batch;
       out.push_back(pt);
     }
@@ -51,8 +61,94 @@ std::vector<PricedSetting> strategy_prices(const model::CostModel& model, const 
     bool seen = false;
     for (const auto& s : out)
       seen = seen || (s.config.micro_batch == c.micro_batch && s.config.accum_steps == c.accum_steps &&
-                      s.config.world_size == c.world_size);
-    if (!seen) out.push_back(PricedSetting{c, price_every_step(model, c)});
+                      s.config.world_size == c.world_size && s.config.sharding.sharding == c.sharding.sharding &&
+                      s.config.precision == c.precision && s.config.checkpointing == c.checkpointing);
+    if (!seen) out.push_back(PricedSetting{c, price_every_step(model, c, res.limits.limit)});
+  }
+  return out;
+}
+
+// For each plan axis value other than the best pick's (every sharding, precision and
+// checkpointing searched): its best ranked config at the best pick's global batch, or why none fits.
+std::vector<PlanAlternative> plan_alternatives(const SearchResult& res) {
+  std::vector<PlanAlternative> out;
+  if (res.ranking.empty()) return out;
+  const Candidate& best = res.candidates[res.ranking.front()];
+  const model::Config& bc = best.config();
+  const Count B = bc.global_batch();
+  auto consider = [&](const char* axis, const std::string& value, auto&& matches) {
+    PlanAlternative a;
+    a.axis = axis;
+    a.value = value;
+    for (std::uint32_t i : res.ranking) {
+      const auto& c = res.candidates[i];
+      if (c.config().global_batch() == B && matches(c.config())) {
+        a.best = i;
+        break;
+      }
+    }
+    for (const auto& c : res.candidates)
+      if (c.config().global_batch() == B && matches(c.config()) && (a.min_peak == 0 || c.prediction.memory.peak < a.min_peak)) {
+        a.min_peak = c.prediction.memory.peak;
+        a.min_peak_config = c.config();
+      }
+    if (a.best) {
+      const auto& c = res.candidates[*a.best];
+      const double d = best.prediction.throughput > 0 ? c.prediction.throughput / best.prediction.throughput - 1 : 0;
+      a.text = fmt::format("{} {}: best #{} {} at {:.4g} samples/s ({:+.1f}%), peak {}", axis, value, c.rank,
+                           short_config(c.config()), c.prediction.throughput, d * 100, format_bytes(c.prediction.memory.peak));
+    } else if (a.min_peak > 0) {
+      a.text = fmt::format("{} {}: nothing feasible; its smallest peak is {} ({}) > limit {}", axis, value,
+                           format_bytes(a.min_peak), short_config(a.min_peak_config), format_bytes(res.limits.limit));
+    } else {
+      return;
+    }
+    out.push_back(std::move(a));
+  };
+  for (const auto& sh : res.limits.shardings)
+    if (sh.sharding != bc.sharding.sharding)
+      consider("sharding", to_string(sh), [&](const model::Config& c) { return c.sharding.sharding == sh.sharding; });
+  for (Precision p : res.limits.precisions)
+    if (!bc.precision || p != *bc.precision)
+      consider("precision", std::string(to_string(p)), [&](const model::Config& c) { return c.precision == p; });
+  for (Checkpointing k : res.limits.checkpointings)
+    if (!bc.checkpointing || k != *bc.checkpointing)
+      consider("checkpointing", std::string(to_string(k)), [&](const model::Config& c) { return c.checkpointing == k; });
+  return out;
+}
+
+// With nothing feasible: for each pinned plan axis, search again with it free and name the plan
+// of the best feasible config, with its peak.
+std::vector<std::string> plan_relaxations(const model::CostModel& model, const TuneRequest& req) {
+  std::vector<std::string> out;
+  auto try_free = [&](TuneRequest r, const char* flag) {
+    try {
+      const SearchResult res = search(model, r);
+      if (res.ranking.empty()) return;
+      const auto& c = res.candidates[res.ranking.front()];
+      out.push_back(fmt::format("{} {} ({}, peak {})", flag, [&] {
+        const auto& cfg = c.config();
+        if (std::string(flag) == "--sharding") return to_string(cfg.sharding);
+        if (std::string(flag) == "--precision") return std::string(to_string(*cfg.precision));
+        return std::string(to_string(*cfg.checkpointing));
+      }(), short_config(c.config()), format_bytes(c.prediction.memory.peak)));
+    } catch (const InputError&) {
+    }
+  };
+  if (req.sharding) {
+    TuneRequest r = req;
+    r.sharding.reset();
+    try_free(r, "--sharding");
+  }
+  if (req.precision) {
+    TuneRequest r = req;
+    r.precision.reset();
+    try_free(r, "--precision");
+  }
+  if (req.checkpointing) {
+    TuneRequest r = req;
+    r.checkpointing.reset();
+    try_free(r, "--checkpointing");
   }
   return out;
 }
@@ -67,7 +163,12 @@ TuneResult tune(const model::CostModel& model, TuneRequest request) {
   r.search = search(model, request, limits);
   r.request = std::move(request);
   const auto& req = r.request;
-  if (r.search.ranking.empty()) throw InfeasibleError(diagnose_infeasible(model, req, limits).message());
+  if (r.search.ranking.empty()) {
+    Infeasibility why = diagnose_infeasible(model, req, limits);
+    // A pinned plan axis that, freed, makes a config feasible is the change to name first.
+    for (const auto& change : plan_relaxations(model, req)) why.changes.insert(why.changes.begin(), change);
+    throw InfeasibleError(why.message());
+  }
 
   r.pareto = pareto_front(r.search);
   const std::size_t n = std::min<std::size_t>(std::size_t(req.top), r.search.ranking.size());
@@ -75,7 +176,8 @@ TuneResult tune(const model::CostModel& model, TuneRequest request) {
   const Count B = r.best().config().global_batch();
   r.lr = recommend_lr(req.lr_reference, req.optimizer, B, req.dataset_size);
   r.critical = critical_batch_advice(limits.noise_scale, B);
-  r.memory_curve = memory_curve(model, r.search);
+  r.memory_curve = memory_curve(model, r.search, r.best().config());
+  r.plan_alternatives = plan_alternatives(r.search);
   r.strategy_prices = strategy_prices(model, r.search, 6);
 
   r.notes = limits.notes;
@@ -87,6 +189,12 @@ TuneResult tune(const model::CostModel& model, TuneRequest request) {
         "--strategy auto: overlap and fused are ranked; every-step (allreduce on every micro-step) is "
         "evaluated and priced but not ranked; world_size 1 synchronises nothing, so one strategy is "
         "evaluated there");
+  if (!req.strategy && limits.shardings.size() + limits.precisions.size() + limits.checkpointings.size() > 3)
+    r.notes.push_back(
+        "plans searched: every-step is ranked under zero2/zero3/hsdp, where reducing gradients on every micro-step "
+        "is what keeps them sharded");
+  if (limits.shardings.size() > 1 || limits.shardings.front().sharding != Sharding::none)
+    r.notes.push_back("sharded collectives: " + r.info.plans.sharded_comm);
   if (r.search.indivisible_pairs > 0)
     r.notes.push_back(
         fmt::format("{} (global_batch, world_size) pair{} skipped: world_size does not divide the global "

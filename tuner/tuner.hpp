@@ -6,6 +6,7 @@
 //         is feasible, with the binding constraint and the smallest change (infeasibility.hpp).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,17 @@ struct PricedSetting {
   StrategyPrice price;
 };
 
+// The best config of another plan axis value at the best pick's global batch (why it loses), or
+// why none fits.
+struct PlanAlternative {
+  std::string axis;   // sharding | precision | checkpointing
+  std::string value;  // e.g. "zero1", "fp32", "full"
+  std::optional<std::uint32_t> best;  // its best ranked candidate
+  Bytes min_peak = 0;                  // its smallest predicted peak
+  model::Config min_peak_config;
+  std::string text;
+};
+
 struct TuneResult {
   TuneRequest request;
   model::ModelInfo info;
@@ -43,6 +55,7 @@ struct TuneResult {
   std::vector<ParetoPoint> pareto;
   std::vector<MemoryCurvePoint> memory_curve;
   std::vector<PricedSetting> strategy_prices;  // distinct settings with world_size > 1, best first
+  std::vector<PlanAlternative> plan_alternatives;
   std::vector<std::string> notes;              // limits, CPU-as-GPU, extrapolation, strategy notes
 
   const Candidate& best() const { return search.candidates[search.ranking.front()]; }

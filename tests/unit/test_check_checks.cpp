@@ -352,7 +352,7 @@ TEST_CASE("verdict: exit code 0 with passes and warnings, 1 on a failure or a wa
   CHECK(fail.exit_code() == 1);
   auto j = to_json(fail);
   CHECK(j["schema"] == "gaccum-tune/check");
-  CHECK(j["schema_version"] == 1);
+  CHECK(j["schema_version"] == 2);
   CHECK(j["verdict"] == "fail");
   CHECK(j["exit_code"] == 1);
   CHECK(j["checks"].size() == 8);

@@ -223,7 +223,30 @@ TEST_CASE("DeepSpeed optimizer, lr, strategy, drop_last and unknown-key warnings
   CHECK_THAT(c.warnings[0], Contains("unknown key 'gradient_acumulation_steps' ignored (did you mean 'gradient_accumulation_steps'?)"));
   auto in = inputs_from_deepspeed(c, derive_deepspeed_batch(c, 2, "f"));
   CHECK(*in.optimizer == "adamw");
-  CHECK(*in.strategy == Strategy::overlap);
+  // Stage 2 reduce-scatters into the gradient partitions on every micro-step, overlap_comm or not.
+  CHECK(*in.strategy == Strategy::every_step);
+  CHECK(in.sharding->sharding == Sharding::zero2);
+  CHECK(*in.precision == Precision::fp16);
+  CHECK_FALSE(in.checkpointing);
+  auto stage0 = inputs_from_deepspeed(ds(R"({"train_batch_size": 64, "zero_optimization": {"overlap_comm": true}})"),
+                                      derive_deepspeed_batch(ds(R"({"train_batch_size": 64})"), 2, "f"));
+  CHECK(*stage0.strategy == Strategy::overlap);
+  CHECK(stage0.sharding->sharding == Sharding::none);
+  CHECK_FALSE(stage0.precision);
+  auto z3 = ds(R"({"train_batch_size": 64, "bf16": {"enabled": true}, "activation_checkpointing": {"partition_activations": false},
+                   "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "none"}}})");
+  CHECK(*z3.precision == Precision::bf16);
+  CHECK(z3.activation_checkpointing);
+  CHECK(z3.offload_optimizer);
+  CHECK_FALSE(z3.offload_params);
+  auto z3in = inputs_from_deepspeed(z3, derive_deepspeed_batch(z3, 2, "f"));
+  CHECK(z3in.sharding->sharding == Sharding::zero3);
+  CHECK(*z3in.checkpointing == Checkpointing::full);
+  CHECK(*z3in.offload_optimizer);
+  CHECK_THAT(input_error([] { ds(R"({"train_batch_size": 8, "bf16": {"enabled": true}, "fp16": {"enabled": true}})"); }),
+             Contains("both true"));
+  CHECK_THAT(input_error([] { ds(R"({"train_batch_size": 8, "zero_optimization": {"offload_param": {"device": "gpu"}}})"); }),
+             Contains("offload_param.device"));
   CHECK(*in.drop_last);
   CHECK(in.global_batch.source == "deepspeed ds.json train_batch_size");
   CHECK(*optimizer_rule_name("OneBitAdam") == "adam");

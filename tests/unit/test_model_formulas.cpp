@@ -200,21 +200,21 @@ TEST_CASE("Korthikanti activations for a small config", "[model][transformer]") 
   t.heads = 2;
   t.seq_len = 4;
   t.vocab = 10;
-  CHECK(layer_activation_bytes(t, 2, 2, Recompute::none) == Approx(2496));
-  CHECK(layer_activation_bytes(t, 2, 2, Recompute::selective) == Approx(2176));
-  CHECK(layer_activation_bytes(t, 2, 2, Recompute::full) == Approx(128));
+  CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::none) == Approx(2496));
+  CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::selective) == Approx(2176));
+  CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::full) == Approx(128));
   // fp32 (e = 4): s b h (4 x 16 + 2) + a s^2 b (2 x 4 + 1) = 64 x 66 + 64 x 9 = 4800.
-  CHECK(layer_activation_bytes(t, 2, 4, Recompute::none) == Approx(4800));
+  CHECK(layer_activation_bytes(t, 2, 4, Checkpointing::none) == Approx(4800));
   // Whole model: 3 layers + emb dropout mask s b h (64) + final LN and head inputs 2 e s b h
   // (256) + fp32 logits 4 s b V (320).
-  CHECK(activation_bytes(t, 2, 2, Recompute::none) == Approx(3 * 2496 + 64 + 256 + 320));
-  CHECK(activation_bytes(t, 2, 2, Recompute::full) == Approx(3 * 128 + 2496 + 64 + 256 + 320));
+  CHECK(activation_bytes(t, 2, 2, Checkpointing::none) == Approx(3 * 2496 + 64 + 256 + 320));
+  CHECK(activation_bytes(t, 2, 2, Checkpointing::full) == Approx(3 * 128 + 2496 + 64 + 256 + 320));
   // Without dropout the masks vanish: s b h (2 x 16) + a s^2 b (2 x 2) = 64 x 32 + 64 x 4.
   t.dropout = false;
-  CHECK(layer_activation_bytes(t, 2, 2, Recompute::none) == Approx(2048 + 256));
+  CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::none) == Approx(2048 + 256));
   // Linear in micro_batch.
   t.dropout = true;
-  CHECK(activation_bytes(t, 6, 2, Recompute::none) == Approx(3 * activation_bytes(t, 2, 2, Recompute::none)));
+  CHECK(activation_bytes(t, 6, 2, Checkpointing::none) == Approx(3 * activation_bytes(t, 2, 2, Checkpointing::none)));
 }
 
 TEST_CASE("transformer FLOPs: 6 T N_mm + 12 L b s^2 h", "[model][transformer]") {
@@ -227,9 +227,9 @@ TEST_CASE("transformer FLOPs: 6 T N_mm + 12 L b s^2 h", "[model][transformer]") 
   const double n_mm = 3.0 * (12 * 64 + 13 * 8) + 10 * 8;  // layers + head
   const double tokens = 2 * 4;
   CHECK(forward_flops(t, 2) == Approx(2 * tokens * n_mm + 4 * 3 * 2 * 16 * 8));
-  CHECK(training_flops(t, 2, Recompute::none) == Approx(6 * tokens * n_mm + 12 * 3 * 2 * 16 * 8));
-  CHECK(training_flops(t, 2, Recompute::selective) == Approx(6 * tokens * n_mm + 16 * 3 * 2 * 16 * 8));
-  CHECK(training_flops(t, 2, Recompute::full) ==
+  CHECK(training_flops(t, 2, Checkpointing::none) == Approx(6 * tokens * n_mm + 12 * 3 * 2 * 16 * 8));
+  CHECK(training_flops(t, 2, Checkpointing::selective) == Approx(6 * tokens * n_mm + 16 * 3 * 2 * 16 * 8));
+  CHECK(training_flops(t, 2, Checkpointing::full) ==
         Approx(6 * tokens * n_mm + 12 * 3 * 2 * 16 * 8 + 2 * tokens * 3 * (12 * 64 + 13 * 8) + 4 * 3 * 2 * 16 * 8));
-  CHECK_THROWS_AS(parse_recompute("sometimes", "x"), InputError);
+  CHECK_THROWS_AS(parse_checkpointing("sometimes", "x"), InputError);
 }

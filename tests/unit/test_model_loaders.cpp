@@ -113,7 +113,7 @@ TEST_CASE("shipped spec examples load", "[model][spec]") {
   CHECK(g2.optimizer == "adamw");
   CHECK(transformer_params(g2.shape()) == 124439808);
   auto big = load_spec(kSource + "/examples/specs/gpt-1.3b.json");
-  CHECK(big.activation_checkpointing == Recompute::selective);
+  CHECK(big.activation_checkpointing == Checkpointing::selective);
   // ~1.3B parameters.
   CHECK(transformer_params(big.shape()) > 1300000000);
   CHECK(transformer_params(big.shape()) < 1400000000);
@@ -122,13 +122,13 @@ TEST_CASE("shipped spec examples load", "[model][spec]") {
 TEST_CASE("spec loader: defaults and errors naming the field", "[model][spec]") {
   auto load = [](const json& j, const std::string& w) { return spec_from_json(j, w); };
   auto s = load(good_spec(), "ok");
-  CHECK(s.dtype == "bf16");
+  CHECK(s.dtype == Precision::bf16);
   CHECK(s.optimizer == "adam");
-  CHECK(s.activation_checkpointing == Recompute::none);
+  CHECK(s.activation_checkpointing == Checkpointing::none);
   CHECK(s.mean_tokens_per_sample == 32);
   json j = good_spec();
   j["activation_checkpointing"] = true;
-  CHECK(load(j, "ok").activation_checkpointing == Recompute::full);
+  CHECK(load(j, "ok").activation_checkpointing == Checkpointing::full);
   j = good_spec();
   j["heads"] = 5;
   CHECK_THAT(error_of(load, j), Catch::Contains("heads"));

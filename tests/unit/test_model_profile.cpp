@@ -263,7 +263,7 @@ TEST_CASE("spec model: memory, compute and communication by hand", "[model][spec
   s.heads = 4;
   s.seq_len = 32;
   s.vocab = 100;
-  s.dtype = "bf16";
+  s.dtype = Precision::bf16;
   s.optimizer = "adam";
   s.tied_embeddings = false;
   s.mean_tokens_per_sample = 32;
@@ -278,8 +278,8 @@ TEST_CASE("spec model: memory, compute and communication by hand", "[model][spec
   CHECK(p.memory.gradients == Bytes(2 * n));
   CHECK(p.memory.optimizer_state == Bytes(12 * n));  // fp32 master + two fp32 moments
   CHECK(p.memory.comm_buffers == 0);
-  CHECK(double(p.memory.activations) == Approx(activation_bytes(sh, 4, 2, Recompute::none)).margin(1));
-  CHECK(p.time.compute == Approx(2 * training_flops(sh, 4, Recompute::none) / 0.5e12));
+  CHECK(double(p.memory.activations) == Approx(activation_bytes(sh, 4, 2, Checkpointing::none)).margin(1));
+  CHECK(p.time.compute == Approx(2 * training_flops(sh, 4, Checkpointing::none) / 0.5e12));
   CHECK(p.time.optimizer == Approx(n * (2 * 2 + 8 + 16 + 2) / 1e11));
   CHECK(p.tokens_per_s == Approx(p.throughput * 32));
   // p = 8 over 4 nodes: fused = hierarchical on the gradient bytes + 6 passes of copies.

@@ -1,0 +1,99 @@
+// What/why: the traits tables and parsers of plan.hpp: one row per enum value.
+#include "core/plan.hpp"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace gaccum {
+namespace {
+
+constexpr ShardingTraits kSharding[] = {
+    {Sharding::none, "none", "NO_SHARD", "0", false, false, false,
+     "DDP: weights, gradients and optimizer state replicated on every rank"},
+    {Sharding::zero1, "zero1", "-", "1", true, false, false, "optimizer state and fp32 master weights sharded"},
+    {Sharding::zero2, "zero2", "SHARD_GRAD_OP", "2", true, true, false,
+     "optimizer state, master weights and gradients sharded"},
+    {Sharding::zero3, "zero3", "FULL_SHARD", "3", true, true, true,
+     "parameters sharded too, all-gathered per wrapped unit for forward and backward"},
+    {Sharding::hsdp, "hsdp", "HYBRID_SHARD", "-", true, true, true,
+     "zero3 inside groups of G ranks, replicated across groups"},
+};
+
+constexpr PrecisionTraits kPrecision[] = {
+    {Precision::fp32, "fp32", 4.0, false, "fp32 weights, gradients, activations and optimizer state"},
+    {Precision::bf16, "bf16", 2.0, true,
+     "bf16 weights, gradients (reduced in bf16) and activations; fp32 master weights and optimizer state"},
+    {Precision::fp16, "fp16", 2.0, true,
+     "fp16 weights, gradients (reduced in fp16, loss-scaled) and activations; fp32 master weights and optimizer state"},
+};
+
+constexpr CheckpointingTraits kCheckpointing[] = {
+    {Checkpointing::none, "none", "every activation kept for backward"},
+    {Checkpointing::selective, "selective", "the attention core recomputed in backward (Korthikanti et al. 2022)"},
+    {Checkpointing::full, "full", "each layer's input kept; the layer's forward recomputed in backward"},
+};
+
+Count parse_group(std::string_view text, std::string_view whole, std::string_view field) {
+  Count g = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), g);
+  if (ec != std::errc() || end != text.data() + text.size() || g < 2 || g > (Count(1) << 20))
+    throw InputError(fmt::format("{}: '{}': the hsdp group must be an integer of at least 2 (ranks per shard group), "
+                                 "e.g. hsdp:8",
+                                 field, whole));
+  return g;
+}
+
+}  // namespace
+
+const ShardingTraits& traits(Sharding s) { return kSharding[static_cast<int>(s)]; }
+const PrecisionTraits& traits(Precision p) { return kPrecision[static_cast<int>(p)]; }
+const CheckpointingTraits& traits(Checkpointing c) { return kCheckpointing[static_cast<int>(c)]; }
+
+std::string_view to_string(Sharding s) { return traits(s).name; }
+std::string_view to_string(Precision p) { return traits(p).name; }
+std::string_view to_string(Checkpointing c) { return traits(c).name; }
+
+std::string to_string(const ShardingChoice& s) {
+  if (s.sharding == Sharding::hsdp && s.group > 0) return fmt::format("hsdp:{}", s.group);
+  return std::string(to_string(s.sharding));
+}
+
+ShardingChoice parse_sharding(std::string_view text, std::string_view field) {
+  const auto colon = text.find(':');
+  const std::string_view head = text.substr(0, colon);
+  if (head == "hsdp" || head == "hybrid_shard") {
+    ShardingChoice c{Sharding::hsdp, 0};
+    if (colon != std::string_view::npos) c.group = parse_group(text.substr(colon + 1), text, field);
+    return c;
+  }
+  if (colon == std::string_view::npos) {
+    if (text == "none" || text == "ddp" || text == "no_shard") return {Sharding::none, 0};
+    if (text == "zero1") return {Sharding::zero1, 0};
+    if (text == "zero2" || text == "shard_grad_op") return {Sharding::zero2, 0};
+    if (text == "zero3" || text == "fsdp" || text == "full_shard") return {Sharding::zero3, 0};
+  }
+  throw InputError(fmt::format(
+      "{}: unknown sharding '{}': expected none (ddp, no_shard), zero1, zero2 (shard_grad_op), zero3 (fsdp, "
+      "full_shard) or hsdp:G (hybrid_shard:G, G ranks per shard group)",
+      field, text));
+}
+
+Precision parse_precision(std::string_view text, std::string_view field) {
+  if (text == "fp32" || text == "float32") return Precision::fp32;
+  if (text == "bf16" || text == "bfloat16") return Precision::bf16;
+  if (text == "fp16" || text == "float16") return Precision::fp16;
+  throw InputError(fmt::format("{}: unknown precision '{}': expected fp32, bf16 or fp16", field, text));
+}
+
+Checkpointing parse_checkpointing(std::string_view text, std::string_view field) {
+  if (text == "none") return Checkpointing::none;
+  if (text == "selective") return Checkpointing::selective;
+  if (text == "full") return Checkpointing::full;
+  throw InputError(
+      fmt::format("{}: unknown activation checkpointing '{}': expected none, selective or full", field, text));
+}
+
+}  // namespace gaccum

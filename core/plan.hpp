@@ -1,0 +1,99 @@
+// What: the data-parallel plan's vocabulary beside the gradient-sync strategy (core/strategy.hpp):
+//   sharding       what is partitioned across the ranks of a shard group (ZeRO, Rajbhandari et
+//                  al. 2020; PyTorch FSDP's ShardingStrategy):
+//                    none    DDP: every rank holds weights, gradients and optimizer state
+//                    zero1   optimizer state (and fp32 master weights) sharded
+//                    zero2   + gradients sharded (FSDP SHARD_GRAD_OP)
+//                    zero3   + parameters sharded, all-gathered per wrapped unit for forward and
+//                            backward (FSDP FULL_SHARD)
+//                    hsdp:G  zero3 inside groups of G ranks, replicated across the p/G groups
+//                            (FSDP HYBRID_SHARD with G = ranks per node)
+//   precision      fp32, or mixed bf16/fp16: 2-byte weights, gradients and activations with fp32
+//                  master weights and fp32 optimizer state; gradients are reduced in the 2-byte
+//                  dtype (DeepSpeed's and FSDP MixedPrecision(reduce_dtype=bf16)'s default)
+//   checkpointing  activation recomputation: none, selective (attention core recomputed,
+//                  Korthikanti et al. 2022) or full (each layer's input kept, the layer recomputed)
+// Why: one value type names a plan everywhere (flags, job files, DeepSpeed configs, CSV/JSON,
+//      the cost model); each enum has one traits table (name, aliases, description), so no
+//      string comparisons are scattered over the code. What each combination costs lives in
+//      model/plan_cost.hpp, nowhere else.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "core/units.hpp"
+
+namespace gaccum {
+
+enum class Sharding { none, zero1, zero2, zero3, hsdp };
+enum class Precision { fp32, bf16, fp16 };
+enum class Checkpointing { none, selective, full };
+
+inline constexpr std::array<Sharding, 5> kAllShardings{Sharding::none, Sharding::zero1, Sharding::zero2,
+                                                       Sharding::zero3, Sharding::hsdp};
+inline constexpr std::array<Precision, 3> kAllPrecisions{Precision::fp32, Precision::bf16, Precision::fp16};
+inline constexpr std::array<Checkpointing, 3> kAllCheckpointings{Checkpointing::none, Checkpointing::selective,
+                                                                 Checkpointing::full};
+
+struct ShardingTraits {
+  Sharding value;
+  const char* name;         // flag / CSV spelling
+  const char* fsdp_name;    // PyTorch FSDP ShardingStrategy
+  const char* deepspeed;    // DeepSpeed zero_optimization.stage
+  bool shards_optimizer;    // optimizer state + master weights partitioned
+  bool shards_gradients;    // gradients partitioned (when reduced every micro-step)
+  bool shards_parameters;   // parameters partitioned (gathered per unit for compute)
+  const char* description;
+};
+const ShardingTraits& traits(Sharding s);
+
+struct PrecisionTraits {
+  Precision value;
+  const char* name;
+  double element_bytes;     // weights, gradients, activations
+  bool mixed;               // fp32 master weights beside the 2-byte weights
+  const char* description;
+};
+const PrecisionTraits& traits(Precision p);
+
+struct CheckpointingTraits {
+  Checkpointing value;
+  const char* name;
+  const char* description;
+};
+const CheckpointingTraits& traits(Checkpointing c);
+
+// A sharding choice with its group: G ranks per shard group for hsdp, 0 for every other mode
+// (whose shard group is the whole world).
+struct ShardingChoice {
+  Sharding sharding = Sharding::none;
+  Count group = 0;
+};
+
+std::string_view to_string(Sharding s);
+std::string_view to_string(Precision p);
+std::string_view to_string(Checkpointing c);
+// "none", "zero2", "hsdp:8".
+std::string to_string(const ShardingChoice& s);
+
+// Accepted: none | ddp | no_shard, zero1, zero2 | shard_grad_op, zero3 | fsdp | full_shard,
+// hsdp:G | hybrid_shard:G (G >= 2); plain "hsdp"/"hybrid_shard" gives group 0 (the caller
+// picks G, e.g. the GPUs per node). InputError naming `field` and listing the valid values.
+ShardingChoice parse_sharding(std::string_view text, std::string_view field = "--sharding");
+// fp32 | float32, bf16 | bfloat16, fp16 | float16.
+Precision parse_precision(std::string_view text, std::string_view field = "--precision");
+// none | selective | full.
+Checkpointing parse_checkpointing(std::string_view text, std::string_view field = "--checkpointing");
+
+// The shard group size of a choice at world_size p: p for zero1/2/3, G for hsdp, 1 for none.
+inline Count shard_group_size(const ShardingChoice& s, Count world_size) {
+  switch (s.sharding) {
+    case Sharding::none: return 1;
+    case Sharding::hsdp: return s.group;
+    default: return world_size;
+  }
+}
+
+}  // namespace gaccum
