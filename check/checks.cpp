@@ -199,10 +199,11 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
       const model::Prediction alt = m->predict(c);
       if (alt.memory.peak <= limit) {
         const auto& t = traits(o.sharding);
-        plan_fix = fmt::format("shard the model: {} (DeepSpeed zero_optimization.stage {}, FSDP {}) with {} predicts {} "
-                               "per rank <= {}",
-                               to_string(o.sharding), t.deepspeed, t.fsdp_name, to_string(o.strategy),
-                               format_bytes(alt.memory.peak), format_bytes(limit));
+        plan_fix = fmt::format("shard the model: {} (DeepSpeed zero_optimization.stage {}{}) with {} predicts {} per "
+                               "rank <= {}",
+                               to_string(o.sharding), t.deepspeed,
+                               std::string(t.fsdp_name) == "-" ? std::string() : fmt::format(", FSDP {}", t.fsdp_name),
+                               to_string(o.strategy), format_bytes(alt.memory.peak), format_bytes(limit));
         r.data["plan_suggestion"] = model::to_ordered_json(c);
         break;
       }

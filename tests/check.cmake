@@ -153,3 +153,15 @@ if(GACCUM_HAVE_LIBFUZZER)
 else()
   message(STATUS "check: clang++ with libFuzzer not found: the parser fuzz test is not built")
 endif()
+
+# Plans from a DeepSpeed config: the LLaMA-2-7B job at ZeRO stage 3 + bf16 fits; the same job at
+# stage 0 fails peak memory and names the ZeRO stage that fits.
+set(F ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh)
+gaccum_cli_test(check-deepspeed-zero3 0 "sharding +zero3 .*verdict: PASS" -- ${F} ${G} check --deepspeed-config
+  ${X}/deepspeed/llama2-7b-zero3.json --world-size 64 --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json)
+gaccum_cli_test(check-deepspeed-stage0 1 "peak memory +FAIL .*fix: shard the model: zero[123] \\(DeepSpeed zero_optimization.stage [123]" --
+  ${F} ${G} check --deepspeed-config ${C}/ds-llama2-7b-stage0.json --world-size 64 --spec ${X}/specs/llama2-7b.json
+  --cluster ${X}/clusters/h100-8node-ib400.json)
+gaccum_cli_test(check-sharding-flag 0 "sharding +zero3 +flag --sharding" --
+  ${G} check --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 16 -p 64 --sharding fsdp
+  --strategy every-step)

@@ -2,6 +2,7 @@
 # the profile and spec models on synthetic inputs, the loaders, and `gaccum-tune predict`.
 gaccum_test(unit_model LABEL unit
             SOURCES unit/test_model_formulas.cpp unit/test_model_profile.cpp unit/test_model_loaders.cpp
+                    unit/test_model_plans.cpp
             LIBS gaccum::model)
 target_compile_definitions(unit_model PRIVATE GACCUM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
@@ -40,3 +41,24 @@ gaccum_cli_test(predict-bad-strategy 2 "--strategy" --one-line-stderr -- ${G} pr
 gaccum_cli_test(predict-mfu-with-profile 2 "--mfu" --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json -b 4 --mfu 0.5)
 gaccum_cli_test(predict-bad-cluster 2 "gpus_per_node" --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json
                 --cluster ${D}/bad-cluster.json -b 4 -p 2)
+
+# Plans: sharding, precision and checkpointing (model/plan_cost.hpp).
+set(L7 ${X}/specs/llama2-7b.json)
+set(C64 ${X}/clusters/h100-8node-ib400.json)
+gaccum_cli_test(predict-zero3 0 "plan +zero3 \\(FULL_SHARD, DeepSpeed ZeRO stage 3\\), bf16" -- ${G} predict --spec ${L7} --cluster ${C64}
+                -b 1 -k 16 -p 64 --sharding zero3 --strategy every-step)
+gaccum_cli_test(predict-zero3-sync-choice 0 "sync choice: no_sync \\(overlap\\) under zero3 would save 15 of 16" -- ${G} predict
+                --spec ${L7} --cluster ${C64} -b 1 -k 16 -p 64 --sharding full_shard --strategy every-step)
+gaccum_cli_test(predict-zero1-every-step 2 "zero1 keeps full gradients" --one-line-stderr -- ${G} predict --spec ${L7}
+                --cluster ${C64} -b 1 -k 16 -p 64 --sharding zero1 --strategy every-step)
+gaccum_cli_test(predict-hsdp-bad-group 2 "multiple of the group size" --one-line-stderr -- ${G} predict --spec ${L7}
+                --cluster ${C64} -b 1 -k 16 -p 12 --sharding hsdp:8)
+gaccum_cli_test(predict-bad-sharding 2 "--sharding: unknown sharding 'zero4'" --one-line-stderr -- ${G} predict
+                --profile ${D}/small-profile.json -b 4 -p 2 --sharding zero4)
+gaccum_cli_test(predict-profile-bf16 2 "precision bf16 is not available.*measured fp32" --one-line-stderr -- ${G} predict
+                --profile ${D}/small-profile.json -b 4 -p 2 --precision bf16)
+gaccum_cli_test(predict-profile-zero2 0 "\"comm_source\": \"allreduce-derived\"" -- ${G} predict --profile ${D}/small-profile.json
+                -b 4 -k 4 -p 2 --sharding zero2 --strategy every-step --json)
+gaccum_cli_test(predict-spec-unknown-field 2 "unknown field 'gated'.*valid fields are" --one-line-stderr -- sh -c
+  "sed 's/\"gated_mlp\"/\"gated\"/' \"$1\" > \"$2/spec-typo.json\" && \"$0\" predict --spec \"$2/spec-typo.json\" --cluster \"$3\" -b 1"
+  ${G} ${L7} ${CMAKE_CURRENT_BINARY_DIR} ${C64})

@@ -50,3 +50,17 @@ gaccum_cli_test(tune-profile-first-cached 0 "CACHED-OK" -- sh -c
   "rm -rf \"$1\" && export XDG_CACHE_HOME=\"$1/cache\" && \"$0\" tune --out \"$1/a\" >/dev/null && \"$0\" tune --out \"$1/b\" | grep -q 'Profile: cached' && ls \"$1/cache/gaccum-tune/profiles/\" | grep -q '^gpt-tiny-[0-9a-f]*\\.json$' && echo CACHED-OK"
   ${G} ${T}/first)
 set_tests_properties("cli: tune-profile-first-cached" PROPERTIES TIMEOUT 900)
+
+# Plans: the LLaMA-2-7B job on 64 H100s (8 nodes x 8, 400 Gb/s InfiniBand) at global_batch 1024:
+# DDP needs ~130 GiB per rank, so the pick is a sharded plan, explained against the others.
+set(L7 ${X}/specs/llama2-7b.json)
+set(C64 ${X}/clusters/h100-8node-ib400.json)
+gaccum_cli_test(tune-llama2-7b 0 "Plan: (zero[123]|hsdp:8) .*Other plans.*sharding none: nothing feasible" --
+  ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh ${G} tune --spec ${L7} --cluster ${C64} --global-batch 1024 --force --out ${T}/llama2-7b)
+gaccum_cli_test(tune-llama2-7b-ddp-pinned 1 "memory cap binds.*smallest change: --sharding (zero[123]|hsdp:8)" --one-line-stderr --
+  ${G} tune --spec ${L7} --cluster ${C64} --global-batch 1024 --sharding none --out ${T}/llama2-7b-ddp)
+gaccum_cli_test(tune-cap-above-device 2 "--memory-cap: 300 GiB is above the device's.*--force-memory-cap" --one-line-stderr --
+  ${G} tune --spec ${L7} --cluster ${C64} --global-batch 1024 --memory-cap 300GiB --out ${T}/cap)
+gaccum_cli_test(tune-profile-sharded-pinned 0 "zero2" -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --sharding zero2 --out \"$1\""
+  ${G} ${T}/profile-zero2 ${D})
