@@ -250,7 +250,8 @@ std::string strategy_chart(const tuner::TuneResult& r) {
   std::string notes;
   for (const auto& ps : r.strategy_prices) {
     const auto& c = ps.config;
-    ch.categories.push_back(fmt::format("b={} k={} p={}", c.micro_batch, c.accum_steps, c.world_size));
+    ch.categories.push_back(fmt::format("b={} k={} p={}{}", c.micro_batch, c.accum_steps, c.world_size,
+                                        c.sharding.sharding == Sharding::none ? "" : " " + to_string(c.sharding)));
     ch.values.push_back({ps.price.overlap_step, ps.price.fused_step, ps.price.every_step_step});
   }
   const auto& first = r.strategy_prices.front();
@@ -259,6 +260,92 @@ std::string strategy_chart(const tuner::TuneResult& r) {
                 fmt::format("For b={} k={} p={}: {}", first.config.micro_batch, first.config.accum_steps,
                             first.config.world_size, first.price.text),
                 bar_chart(ch));
+}
+
+// Peak memory per rank by term for the top picks and each other plan's best (or smallest) config.
+std::string memory_terms_chart(const tuner::TuneResult& r) {
+  const auto& l = r.search.limits;
+  const double unit = std::max(l.cap, l.limit) >= GiB ? double(GiB) : double(MiB);
+  const char* unit_name = unit == double(GiB) ? "GiB" : "MiB";
+  BarChart ch;
+  ch.title = "Peak memory per rank by term";
+  ch.value_label = fmt::format("{} per rank (limit {})", unit_name, format_bytes(l.limit));
+  ch.segments = {"weights", "gradients", "optimizer state + master", "gathered parameters", "comm buffers",
+                 "activations"};
+  ch.colors = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"};
+  auto add = [&](const std::string& label, const model::Prediction& p) {
+    const auto& m = p.memory;
+    ch.categories.push_back(label);
+    ch.values.push_back({double(m.weights) / unit, double(m.gradients) / unit, double(m.optimizer_state) / unit,
+                         double(m.gathered) / unit, double(m.comm_buffers) / unit, double(m.activations) / unit});
+  };
+  for (std::size_t i = 0; i < r.picks.size() && i < 3; ++i) {
+    const auto& c = r.search.candidates[r.picks[i].candidate];
+    add(fmt::format("#{} {}", r.picks[i].rank, tuner::short_config(c.config())), c.prediction);
+  }
+  for (const auto& a : r.plan_alternatives) {
+    if (a.best) {
+      const auto& c = r.search.candidates[*a.best];
+      add(fmt::format("{}: b={} k={} p={}", a.value, c.config().micro_batch, c.config().accum_steps, c.config().world_size),
+          c.prediction);
+    } else {
+      for (const auto& c : r.search.candidates)
+        if (c.prediction.memory.peak == a.min_peak && c.config().global_batch() == r.best().config().global_batch()) {
+          add(fmt::format("{} (no fit): b={} k={} p={}", a.value, c.config().micro_batch, c.config().accum_steps,
+                          c.config().world_size),
+              c.prediction);
+          break;
+        }
+    }
+  }
+  ch.format = [](double v) { return fmt::format("{:.3g}", v); };
+  return figure(ch.title,
+                fmt::format("Each bar sums to the predicted peak; the limit is {} (cap {} minus the margin).",
+                            format_bytes(l.limit), format_bytes(l.cap)),
+                bar_chart(ch));
+}
+
+// The sync choices of the best pick's setting under each sharding: exposed communication per step
+// against peak memory (no_sync keeps unsharded gradients; every-step reduces them each micro-step).
+std::string sync_choice_chart(const tuner::TuneResult& r) {
+  const auto& l = r.search.limits;
+  const model::Config& best = r.best().config();
+  const double unit = std::max(l.cap, l.limit) >= GiB ? double(GiB) : double(MiB);
+  const char* unit_name = unit == double(GiB) ? "GiB" : "MiB";
+  LineChart ch;
+  ch.title = "Sync choices: exposed communication vs peak memory";
+  ch.x_label = "exposed communication per step (s)";
+  ch.y_label = fmt::format("peak memory per rank ({})", unit_name);
+  ch.y_from_zero = true;
+  std::size_t ci = 0;
+  for (const auto& sh : l.shardings) {
+    ChartSeries ser;
+    ser.name = to_string(sh);
+    ser.color = chart_color(ci++);
+    std::vector<std::pair<double, double>> pts;
+    for (const auto& c : r.search.candidates) {
+      const auto& cfg = c.config();
+      if (cfg.sharding.sharding != sh.sharding || cfg.micro_batch != best.micro_batch ||
+          cfg.accum_steps != best.accum_steps || cfg.world_size != best.world_size || cfg.precision != best.precision ||
+          cfg.checkpointing != best.checkpointing)
+        continue;
+      pts.push_back({c.prediction.time.comm_exposed, double(c.prediction.memory.peak) / unit});
+    }
+    std::sort(pts.begin(), pts.end());
+    for (const auto& [x, y] : pts) ser.points.push_back({x, y});
+    if (!ser.points.empty()) ch.series.push_back(ser);
+  }
+  if (ch.series.empty()) return "";
+  ch.hlines.push_back(
+      {double(l.limit) / unit, fmt::format("limit {} (cap minus margin)", format_bytes(l.limit)), "#E69F00", true});
+  ch.x_format = [](double v) { return fmt::format("{:.3g}", v); };
+  ch.y_format = [](double v) { return fmt::format("{:g}", v); };
+  return figure(ch.title,
+                fmt::format("micro_batch {}, accum_steps {}, world_size {}: each line is a sharding, its points the "
+                            "sync choices (overlap / fused keep unsharded gradients across the window; every-step "
+                            "reduces them on each micro-step). {}",
+                            best.micro_batch, best.accum_steps, best.world_size, r.picks.front().every_step.text),
+                line_chart(ch));
 }
 
 std::string pareto_chart(const tuner::TuneResult& r) {
@@ -398,6 +485,10 @@ std::string print_html(const tuner::TuneResult& r, const ReportContext& ctx) {
   charts += memory_chart(r);
   charts += breakdown_chart(r);
   charts += strategy_chart(r);
+  if (plans_searched(r)) {
+    charts += memory_terms_chart(r);
+    charts += sync_choice_chart(r);
+  }
   charts += "</div>";
   o += section("charts", "Charts", charts);
   o += section("pareto", "Is another rank worth it?", pareto_chart(r));

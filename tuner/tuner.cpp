@@ -63,7 +63,9 @@ std::vector<PricedSetting> strategy_prices(const model::CostModel& model, const 
       seen = seen || (s.config.micro_batch == c.micro_batch && s.config.accum_steps == c.accum_steps &&
                       s.config.world_size == c.world_size && s.config.sharding.sharding == c.sharding.sharding &&
                       s.config.precision == c.precision && s.config.checkpointing == c.checkpointing);
-    if (!seen) out.push_back(PricedSetting{c, price_every_step(model, c, res.limits.limit)});
+    if (seen) continue;
+    PricedSetting ps{c, price_every_step(model, c, res.limits.limit)};
+    if (ps.price.applicable) out.push_back(ps);  // zero1 has no every-step to price
   }
   return out;
 }
