@@ -2,7 +2,7 @@
 //       compute per micro-step, optimizer step, allreduce, gradient norms, overlap) and writes
 //       profile.json (atomically), printing a human summary (profiler/summary.hpp) and, when
 //       stderr is a terminal, a progress line.
-// Why: every later stage (predict, tune, check) runs from this file alone (DESIGN.md, Profiler).
+// Why: every later stage (predict, tune, check) runs from this file alone (docs/DESIGN.md, Profiler).
 // Exit codes: 0 ok; 2 bad input (flags, workload name, files); 1 when the workload does not fit
 // the memory cap even at the smallest micro_batch (InfeasibleError: the flags are valid, the
 // request is impossible) or when a rank process fails.

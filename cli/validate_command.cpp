@@ -4,7 +4,7 @@
 //       and, with --profile, the cost model's prediction beside each figure.
 //       Locally it starts --world-size rank processes; under torchrun, Slurm or mpirun it joins
 //       the job as one rank (rank 0 writes -o).
-// Why: DESIGN.md, Runner. Exit 0 when every check (and prediction) passes, 1 when one fails or a
+// Why: docs/DESIGN.md, Runner. Exit 0 when every check (and prediction) passes, 1 when one fails or a
 //      rank failed, 2 for bad input.
 #include <filesystem>
 #include <iostream>

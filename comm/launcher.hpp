@@ -2,7 +2,7 @@
 //       store, watches them, and ends all of them when one fails, the deadline passes or the
 //       user presses Ctrl-C.
 // Why: a rank that dies or hangs must end the whole run within a bounded time, with the rank
-//      and its exit status named and no process left behind (DESIGN.md, Runner: faults).
+//      and its exit status named and no process left behind (docs/DESIGN.md, Runner: faults).
 //
 // Each child gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1,
 // MASTER_PORT=<the launcher's store> and GACCUM_STORE=launcher, runs in its own process group

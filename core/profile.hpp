@@ -1,6 +1,6 @@
 // What: profile.json as value types: everything the profiler measured on real hardware, raw,
 //       plus the identity of the hardware, libraries and workload it was measured with.
-// Why: the cost model, tuner and check run on a laptop from this file alone (DESIGN.md, Data
+// Why: the cost model, tuner and check run on a laptop from this file alone (docs/DESIGN.md, Data
 //      flow), so it carries raw measurements (not only fitted values) and is schema-versioned.
 //      Loading a profile of another schema version or another workload is a ProfileError.
 //

@@ -2,7 +2,7 @@
 //       address, and which launcher started it (our own `--nproc` launcher, torchrun, Slurm,
 //       mpirun, or none).
 // Why: `validate` and `check --distributed` run unchanged under the cluster's own launcher
-//      (DESIGN.md, Runner: launch); the variables each launcher sets are read in one place.
+//      (docs/DESIGN.md, Runner: launch); the variables each launcher sets are read in one place.
 //      In core/ (no LibTorch) so the light binary's `check` reads WORLD_SIZE / SLURM_NTASKS too;
 //      comm/rank_env.hpp re-exports it as gaccum::comm::RankContext / detect_rank_context.
 //   torchrun : RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT

@@ -1,4 +1,4 @@
-// What: the gradient-synchronisation strategies (DESIGN.md, Cost model) and their names.
+// What: the gradient-synchronisation strategies (docs/DESIGN.md, Cost model) and their names.
 //   overlap    DDP + no_sync() on the first k-1 micro-steps; bucketed allreduce overlapped with
 //              the last backward.
 //   fused      Horovod backward_passes_per_step=k: local accumulation, one fused allreduce after

@@ -3,7 +3,7 @@
 //       counts wrong elements, and per-iteration cudaEvent timing on the probe's own stream.
 // Why: on GPUs the profiler measures allreduce with NCCL itself, not through LibTorch's
 //      ProcessGroupNCCL (which adds its own streams, events and work tracking), so the cost model
-//      sees what the wire and NCCL cost (DESIGN.md, Profiler: communication).
+//      sees what the wire and NCCL cost (docs/DESIGN.md, Profiler: communication).
 // The ncclUniqueId is exchanged through the caller's rendezvous store (IdExchange), so this file
 // needs neither LibTorch nor MPI. Every CUDA/NCCL call is checked; a failure is a RuntimeFailure
 // naming the call and file:line. Built from nccl_allreduce.cu when the CUDA toolkit and NCCL are

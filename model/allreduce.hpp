@@ -1,4 +1,4 @@
-// What: allreduce cost formulas and their fit (DESIGN.md, Cost model):
+// What: allreduce cost formulas and their fit (docs/DESIGN.md, Cost model):
 //   ring          t(S, p) = 2(p-1) alpha + 2(p-1)/p * S / beta
 //   hierarchical  p = n nodes x g ranks per node (n = ceil(p / g), nodes filled first):
 //                   intra-node reduce-scatter  (g-1) alpha_i + (g-1)/g * S / beta_i

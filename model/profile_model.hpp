@@ -1,5 +1,5 @@
 // What: the cost model fitted on a measured profile.json, optionally scaled to a described
-//       cluster (DESIGN.md, Cost model; model/cost_model.hpp for the contract).
+//       cluster (docs/DESIGN.md, Cost model; model/cost_model.hpp for the contract).
 //   compute     model/compute_fit.hpp (per concurrency; beyond the profiled one: the largest)
 //   memory      model/memory_fit.hpp (+ gradient-sized comm buffers when world_size > 1)
 //   allreduce   at a profiled world_size: the measurements (bucket / fused / sweep sizes,

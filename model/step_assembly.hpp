@@ -1,4 +1,4 @@
-// What: puts one prediction together from its terms (DESIGN.md, Cost model):
+// What: puts one prediction together from its terms (docs/DESIGN.md, Cost model):
 //   step_time  = k t(b) + comm_exposed(strategy) + optimizer
 //   throughput = b k p / step_time;  tokens/s = throughput x real tokens per sample
 //   band       = the same sum over the p10 (lo) and p90 (hi) of each measured term

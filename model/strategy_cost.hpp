@@ -1,5 +1,5 @@
 // What: the gradient-synchronisation cost of one optimizer step on one rank, per strategy
-//       (DESIGN.md, Cost model; how the runner implements each):
+//       (docs/DESIGN.md, Cost model; how the runner implements each):
 //   overlap     DDP + no_sync on the first k-1 micro-steps; the last backward launches the
 //               bucket allreduces as buckets fill; after it: wait, divide by p, copy back.
 //               exposed = bucket exposure of the last backward + copies;  collectives = buckets

@@ -1,4 +1,4 @@
-// What: the gradient-statistics probe for the gradient noise scale (DESIGN.md, Convergence;
+// What: the gradient-statistics probe for the gradient noise scale (docs/DESIGN.md, Convergence;
 //       McCandlish et al. 2018, App. A.1). For each micro_batch size b it draws `batches`
 //       independent micro-batches of disjoint samples and records |G_b|^2, the squared L2 norm
 //       of the full gradient of the mean loss (loss_sum / loss_terms) over all parameters,

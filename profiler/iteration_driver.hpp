@@ -6,7 +6,7 @@
 // Why: every probe (compute, optimizer, allreduce, overlap) must time the same way, and the
 //      slowest rank is what a synchronous data-parallel step waits for.
 //
-// Bandwidths, defined once here and used by every allreduce report (nccl-tests, PERFORMANCE.md):
+// Bandwidths, defined once here and used by every allreduce report (nccl-tests; docs/DESIGN.md, Profiler):
 //   algbw = bytes / time                     (bytes: the message size each rank contributes)
 //   busbw = algbw * 2(p-1)/p                 (a ring allreduce moves 2(p-1)/p x bytes over each
 //                                              rank's link, so busbw is comparable to the link

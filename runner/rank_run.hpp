@@ -3,7 +3,7 @@
 //       accumulation windows with the chosen gradient-sync strategy while checking and timing
 //       them, and (rank 0) assembles the run record: config, environment, per-step raw times of
 //       every rank, each check with its numbers, and the measured figures.
-// Why: DESIGN.md, Runner. The same function runs under our own launcher (`_worker --role
+// Why: docs/DESIGN.md, Runner. The same function runs under our own launcher (`_worker --role
 //      validate-rank`) and under torchrun/Slurm/mpirun (`gaccum-tune validate` on every rank).
 //
 // Per window w (one optimizer step), on every rank, all inside the step's wall-clock time:

@@ -4,7 +4,7 @@
 //       `_worker --role validate-rank`), or, under torchrun/Slurm/mpirun, runs as one rank of
 //       the job; compares the measured figures with the cost model's prediction when a profile
 //       is given; and writes validation.json (rank 0).
-// Why: DESIGN.md, Runner: a real distributed accumulation run that proves (or refutes) a
+// Why: docs/DESIGN.md, Runner: a real distributed accumulation run that proves (or refutes) a
 //      recommendation.
 //
 // Threads: threads_per_rank 0 means the default: the profile's hardware.threads_per_rank with

@@ -1,4 +1,4 @@
-// What: the networks being trained (DESIGN.md, Workloads): a common interface over LibTorch
+// What: the networks being trained (docs/DESIGN.md, Workloads): a common interface over LibTorch
 //       modules (mlp, gpt, cnn) and a user's TorchScript file, each with a deterministic
 //       synthetic data stream and a loss that reports its own normaliser.
 // Why: the profiler and the runner must execute exactly the same micro-step, and the runner's

@@ -14,7 +14,7 @@ TEST_CASE("tracking allocator counts a Linear(1024,1024) exactly", "[memory]") {
   auto mem = profiler::memory_for(torch::Device("cpu"));
   auto before = mem->snapshot().allocated;
   torch::nn::Linear lin(1024, 1024);
-  // (1024*1024 + 1024) floats = 4,198,400 bytes (DESIGN.md, facts checked).
+  // (1024*1024 + 1024) floats = 4,198,400 bytes (docs/DESIGN.md, facts checked).
   CHECK(mem->snapshot().allocated - before == 4198400);
   mem->reset_peak();
   { auto t = torch::empty({1000}, torch::kFloat32); CHECK(mem->snapshot().peak_allocated - mem->snapshot().allocated == 0); }
