@@ -154,6 +154,15 @@ std::vector<TunePick> read_tune_picks(const json& result, Count top, const std::
     p.accum_steps = f.positive("accum_steps");
     p.world_size = f.positive("world_size");
     p.strategy = parse_strategy(f.str("strategy"), "--from-tune: " + where + ".strategy");
+    // Schema 2 carries the plan; the runner runs DDP in the workload's fp32 without checkpointing.
+    const std::string sharding = f.opt_str("sharding").value_or("none");
+    const std::string precision = f.opt_str("precision").value_or("fp32");
+    const std::string checkpointing = f.opt_str("checkpointing").value_or("none");
+    if (sharding != "none" || precision != "fp32" || checkpointing != "none")
+      throw InputError(fmt::format("--from-tune: {} is a {} {} plan with {} checkpointing; validate runs DDP (sharding none) "
+                                   "in fp32 without checkpointing: re-tune with --sharding none, or pass the setting "
+                                   "with --micro-batch/--accum-steps/--world-size",
+                                   where, sharding, precision, checkpointing));
     picks.push_back(p);
   }
   return picks;

@@ -38,3 +38,8 @@ gaccum_cli_test(validate-missing-tune 2 "--from-tune" --one-line-stderr -- ${_v}
 gaccum_cli_test(validate-bad-device 2 "--device" --one-line-stderr -- ${_v} --device tpu)
 gaccum_cli_test(validate-bad-output-dir 2 "-o: directory '/nonexistent-dir' does not exist" --one-line-stderr --
                 ${G} validate -o /nonexistent-dir/v.json)
+
+# A tune result whose picks are sharded plans: validate runs DDP only and says so (exit 2).
+gaccum_cli_test(validate-from-tune-sharded 2 "picks\\[0\\] is a zero2 fp32 plan.*validate runs DDP" --one-line-stderr -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --sharding zero2 --out \"$1\" >/dev/null && \"$0\" validate --from-tune \"$1/result.json\""
+  $<TARGET_FILE:gaccum-tune> ${CMAKE_CURRENT_BINARY_DIR}/tune-out/sharded-from-tune ${CMAKE_CURRENT_SOURCE_DIR}/data)
