@@ -61,7 +61,7 @@ DeepSpeedConfig deepspeed_from_json(const json& doc, const std::string& what) {
   c.train_micro_batch_size_per_gpu = batch_field(f, kMicro, c.auto_fields);
   c.gradient_accumulation_steps = batch_field(f, kGas, c.auto_fields);
   for (const auto& a : c.auto_fields)
-    c.warnings.push_back(fmt::format("{}.{}: \"auto\" (filled in by the HF Trainer) counts as not given", what, a));
+    c.warnings.push_back(fmt::format("{}.{}: \"auto\": filled from the flags or the job file when they give it, else by DeepSpeed's rule", what, a));
   if (const json* opt = f.opt_object("optimizer")) {
     JsonFields o(*opt, f.child("optimizer"));
     c.optimizer_type = o.opt_str("type");
@@ -171,6 +171,11 @@ DeepSpeedBatch derive_deepspeed_batch(const DeepSpeedConfig& c, Count p, const s
       throw InputError(fmt::format("{}: {} x world_size overflows 64 bits", c.path, kMicro));
     d.accum_steps_source = "DeepSpeed default 1";
     d.train_batch_source = fmt::format("{} x world_size", kMicro);
+  } else if (!c.auto_fields.empty()) {
+    throw InputError(fmt::format("{}: '{}' and '{}' are \"auto\" or absent and nothing fills them: pass --global-batch "
+                                 "or --micro-batch (-b) with --accum-steps (-k), or set global_batch / micro_batch in the "
+                                 "job file",
+                                 c.path, kTrain, kMicro));
   } else {
     throw InputError(fmt::format("{}: missing required field '{}' or '{}' (DeepSpeed needs one of them)", c.path, kTrain,
                                  kMicro));
@@ -221,6 +226,17 @@ std::optional<std::string> optimizer_rule_name(const std::string& type) {
     return std::string("adam");
   if (t == "lamb" || t == "onebitlamb" || t == "fusedlamb") return std::string("lamb");
   return std::nullopt;
+}
+
+DeepSpeedConfig fill_auto_fields(DeepSpeedConfig c, std::optional<Count> global_batch, std::optional<Count> micro_batch,
+                                 std::optional<Count> accum_steps) {
+  auto is_auto = [&](const char* key) {
+    return std::find(c.auto_fields.begin(), c.auto_fields.end(), key) != c.auto_fields.end();
+  };
+  if (is_auto(kTrain) && global_batch) c.train_batch_size = global_batch;
+  if (is_auto(kMicro) && micro_batch) c.train_micro_batch_size_per_gpu = micro_batch;
+  if (is_auto(kGas) && accum_steps) c.gradient_accumulation_steps = accum_steps;
+  return c;
 }
 
 }  // namespace gaccum::check

@@ -66,6 +66,11 @@ struct DeepSpeedBatch {
 // quoted in the message.
 DeepSpeedBatch derive_deepspeed_batch(const DeepSpeedConfig& c, Count world_size, const std::string& world_size_source);
 
+// "auto" batch fields filled from the layers above the config (flags, job file), as the HF
+// Trainer fills them from its arguments; fields given as numbers are kept (the merge decides).
+DeepSpeedConfig fill_auto_fields(DeepSpeedConfig c, std::optional<Count> global_batch, std::optional<Count> micro_batch,
+                                 std::optional<Count> accum_steps);
+
 // DeepSpeed optimizer type -> our LR-rule name (sgd | adam | adamw | lamb), nullopt when it has
 // no scaling rule here (e.g. Adagrad, Lion).
 std::optional<std::string> optimizer_rule_name(const std::string& type);

@@ -184,4 +184,16 @@ std::string print_table(const Verdict& v) {
   return out;
 }
 
+std::string print_error_json(const std::string& error, int exit_code, const std::string& tool_version) {
+  nlohmann::ordered_json j;
+  j["schema"] = "gaccum-tune/check";
+  j["schema_version"] = kCheckSchemaVersion;
+  j["tool_version"] = tool_version;
+  j["verdict"] = "error";
+  j["exit_code"] = exit_code;
+  j["error"] = error;
+  j["checks"] = nlohmann::ordered_json::array();
+  return j.dump(2) + "\n";
+}
+
 }  // namespace gaccum::check

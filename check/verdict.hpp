@@ -53,7 +53,11 @@ Verdict run_checks(const ResolvedJob& job, const model::CostModel* model, CheckR
                    VerdictContext ctx);
 
 nlohmann::ordered_json to_json(const Verdict& v);
-std::string print_json(const Verdict& v);    // indented, ends with '\n'
+std::string print_json(const Verdict& v);
+// The verdict of a check that could not run (bad input: exit 2): {"schema", "schema_version",
+// "tool_version", "verdict": "error", "exit_code": 2, "error": message}, so `--json` consumers
+// always get an object.
+std::string print_error_json(const std::string& error, int exit_code, const std::string& tool_version);    // indented, ends with '\n'
 std::string print_table(const Verdict& v);   // the terminal form, ends with '\n'
 
 }  // namespace gaccum::check

@@ -172,7 +172,13 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
   if (ds_path.empty() && job && job->deepspeed_config) ds_path = *job->deepspeed_config;
   std::string ds_hash;
   if (!ds_path.empty()) {
-    const check::DeepSpeedConfig ds = check::load_deepspeed_config(ds_path);
+    // "auto" batch fields are filled from the flags, else the job file (the HF Trainer's way).
+    auto above = [&](const Sourced<Count>& flag, const Sourced<Count>& jobv) {
+      return flag ? flag.value : jobv.value;
+    };
+    const check::DeepSpeedConfig ds = check::fill_auto_fields(
+        check::load_deepspeed_config(ds_path), above(flags.global_batch, from_job.global_batch),
+        above(flags.micro_batch, from_job.micro_batch), above(flags.accum_steps, from_job.accum_steps));
     out.warnings.insert(out.warnings.end(), ds.warnings.begin(), ds.warnings.end());
     ds_hash = ds.hash;
     // DeepSpeed's rule needs the data-parallel world size first.
@@ -263,7 +269,23 @@ nlohmann::ordered_json source_json(const nlohmann::json& s) {
   return o;
 }
 
+int run_check_verdict(const CheckOptions& o);
+
+// --json promises an object on stdout: a check that cannot run (bad input) prints an error
+// verdict before the one-line error and exit 2.
 int run_check(const CheckOptions& o) {
+  try {
+    return run_check_verdict(o);
+  } catch (const InputError& e) {
+    if (o.json) {
+      std::cout << check::print_error_json(first_line(e.what()), kExitBadInput, GACCUM_VERSION_STRING);
+      std::cout.flush();
+    }
+    throw;
+  }
+}
+
+int run_check_verdict(const CheckOptions& o) {
   const Seconds timeout = parse_seconds(o.timeout, "--timeout");
   RankContext ctx;
   std::vector<std::string> env_warnings;

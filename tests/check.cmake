@@ -165,3 +165,11 @@ gaccum_cli_test(check-deepspeed-stage0 1 "peak memory +FAIL .*fix: shard the mod
 gaccum_cli_test(check-sharding-flag 0 "sharding +zero3 +flag --sharding" --
   ${G} check --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 16 -p 64 --sharding fsdp
   --strategy every-step)
+# A HuggingFace-style DeepSpeed config with "auto" batch fields: the flags fill them; without them
+# the error names the flags that would.
+gaccum_cli_test(check-deepspeed-auto 0 "micro_batch +4 +flag --micro-batch" -- ${G} check --deepspeed-config ${C}/ds-hf-auto.json
+  --profile ${P} -b 4 -k 8 -p 2)
+gaccum_cli_test(check-deepspeed-auto-unfilled 2 "\"auto\" or absent and nothing fills them: pass --global-batch" --one-line-stderr --
+  ${G} check --deepspeed-config ${C}/ds-hf-auto.json --profile ${P} -p 2)
+gaccum_cli_test(check-json-bad-input 2 "\"verdict\": \"error\".*\"exit_code\": 2" -- ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh
+  ${G} check --deepspeed-config ${C}/ds-hf-auto.json --profile ${P} -p 2 --json)
