@@ -24,3 +24,11 @@ gaccum_cli_test(harden-deep-job 2 "deep.json.*nested deeper than" --one-line-std
 gaccum_cli_test(harden-deep-validate-profile 2 "deep.json: JSON nested deeper than 512" --one-line-stderr --
                 ${G} validate --profile ${H}/deep.json -o ${H}/never.json)
 
+# A prime global batch near the 2^40 limit: the diagnosis (tuner/infeasibility.cpp) used to step
+# through every accum_steps; it answers at once.
+gaccum_cli_test(harden-large-prime-global-batch 1 "no feasible config for global_batch 1099511627689.*accum_steps binds"
+                --one-line-stderr -- sh -c
+  "timeout 20 \"$0\" tune --profile \"$1/small-profile.json\" --global-batch 1099511627689 --out \"$2\""
+  ${G} ${D} ${H}/never)
+
+

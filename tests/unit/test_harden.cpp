@@ -76,3 +76,135 @@ TEST_CASE("JsonFields refers to the document; a temporary is kept alive without 
   CHECK_THROWS_WITH(JsonFields(json::array(), "arr.json"), Catch::Contains("arr.json: expected a JSON object"));
 }
 
+namespace {
+
+// Reference loops (the definitions, stepping through every k or b) for small inputs.
+Count ref_min_accum(Count p, Count f, Count lo, Count hi) {
+  for (Count k = 1; p * k <= hi; ++k) {
+    Count b_lo = std::max<Count>(1, (lo + p * k - 1) / (p * k));
+    if (b_lo <= std::min(f, hi / (p * k))) return k;
+  }
+  return 0;
+}
+Count ref_below(Count p, Count f, Count K, Count target) {
+  Count best = 0;
+  for (Count b = 1; b <= f && p * b <= target; ++b) best = std::max(best, p * b * std::min(K, target / (p * b)));
+  return best;
+}
+Count ref_above(Count p, Count f, Count K, Count target) {
+  Count best = 0;
+  for (Count b = 1; b <= f; ++b)
+    for (Count k = 1; k <= K; ++k)
+      if (p * b * k >= target && (best == 0 || p * b * k < best)) best = p * b * k;
+  return best;
+}
+bool ref_reachable(Count p, Count f, Count K, Count lo, Count hi) {
+  for (Count b = 1; b <= f; ++b)
+    for (Count k = 1; k <= K; ++k)
+      if (p * b * k >= lo && p * b * k <= hi) return true;
+  return false;
+}
+
+double seconds_of(const std::function<void()>& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+TEST_CASE("bounded searches agree with the plain loops on small inputs", "[tuner][infeasible][harden]") {
+  using namespace gaccum::tuner;
+  using namespace gaccum::tuner::detail;
+  for (Count p : {1, 2, 3, 8})
+    for (Count f : {1, 2, 5, 13})
+      for (Count K : {1, 3, 16})
+        for (Count lo = 1; lo <= 120; lo += 7)
+          for (Count w : {0, 3, 40}) {
+            const Count hi = lo + w;
+            INFO("p " << p << " f " << f << " K " << K << " lo " << lo << " hi " << hi);
+            CHECK(min_accum_needed(p, f, lo, hi) == ref_min_accum(p, f, lo, hi));
+            CHECK(reachable_below(p, f, K, lo) == ref_below(p, f, K, lo));
+            CHECK(reachable_above(p, f, K, lo) == ref_above(p, f, K, lo));
+            CHECK(batch_reachable(p, f, K, lo, hi) == ref_reachable(p, f, K, lo, hi));
+          }
+  // Hand-computed: 509 is prime; at p = 1 with b <= 40 the smallest k is 509 (b = 1); below 509
+  // with k <= 64: 507 = 13 x 39; above: 510 = 15 x 34.
+  CHECK(min_accum_needed(1, 40, 509, 509) == 509);
+  CHECK(reachable_below(1, 40, 64, 508) == 507);
+  CHECK(reachable_above(1, 40, 64, 510) == 510);
+  CHECK(reachable_above(1, 40, 64, 2561) == 0);  // 40 x 64 = 2560 is the largest
+}
+
+TEST_CASE("bounded searches end fast on huge batches", "[tuner][infeasible][harden]") {
+  using namespace gaccum::tuner;
+  using namespace gaccum::tuner::detail;
+  const Count B = 99999999999999;  // 10^14 - 1 = 3^2 x 11 x 239 x 4649 x 909091
+  Count k = 0, below = 0, above = 0;
+  const double t = seconds_of([&] {
+    k = min_accum_needed(2, 64, B, B);                       // odd: no multiple of 2
+    below = reachable_below(1, 64, 1024, B);                // 64 x 1024 = 65536
+    above = reachable_above(1, 64, 1024, B);                 // beyond 65536: none
+    (void)batch_reachable(1, Count(1) << 40, Count(1) << 40, B, B);
+  });
+  CHECK(k == 0);
+  CHECK(below == 65536);
+  CHECK(above == 0);
+  // b k = B with b <= 2^40: k >= B / 2^40 = 90.9, and the smallest divisor of B from 91 up is
+  // 99 = 9 x 11 (b = 1010101010101).
+  CHECK(min_accum_needed(1, Count(1) << 40, B, B) == 99);
+  // A range of width 1000 at 2^60 with f = 2^30: k = ceil(2^60 / 2^30) = 2^30 works directly.
+  const Count big = Count(1) << 60;
+  CHECK(min_accum_needed(1, Count(1) << 30, big, big + 1000) == (Count(1) << 30));
+  CHECK(reachable_above(1, Count(1) << 40, Count(1) << 40, big + 1) == big + 1);
+  const Count q62 = Count(1) << 62;
+  const Count near = reachable_below(1, Count(1) << 40, Count(1) << 40, q62 + 5);
+  CHECK(near >= q62);  // 2^22 x 2^40
+  CHECK(near <= q62 + 5);
+  CHECK(t < 0.5);
+  // The worst case walks kMaxBlocks blocks and stops: (2^63 - 1) / 3 = 2 x 715827883 x 2147483647
+  // has its divisor pair deep inside, so the answer is a reachable batch, maybe not the largest.
+  Count worst = 0;
+  const double tw = seconds_of([&] {
+    worst = reachable_below(3, Count(1) << 40, Count(1) << 40, std::numeric_limits<Count>::max());
+  });
+  CHECK(worst % 3 == 0);
+  CHECK(worst >= 3 * (((std::numeric_limits<Count>::max() / 3) >> 40) << 40));  // b = t / 2^40, k = 2^40
+  CHECK(tw < 2.0);
+}
+
+TEST_CASE("no feasible config at exabyte peaks ends fast, without a cap beyond 64 bits", "[tuner][infeasible][harden]") {
+  using namespace gaccum::tuner;
+  test::FakeParams fp;
+  fp.weight_bytes = Bytes(4500000000000000000ull);  // 4 x 4.5e18 = 1.8e19 B static
+  fp.device_memory = ~Bytes(0);
+  test::FakeCostModel m(fp);
+  TuneRequest r;
+  r.global_batch_min = r.global_batch_max = 256;
+  r.world_sizes = {1};
+  r.memory_cap.absolute = Bytes(1) << 40;
+  r.memory_cap.fraction.reset();
+  r.margin = 0.1;
+  r.max_accum_steps = 64;
+  std::string msg;
+  const double t = seconds_of([&] {
+    try {
+      (void)tune(m, r);
+    } catch (const InfeasibleError& e) {
+      msg = e.what();
+    }
+  });
+  // 1.8e19 / 0.9 = 2e19 > 2^64: no --memory-cap can hold it, so none is suggested.
+  CHECK_THAT(msg, Catch::Contains("memory cap binds"));
+  CHECK_THAT(msg, !Catch::Contains("raise --memory-cap"));
+  CHECK(t < 0.5);
+  // Within 64 bits the cap is exact: 1.5e19 / 0.9 = 16666666666666666667 B, 15522042910.26 GiB.
+  fp.weight_bytes = Bytes(3750000000000000000ull) - 2500000;  // + 10 MB of activations at b = 1
+  test::FakeCostModel m2(fp);
+  try {
+    (void)tune(m2, r);
+  } catch (const InfeasibleError& e) {
+    msg = e.what();
+  }
+  CHECK_THAT(msg, Catch::Contains("raise --memory-cap to 15522042911GiB"));
+}
