@@ -32,3 +32,29 @@ gaccum_cli_test(harden-large-prime-global-batch 1 "no feasible config for global
   ${G} ${D} ${H}/never)
 
 
+# Products beyond int64 and values the ranks would refuse stop at the flag.
+# 10^14 - 1 used to loop over every accum_steps for minutes.
+gaccum_cli_test(harden-huge-global-batch 2 "--global-batch: 99999999999999 is above the largest accepted value 2\\^40"
+                --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --global-batch 99999999999999 --out ${H}/never)
+# 4 x 2^62 x 4 printed global_batch 0 with exit 0.
+gaccum_cli_test(harden-predict-overflow 2 "--accum-steps: 4611686018427387904 is above the largest accepted value 2\\^40"
+                --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json -b 4 -k 4611686018427387904 -p 4)
+gaccum_cli_test(harden-predict-product 2 "--micro-batch x --accum-steps x --world-size: global batch 1048576 x 1048576 x 2 is above the largest accepted 2\\^40"
+                --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json -b 1048576 -k 1048576 -p 2)
+gaccum_cli_test(harden-predict-huge-b 2 "--micro-batch: 9223372036854775807 is above the largest accepted value"
+                --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json -b 9223372036854775807 --extrapolate)
+# check has its own limits and checked products (check/check_inputs.cpp, tests/check.cmake).
+gaccum_cli_test(harden-check-overflow 2 "micro_batch \\(from flag --micro-batch\\): 4611686018427387904 is implausibly large"
+                --one-line-stderr -- ${G} check --profile ${D}/small-profile.json -b 4611686018427387904 -k 4 -p 4)
+gaccum_cli_test(harden-tune-accum 2 "--max-accum-steps: .* is above the largest accepted" --one-line-stderr --
+                ${G} tune --profile ${D}/small-profile.json --max-accum-steps 9223372036854775807 --out ${H}/never)
+set(_hv ${G} validate -o ${H}/never.json)
+gaccum_cli_test(harden-validate-micro-batch 2 "--micro-batch: 4611686018427387904 is above the largest accepted"
+                --one-line-stderr -- ${_hv} --micro-batch 4611686018427387904)
+gaccum_cli_test(harden-validate-threads 2 "--threads-per-rank: 99999999999 is above the largest accepted value 1024"
+                --one-line-stderr -- ${_hv} --threads-per-rank 99999999999)
+gaccum_cli_test(harden-validate-seed 2 "--seed" --one-line-stderr -- ${_hv} --seed -1)
+gaccum_cli_test(harden-validate-lr-inf 2 "--lr: invalid learning rate 'inf'" --one-line-stderr -- ${_hv} --lr inf)
+gaccum_cli_test(harden-validate-lr-nan 2 "--lr: invalid learning rate 'nan'" --one-line-stderr -- ${_hv} --lr nan)
+gaccum_cli_test(harden-validate-lr-0 2 "--lr: invalid learning rate '0'" --one-line-stderr -- ${_hv} --lr 0)
+

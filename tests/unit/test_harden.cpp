@@ -13,6 +13,7 @@
 #include <limits>
 #include <string>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "core/profile.hpp"
@@ -74,6 +75,31 @@ TEST_CASE("JsonFields refers to the document; a temporary is kept alive without 
   CHECK(h.str("y") == "s");
   CHECK(&g.raw() == &h.raw());
   CHECK_THROWS_WITH(JsonFields(json::array(), "arr.json"), Catch::Contains("arr.json: expected a JSON object"));
+}
+
+TEST_CASE("checked arithmetic and the count limit name the flag", "[checked][harden]") {
+  const Count max = std::numeric_limits<Count>::max();
+  CHECK(checked_mul(Count(3), Count(4)) == Count(12));
+  CHECK_FALSE(checked_mul(Count(4), Count(4611686018427387904)));  // 2^2 x 2^62 = 2^64
+  CHECK_FALSE(checked_add(max, Count(1)));
+  CHECK(checked_add(max - 1, Count(1)) == max);
+  CHECK(checked_mul(Bytes(1) << 32, Bytes(1) << 31) == (Bytes(1) << 63));
+  CHECK_FALSE(checked_mul(Bytes(1) << 32, Bytes(1) << 32));
+  CHECK_FALSE(checked_add(~Bytes(0), Bytes(1)));
+
+  CHECK(parse_count_at_most("1099511627776", "--micro-batch") == kMaxCount);
+  CHECK_THAT(input_error([] { (void)parse_count_at_most("1099511627777", "--micro-batch"); }),
+             Catch::Contains("--micro-batch: 1099511627777 is above the largest accepted value 2^40"));
+  CHECK_THAT(input_error([] { (void)parse_count_at_most("99999999999", "--threads-per-rank", 1024, "1024"); }),
+             Catch::Contains("--threads-per-rank") && Catch::Contains("1024"));
+  CHECK_THAT(input_error([] { (void)parse_count_at_most("-1", "--seed"); }), Catch::Contains("--seed"));
+
+  CHECK(checked_global_batch(4, 8, 2, "b x k x p") == 64);
+  CHECK(checked_global_batch(1 << 20, 1 << 10, 1 << 10, "b x k x p") == kMaxCount);
+  // 4 x 2^62 x 4 wraps to 0 in int64; 2^20 x 2^20 x 2 is 2^41 > 2^40.
+  CHECK_THAT(input_error([] { (void)checked_global_batch(4, Count(1) << 62, 4, "--micro-batch x --accum-steps"); }),
+             Catch::Contains("--micro-batch x --accum-steps: global batch 4 x 4611686018427387904 x 4 is above"));
+  CHECK_FALSE(input_error([] { (void)checked_global_batch(1 << 20, 1 << 20, 2, "f"); }).empty());
 }
 
 namespace {
