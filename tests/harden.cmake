@@ -58,3 +58,17 @@ gaccum_cli_test(harden-validate-lr-inf 2 "--lr: invalid learning rate 'inf'" --o
 gaccum_cli_test(harden-validate-lr-nan 2 "--lr: invalid learning rate 'nan'" --one-line-stderr -- ${_hv} --lr nan)
 gaccum_cli_test(harden-validate-lr-0 2 "--lr: invalid learning rate '0'" --one-line-stderr -- ${_hv} --lr 0)
 
+# Implausible profiles (hand-edited copies of small-profile.json) are exit 2 naming the field;
+# peaks of ~1.8e19 B used to hang check/tune (a cap search stepping one byte at a time).
+file(READ "${D}/small-profile.json" _prof)
+string(REPLACE "\"peak\": 9167024," "\"peak\": 18000000000000000000," _huge "${_prof}")
+file(WRITE "${H}/huge-peak-profile.json" "${_huge}")
+string(REGEX REPLACE "\"comm_alone\": [0-9.]+" "\"comm_alone\": -0.5" _negov "${_prof}")
+file(WRITE "${H}/negative-overlap-profile.json" "${_negov}")
+gaccum_cli_test(harden-huge-peak-tune 2 "huge-peak-profile.json.memory\\[0\\].peak: 18000000000000000000 bytes is not a plausible"
+                --one-line-stderr -- ${G} tune --profile ${H}/huge-peak-profile.json --out ${H}/never)
+gaccum_cli_test(harden-huge-peak-check 2 "memory\\[0\\].peak" --one-line-stderr --
+                ${G} check --profile ${H}/huge-peak-profile.json -b 4 -k 2 -p 2)
+gaccum_cli_test(harden-negative-overlap 2 "negative-overlap-profile.json.overlap\\[0\\].comm_alone: must be non-negative"
+                --one-line-stderr -- ${G} predict --profile ${H}/negative-overlap-profile.json -b 4 -p 2)
+

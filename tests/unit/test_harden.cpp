@@ -104,6 +104,63 @@ TEST_CASE("checked arithmetic and the count limit name the flag", "[checked][har
 
 namespace {
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// tests/data/small-profile.json with one field replaced: `edit` changes the parsed document.
+template <class Edit>
+std::string profile_error(Edit&& edit) {
+  json j = json::parse(slurp(kSource + "/tests/data/small-profile.json"));
+  edit(j);
+  return input_error([&] { (void)profile_from_json(j, "p.json"); });
+}
+
+}  // namespace
+
+TEST_CASE("implausible profiles are refused with the field's JSON path", "[profile][harden]") {
+  // The unedited profile loads.
+  CHECK(profile_error([](json&) {}).empty());
+  CHECK_THAT(profile_error([](json& j) { j["grad_norms"][0]["sq_norms"][1] = -4.4; }),
+             Catch::Contains("p.json.grad_norms[0].sq_norms[1]") && Catch::Contains("non-negative"));
+  CHECK_THAT(profile_error([](json& j) { j["overlap"][0]["comm_alone"] = -0.0035; }),
+             Catch::Contains("p.json.overlap[0].comm_alone: must be non-negative"));
+  CHECK_THAT(profile_error([](json& j) { j["overlap"][0]["overlapped"] = -1; }),
+             Catch::Contains("p.json.overlap[0].overlapped"));
+  CHECK_THAT(profile_error([](json& j) { j["memory"][0]["peak"] = 18000000000000000000ull; }),
+             Catch::Contains("p.json.memory[0].peak") && Catch::Contains("2^60"));
+  CHECK_THAT(profile_error([](json& j) { j["memory"][2]["activations"] = Bytes(1) << 60; }),
+             Catch::Contains("p.json.memory[2].activations"));
+  CHECK(profile_error([](json& j) { j["memory"][2]["activations"] = (Bytes(1) << 60) - 1; }).find("2^60") ==
+        std::string::npos);
+  CHECK_THAT(profile_error([](json& j) { j["hardware"]["device_memory"] = 18446744073709551615ull; }),
+             Catch::Contains("p.json.hardware.device_memory"));
+  // All-zero timings: a micro-step of zero seconds.
+  CHECK_THAT(profile_error([](json& j) {
+               for (auto& c : j["compute"]) {
+                 auto& ms = c["micro_step"];
+                 for (auto& s : ms["samples"]) s = 0.0;
+               }
+             }),
+             Catch::Contains("p.json.compute[0].micro_step: median time is 0"));
+  CHECK_THAT(profile_error([](json& j) {
+               j["compute"][1]["micro_step"] = {{"median", -0.5}, {"samples", json::array()}};
+             }),
+             Catch::Contains("p.json.compute[1].micro_step.median: must be non-negative"));
+  CHECK_THAT(profile_error([](json& j) { j["compute"][0]["micro_step"]["samples"][2] = -0.001; }),
+             Catch::Contains("p.json.compute[0].micro_step.samples[2]"));
+  CHECK_THAT(profile_error([](json& j) { j["allreduce"][0]["busbw"] = -5; }),
+             Catch::Contains("p.json.allreduce[0].busbw"));
+  // NaN/Inf cannot be written in JSON text; a number beyond double is a parse error.
+  CHECK_THAT(input_error([] { (void)parse_json_text(R"({"median": 1e999})", "p.json"); }),
+             Catch::Contains("p.json: not valid JSON"));
+  CHECK_THAT(input_error([] { (void)parse_json_text(R"({"median": NaN})", "p.json"); }),
+             Catch::Contains("p.json: not valid JSON"));
+}
+
+namespace {
+
 // Reference loops (the definitions, stepping through every k or b) for small inputs.
 Count ref_min_accum(Count p, Count f, Count lo, Count hi) {
   for (Count k = 1; p * k <= hi; ++k) {
