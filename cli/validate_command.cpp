@@ -143,7 +143,7 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
   for (const auto& run : outcome.runs) std::cout << runner::format_run(run);
   std::cout << fmt::format("wrote {}\n", o.output);
   std::cout.flush();
-  if (!outcome.failures.empty()) throw RuntimeFailure(outcome.failures.front());
+  if (!outcome.failures.empty()) throw RankFailure(outcome.failures.front(), outcome.exit_code);
   return outcome.exit_code;
 }
 

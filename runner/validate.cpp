@@ -80,6 +80,22 @@ std::string describe_failure(const comm::LaunchResult& res, const fs::path& dir,
   return msg;
 }
 
+// The exit code of a launch that failed, by the class of the rank named as its cause (README.md,
+// "Exit codes"): 88 hung (the deadline passed, a rank's watchdog fired, or a rank still ran when
+// its peers' collective gave up on it), 87 out of memory, 2 bad input found inside the rank, 86
+// any other death (a signal, or an exit status of its own). 1 when the launcher was interrupted.
+int launch_exit_code(const comm::LaunchResult& res) {
+  if (res.ok) return 0;
+  if (res.interrupted) return 1;
+  if (res.timed_out) return kExitHung;
+  if (res.failed_rank < 0 || res.failed_rank >= static_cast<int>(res.ranks.size())) return comm::kExitPeerLost;
+  const comm::RankStatus& st = res.ranks[static_cast<std::size_t>(res.failed_rank)];
+  if (!st.finished || st.killed_by_us) return kExitHung;
+  if (st.signal != 0) return comm::kExitPeerLost;
+  if (st.exit_code == 2 || st.exit_code == kExitOutOfMemory || st.exit_code == kExitHung) return st.exit_code;
+  return comm::kExitPeerLost;
+}
+
 int default_threads(int ranks_on_host) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, ranks_on_host));
@@ -224,10 +240,12 @@ ValidateOutcome validate(ValidateOptions o) {
                                  out_dir.string(), o.output));
 
   ValidateOutcome out;
+  int launch_code = 0;  // the first failed launch's code (launch_exit_code)
   auto write_doc = [&]() {
     out.exit_code = 0;
     for (const auto& r : out.runs)
       if (!r.value("ok", false)) out.exit_code = 1;
+    if (launch_code != 0) out.exit_code = launch_code;
     out.document = validation_document(out.runs, out.exit_code);
     write_file_atomic(o.output, out.document.dump(2) + "\n");
     out.wrote_output = true;
@@ -281,6 +299,7 @@ ValidateOutcome validate(ValidateOptions o) {
       const std::string msg = describe_failure(res, tmp.path(), lo.world_size);
       run = json{{"config", to_json(s)}, {"ok", false}, {"failure", msg}, {"launcher_wall_s", res.wall}};
       out.failures.push_back(msg);
+      if (launch_code == 0) launch_code = launch_exit_code(res);
     }
     out.runs.push_back(std::move(run));
     if (res.interrupted) break;

@@ -72,3 +72,7 @@ gaccum_cli_test(harden-huge-peak-check 2 "memory\\[0\\].peak" --one-line-stderr 
 gaccum_cli_test(harden-negative-overlap 2 "negative-overlap-profile.json.overlap\\[0\\].comm_alone: must be non-negative"
                 --one-line-stderr -- ${G} predict --profile ${H}/negative-overlap-profile.json -b 4 -p 2)
 
+# Output that cannot be written is a failure, not exit 0 with the answer lost.
+gaccum_cli_test(harden-dev-full 1 "cannot write to standard output" --one-line-stderr -- sh -c
+  "\"$0\" predict --profile \"$1/small-profile.json\" -b 4 --json > /dev/full" ${G} ${D})
+

@@ -303,7 +303,7 @@ TEST_CASE("a rank that exits, aborts or is killed ends the run, named, within ti
     a.back() = "5s";  // --timeout
     auto r = validate(a, {{"GACCUM_TEST_FAULT", std::string("rank:1:") + c.fault}});
     INFO(c.fault << ": " << r.err);
-    CHECK(r.code == 1);
+    CHECK(r.code == 86);  // README.md, "Exit codes": a rank died
     CHECK_THAT(r.err, Catch::Matches("(.|\n)*gaccum-tune: error: " + std::string(c.expect) + "(.|\n)*"));
     CHECK(r.seconds < 5 + 10);
     CHECK(r.leftovers.empty());
@@ -316,7 +316,7 @@ TEST_CASE("a hung rank ends the run within timeout + 10 s and is named", "[runne
   a.back() = "5s";
   auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:1:hang"}});
   INFO(r.err);
-  CHECK(r.code == 1);
+  CHECK(r.code == 88);  // README.md, "Exit codes": a rank hung
   CHECK_THAT(r.err, Catch::Contains("error: rank 1 (pid"));
   CHECK_THAT(r.err, Catch::Contains("hung"));
   CHECK(r.seconds < 5 + 10);
@@ -328,9 +328,22 @@ TEST_CASE("an out-of-memory rank aborts every rank cleanly", "[runner][integrati
   a.back() = "5s";
   auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:1:oom:1:1"}});
   INFO(r.err);
-  CHECK(r.code == 1);
+  CHECK(r.code == 87);  // README.md, "Exit codes": a rank ran out of memory
   CHECK_THAT(r.err, Catch::Contains("error: rank 1 (pid"));
   CHECK_THAT(r.err, Catch::Contains("out of memory in step 1 micro-step 1"));
+  CHECK(r.seconds < 5 + 10);
+  CHECK(r.leftovers.empty());
+}
+
+TEST_CASE("bad input found inside a rank keeps exit code 2", "[runner][integration]") {
+  // An unknown GACCUM_TEST_FAULT kind is an InputError that only the rank reads (runner/faults.cpp).
+  auto a = small("mlp-small", 2, 2, 2, "overlap");
+  a.back() = "5s";
+  auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:1:bogus"}});
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("error: rank 1 (pid") && Catch::Contains("exited with status 2") &&
+                        Catch::Contains("unknown fault 'bogus'"));
   CHECK(r.seconds < 5 + 10);
   CHECK(r.leftovers.empty());
 }
@@ -340,7 +353,9 @@ TEST_CASE("a rank that never joins the rendezvous times out with a clear message
   a.back() = "4s";
   auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:2:nojoin"}});
   INFO(r.err);
-  CHECK(r.code == 1);
+  // The rank named is the one that gave up waiting (exit status 1 of its own): README.md, "Exit
+  // codes", 86.
+  CHECK(r.code == 86);
   CHECK_THAT(r.err, Catch::Contains("rendezvous: rank(s) 2 of 3 did not join within 4"));
   CHECK(r.seconds < 4 + 10);
   CHECK(r.leftovers.empty());
