@@ -76,3 +76,9 @@ gaccum_cli_test(harden-negative-overlap 2 "negative-overlap-profile.json.overlap
 gaccum_cli_test(harden-dev-full 1 "cannot write to standard output" --one-line-stderr -- sh -c
   "\"$0\" predict --profile \"$1/small-profile.json\" -b 4 --json > /dev/full" ${G} ${D})
 
+# A directory given as a file names the cause (it used to read as empty: "not valid JSON").
+gaccum_cli_test(harden-dir-profile 2 "is a directory, not a file" --one-line-stderr --
+                ${G} predict --profile ${H} -b 4)
+gaccum_cli_test(harden-dir-job 2 "--job: '.*' is a directory, not a file" --one-line-stderr -- ${G} check --job ${H})
+gaccum_cli_test(harden-dir-deepspeed 2 "--deepspeed-config: '.*' is a directory, not a file" --one-line-stderr --
+                ${G} check --deepspeed-config ${H} --profile ${D}/small-profile.json)
