@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "core/profile.hpp"
+#include "core/scratch_dir.hpp"
 #include "model/prediction_json.hpp"
 #include "model/profile_model.hpp"
 #include "runner/comparison.hpp"
@@ -43,28 +44,6 @@ std::string read_text(const fs::path& p) {
   ss << in.rdbuf();
   return ss.str();
 }
-
-// A temporary directory for one launch (args, rank 0's record, ranks' error lines).
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/gaccum-validate-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back(0);
-    if (!::mkdtemp(buf.data()))
-      throw RuntimeFailure(fmt::format("validate: cannot create a temporary directory under {} (set TMPDIR)", tmpl));
-    path_ = buf.data();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // One line: what ended the launch, naming the rank, plus what that rank said about it.
 std::string describe_failure(const comm::LaunchResult& res, const fs::path& dir, int world) {
@@ -277,8 +256,11 @@ ValidateOutcome validate(ValidateOptions o) {
   }
 
   for (const auto& s : specs) {
-    TempDir tmp;
-    const fs::path args_file = tmp.path() / "args.json", result_file = tmp.path() / "result.json";
+    // One launch's args, rank 0's record and the ranks' error lines; removed also when the
+    // process is ended by a signal (core/scratch_dir.hpp).
+    ScratchDir scratch("gaccum-validate");
+    const fs::path tmp = scratch.path();
+    const fs::path args_file = tmp / "args.json", result_file = tmp / "result.json";
     json args{{"spec", to_json(s)}, {"result", result_file.string()}, {"launch", json{{"launcher", "local"}}}};
     write_file_atomic(args_file, args.dump());
     comm::LaunchOptions lo;
@@ -287,7 +269,7 @@ ValidateOutcome validate(ValidateOptions o) {
     lo.store_timeout = s.timeout;
     lo.grace = 3;
     for (int r = 0; r < lo.world_size; ++r)
-      lo.rank_env[r]["GACCUM_ERROR_FILE"] = (tmp.path() / fmt::format("rank{}.err", r)).string();
+      lo.rank_env[r]["GACCUM_ERROR_FILE"] = (tmp / fmt::format("rank{}.err", r)).string();
     const auto res = comm::launch_local(lo);
     json run;
     const std::string record_text = read_text(result_file);
@@ -296,7 +278,7 @@ ValidateOutcome validate(ValidateOptions o) {
       run["environment"]["launcher_wall_s"] = res.wall;
       run = add_prediction(std::move(run), model.get(), profile ? &*profile : nullptr, o.tolerance_pct);
     } else {
-      const std::string msg = describe_failure(res, tmp.path(), lo.world_size);
+      const std::string msg = describe_failure(res, tmp, lo.world_size);
       run = json{{"config", to_json(s)}, {"ok", false}, {"failure", msg}, {"launcher_wall_s", res.wall}};
       out.failures.push_back(msg);
       if (launch_code == 0) launch_code = launch_exit_code(res);

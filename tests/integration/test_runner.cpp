@@ -383,6 +383,35 @@ TEST_CASE("Ctrl-C on the launcher stops every rank", "[runner][integration]") {
   CHECK(r.leftovers.empty());
 }
 
+TEST_CASE("a launcher ended by SIGTERM or SIGHUP leaves no temporary directory", "[runner][integration]") {
+  // SIGTERM while ranks run: the launcher stops them and returns (exit 1, interrupted); SIGHUP
+  // (the terminal closed): core/scratch_dir.cpp removes the directory and the process dies by
+  // the signal, its ranks with it (PR_SET_PDEATHSIG). The sandbox is the launcher's TMPDIR.
+  for (int sig : {SIGTERM, SIGHUP}) {
+    Sandbox sb;
+    const fs::path output = sb.dir / "validation.json";
+    auto a = small("mlp-small", 2, 2, 2, "overlap");
+    a.insert(a.begin(), {"validate", "-o", output.string()});
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] == "--steps") a[i + 1] = "100000";
+    const auto t0 = Clock::now();
+    pid_t pid = spawn(sb, a, {});
+    for (int i = 0; i < 300 && processes_with(sb.dir.string()).size() < 3; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(processes_with(sb.dir.string()).size() >= 3);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    ::kill(pid, sig);
+    auto r = finish(sb, pid, t0, output);
+    INFO("signal " << sig << ": " << r.err);
+    CHECK(r.code == (sig == SIGTERM ? 1 : 128 + SIGHUP));
+    std::vector<std::string> scratch;
+    for (const auto& e : fs::directory_iterator(sb.dir))
+      if (e.path().filename().string().rfind("gaccum-validate-", 0) == 0) scratch.push_back(e.path().string());
+    CHECK(scratch.empty());
+    CHECK(r.leftovers.empty());
+  }
+}
+
 TEST_CASE("a busy MASTER_PORT under an external launcher is reported", "[runner][integration]") {
   int s = ::socket(AF_INET, SOCK_STREAM, 0);
   int one = 1;
