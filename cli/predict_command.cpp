@@ -97,10 +97,16 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info) 
 
 int run_predict(const PredictOptions& o) {
   model::Config base;
-  base.micro_batch = parse_count_at_most(o.micro_batch, "--micro-batch");
-  base.accum_steps = parse_count_at_most(o.accum_steps, "--accum-steps");
-  base.world_size = parse_count_at_most(o.world_size, "--world-size");
-  checked_global_batch(base.micro_batch, base.accum_steps, base.world_size, "--micro-batch x --accum-steps x --world-size");
+  {  // b, k, p and b*k*p within core/checked.hpp's limit (2^40), each error naming its flag
+    const Count b = parse_count_at_most(o.micro_batch, "--micro-batch");
+    const Count k = parse_count_at_most(o.accum_steps, "--accum-steps");
+    const Count p = parse_count_at_most(o.world_size, "--world-size");
+    checked_global_batch(b, k, p, "--micro-batch x --accum-steps x --world-size");
+  }
+
+  base.micro_batch = parse_positive_count(o.micro_batch, "--micro-batch");
+  base.accum_steps = parse_positive_count(o.accum_steps, "--accum-steps");
+  base.world_size = parse_positive_count(o.world_size, "--world-size");
   std::vector<Strategy> strategies;
   const bool all = o.strategy == "all";
   if (all)
