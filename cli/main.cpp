@@ -3,7 +3,9 @@
 // Why: libraries throw typed exceptions (core/error.hpp); only here do they become text.
 #include <c10/util/Exception.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 
@@ -24,6 +26,18 @@ int error(const std::string& msg, int code) {
   std::fflush(stdout);
   std::cerr << "gaccum-tune: error: " << first_line(msg) << "\n";
   return code;
+}
+
+// Output that could not be written (a full disk, `> /dev/full`, a closed pipe) is a failed run:
+// exit 1 with the reason, never 0 with the answer lost.
+int flush_stdout(int code) {
+  std::cout.flush();
+  const bool bad = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!bad) return code;
+  const int err = errno;
+  std::clearerr(stdout);
+  std::cerr << "gaccum-tune: error: cannot write to standard output: " << std::strerror(err ? err : EIO) << "\n";
+  return code == gaccum::cli::kExitOk ? gaccum::cli::kExitFailed : code;
 }
 
 }  // namespace
@@ -59,9 +73,11 @@ int main(int argc, char** argv) {
   }
 
   try {
-    return action ? action() : kExitBadInput;
+    return flush_stdout(action ? action() : kExitBadInput);
   } catch (const gaccum::InputError& e) {
     return error(e.what(), kExitBadInput);
+  } catch (const gaccum::RankFailure& e) {
+    return error(e.what(), e.exit_code());
   } catch (const gaccum::Error& e) {
     return error(e.what(), kExitFailed);
   } catch (const c10::Error& e) {

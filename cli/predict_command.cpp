@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "core/profile.hpp"
@@ -105,6 +106,13 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info) 
 
 int run_predict(const PredictOptions& o) {
   model::Config base;
+  {  // b, k, p and b*k*p within core/checked.hpp's limit (2^40), each error naming its flag
+    const Count b = parse_count_at_most(o.micro_batch, "--micro-batch");
+    const Count k = parse_count_at_most(o.accum_steps, "--accum-steps");
+    const Count p = parse_count_at_most(o.world_size, "--world-size");
+    checked_global_batch(b, k, p, "--micro-batch x --accum-steps x --world-size");
+  }
+
   base.micro_batch = parse_positive_count(o.micro_batch, "--micro-batch");
   base.accum_steps = parse_positive_count(o.accum_steps, "--accum-steps");
   base.world_size = parse_positive_count(o.world_size, "--world-size");
@@ -196,9 +204,9 @@ void add_predict_command(CLI::App& app, Action& action) {
   sub->add_option("--spec", o->spec, "analytic transformer spec (examples/specs/), needs --cluster");
   sub->add_option("--cluster", o->cluster, "cluster description (examples/clusters/): scale beyond the local machine");
   sub->add_option("--mfu", o->mfu, "model FLOP utilisation for --spec (default 0.4)");
-  sub->add_option("--micro-batch,-b", o->micro_batch, "samples per forward/backward on one rank")->required();
-  sub->add_option("--accum-steps,-k", o->accum_steps, "micro-batches per optimizer step");
-  sub->add_option("--world-size,-p", o->world_size, "data-parallel ranks");
+  sub->add_option("--micro-batch,-b", o->micro_batch, "samples per forward/backward on one rank (at most 2^40)")->required();
+  sub->add_option("--accum-steps,-k", o->accum_steps, "micro-batches per optimizer step (at most 2^40)");
+  sub->add_option("--world-size,-p", o->world_size, "data-parallel ranks (at most 2^40; b*k*p at most 2^40)");
   sub->add_option("--strategy", o->strategy, "overlap | fused | every-step | all");
   sub->add_option("--sharding", o->sharding,
                   "none | zero1 | zero2 | zero3 | hsdp:G (FSDP: no_shard, shard_grad_op, full_shard, hybrid_shard:G) "

@@ -28,6 +28,7 @@
 #include "cli/command.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/profile_source.hpp"
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "core/profile.hpp"
@@ -119,15 +120,20 @@ tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {
     throw InputError("pass --global-batch or --global-batch-range, not both");
   if (!o.global_batch_range.empty()) {
     auto [lo, hi] = parse_count_range(o.global_batch_range, "--global-batch-range");
+    if (hi > kMaxCount)
+      throw InputError(fmt::format("--global-batch-range: {} is above the largest accepted value {}", hi, kMaxCountText));
     r.global_batch_min = lo, r.global_batch_max = hi;
   } else {
     r.global_batch_min = r.global_batch_max =
-        o.global_batch.empty() ? kDefaultGlobalBatch : parse_positive_count(o.global_batch, "--global-batch");
+        o.global_batch.empty() ? kDefaultGlobalBatch : parse_count_at_most(o.global_batch, "--global-batch");
   }
   if (!o.world_sizes.empty() && !o.max_world_size.empty())
     throw InputError("pass --world-sizes or --max-world-size, not both");
   if (!o.world_sizes.empty()) {
     r.world_sizes = parse_count_list(o.world_sizes, "--world-sizes");
+    for (Count p : r.world_sizes)
+      if (p > kMaxCount)
+        throw InputError(fmt::format("--world-sizes: {} is above the largest accepted value {}", p, kMaxCountText));
   } else {
     const Count n = o.max_world_size.empty() ? default_max_world_size(l)
                                              : parse_positive_count(o.max_world_size, "--max-world-size");
@@ -136,7 +142,7 @@ tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {
   }
   r.memory_cap = parse_memory_cap(o.memory_cap, "--memory-cap");
   r.margin = parse_fraction(o.margin, "--margin");
-  r.max_accum_steps = parse_positive_count(o.max_accum_steps, "--max-accum-steps");
+  r.max_accum_steps = parse_count_at_most(o.max_accum_steps, "--max-accum-steps");
   if (o.strategy != "auto") r.strategy = parse_strategy(o.strategy, "--strategy");
   if (o.sharding != "auto") r.sharding = parse_sharding(o.sharding, "--sharding");
   if (o.precision != "auto") r.precision = parse_precision(o.precision, "--precision");
@@ -230,14 +236,14 @@ void add_tune_command(CLI::App& app, Action& action) {
   sub->add_option("--spec", o->spec, "Analytic transformer spec.json (needs --cluster)");
   sub->add_option("--cluster", o->cluster, "Cluster description (nodes, GPUs per node, links, memory, price)");
   sub->add_option("--mfu", o->mfu, "Model FLOP utilisation for --spec [default: 0.4]");
-  sub->add_option("--global-batch", o->global_batch, "Target global batch B = b*k*p [default: 512]");
-  sub->add_option("--global-batch-range", o->global_batch_range, "Target range LO-HI, e.g. 256-1024");
+  sub->add_option("--global-batch", o->global_batch, "Target global batch B = b*k*p, at most 2^40 [default: 512]");
+  sub->add_option("--global-batch-range", o->global_batch_range, "Target range LO-HI, e.g. 256-1024 (HI at most 2^40)");
   sub->add_option("--max-world-size", o->max_world_size,
                   "World sizes 1..N [default: cluster size; CPU: cores / threads per rank; GPU: ranks profiled]");
   sub->add_option("--world-sizes", o->world_sizes, "Explicit world sizes, e.g. 1,2,4,8");
   sub->add_option("--memory-cap", o->memory_cap, "Per-rank memory cap: bytes (20GiB) or a share of device memory");
   sub->add_option("--margin", o->margin, "Safety margin: peak memory <= cap x (1 - margin)");
-  sub->add_option("--max-accum-steps", o->max_accum_steps, "Largest accum_steps allowed");
+  sub->add_option("--max-accum-steps", o->max_accum_steps, "Largest accum_steps allowed (at most 2^40)");
   sub->add_option("--strategy", o->strategy, "auto | overlap | fused | every-step (auto ranks overlap and fused)");
   sub->add_option("--sharding", o->sharding,
                   "auto | none | zero1 | zero2 | zero3 | hsdp[:G] (FSDP: shard_grad_op, full_shard, hybrid_shard) "

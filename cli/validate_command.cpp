@@ -6,6 +6,7 @@
 //       the job as one rank (rank 0 writes -o).
 // Why: docs/DESIGN.md, Runner. Exit 0 when every check (and prediction) passes, 1 when one fails or a
 //      rank failed, 2 for bad input.
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -13,6 +14,7 @@
 
 #include "cli/command.hpp"
 #include "core/atomic_file.hpp"
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "core/parse.hpp"
@@ -50,6 +52,8 @@ struct ValidateCliOptions {
   std::string output = "validation.json";
 };
 
+inline constexpr Count kMaxThreadsPerRank = 1024;
+
 Count count_or_zero(const std::string& text, const char* flag) {
   return text == "0" ? 0 : parse_positive_count(text, flag);
 }
@@ -86,15 +90,18 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
   s.workload.dtype = c.dtype;
   (void)workloads::parse_dtype(c.dtype);
   s.workload.device = c.device;
-  s.micro_batch = parse_positive_count(c.micro_batch, "--micro-batch");
-  s.accum_steps = parse_positive_count(c.accum_steps, "--accum-steps");
-  s.world_size = parse_positive_count(c.world_size, "--world-size");
+  s.micro_batch = parse_count_at_most(c.micro_batch, "--micro-batch");
+  s.accum_steps = parse_count_at_most(c.accum_steps, "--accum-steps");
+  s.world_size = parse_count_at_most(c.world_size, "--world-size");
+  checked_global_batch(s.micro_batch, s.accum_steps, s.world_size, "--micro-batch x --accum-steps x --world-size");
   s.strategy = parse_strategy(c.strategy, "--strategy");
-  s.steps = parse_positive_count(c.steps, "--steps");
+  s.steps = parse_count_at_most(c.steps, "--steps");
   s.warmup = count_or_zero(c.warmup, "--warmup");
   s.timeout = parse_seconds(c.timeout, "--timeout");
-  s.threads_per_rank =
-      c.threads_per_rank.empty() ? 0 : static_cast<int>(parse_positive_count(c.threads_per_rank, "--threads-per-rank"));
+  s.threads_per_rank = c.threads_per_rank.empty()
+                           ? 0
+                           : static_cast<int>(parse_count_at_most(c.threads_per_rank, "--threads-per-rank",
+                                                                  kMaxThreadsPerRank, "1024"));
   s.optimizer = c.optimizer;
   try {
     std::size_t pos = 0;
@@ -103,6 +110,8 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
   } catch (const std::exception&) {
     throw InputError(fmt::format("--lr: invalid number '{}'", c.lr));
   }
+  if (!(std::isfinite(s.lr) && s.lr > 0))
+    throw InputError(fmt::format("--lr: invalid learning rate '{}': expected a positive finite number such as 1e-3", c.lr));
   s.seed = static_cast<std::uint64_t>(count_or_zero(c.seed, "--seed"));
   s.dataset_size = c.dataset_size.empty() ? 0 : parse_positive_count(c.dataset_size, "--dataset-size");
   s.partial_window = c.partial_window;
@@ -134,7 +143,7 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
   for (const auto& run : outcome.runs) std::cout << runner::format_run(run);
   std::cout << fmt::format("wrote {}\n", o.output);
   std::cout.flush();
-  if (!outcome.failures.empty()) throw RuntimeFailure(outcome.failures.front());
+  if (!outcome.failures.empty()) throw RankFailure(outcome.failures.front(), outcome.exit_code);
   return outcome.exit_code;
 }
 
@@ -150,7 +159,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   sub->add_option("--torchscript", o->torchscript, "A TorchScript model file (implies --workload torchscript)");
   sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
   sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D");
-  sub->add_option("--micro-batch", o->micro_batch, "micro_batch b: samples per forward/backward on one rank");
+  sub->add_option("--micro-batch", o->micro_batch, "micro_batch b: samples per forward/backward on one rank (b*k*p at most 2^40)");
   sub->add_option("--accum-steps", o->accum_steps, "accum_steps k: micro-batches per optimizer step");
   auto* ws = sub->add_option("--world-size", o->world_size,
                              "world_size p: ranks (local launch); under torchrun/Slurm/mpirun the job's size");
@@ -164,7 +173,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   sub->add_option("--dtype", o->dtype, "float32 | float64");
   sub->add_option("--device", o->device, "auto | cpu | cuda (NCCL on GPUs, Gloo on CPU)");
   sub->add_option("--threads-per-rank", o->threads_per_rank,
-                  "torch threads per rank (default: the profile's, else cores / ranks on this host)");
+                  "torch threads per rank, 1 to 1024 (default: the profile's, else cores / ranks on this host)");
   sub->add_option("--optimizer", o->optimizer, "adam | adamw | sgd");
   sub->add_option("--lr", o->lr, "Learning rate");
   sub->add_option("--seed", o->seed, "Data stream seed");

@@ -53,6 +53,11 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 }
 
 std::string read_file(const std::filesystem::path& path, std::string_view field) {
+  // A directory opens as an ifstream and reads as empty ("not valid JSON ... unexpected end of
+  // input"); name the cause instead.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(fmt::format("{}: '{}' is a directory, not a file", field, path.string()));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot read '{}': {}", field, path.string(), std::strerror(errno)));
   std::ostringstream ss;

@@ -38,4 +38,16 @@ class RuntimeFailure : public Error {
   using Error::Error;
 };
 
+// A launched rank process failed; carries the exit code of its failure class, which the CLI
+// returns as is: 86 a rank died, 87 a rank ran out of memory, 88 a rank hung, 2 bad input found
+// inside a rank (the table in README.md, "Exit codes").
+class RankFailure : public RuntimeFailure {
+ public:
+  RankFailure(const std::string& what, int exit_code) : RuntimeFailure(what), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
 }  // namespace gaccum

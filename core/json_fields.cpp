@@ -1,6 +1,7 @@
 // What/why: see json_fields.hpp.
 #include "core/json_fields.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -13,16 +14,21 @@ namespace gaccum {
 
 using nlohmann::json;
 
-JsonFields::JsonFields(const json& obj, std::string path) : obj_(obj), path_(std::move(path)) {
-  if (!obj_.is_object()) throw InputError(fmt::format("{}: expected a JSON object, got {}", path_, obj_.type_name()));
+JsonFields::JsonFields(const json& obj, std::string path) : obj_(&obj), path_(std::move(path)) {
+  if (!obj_->is_object()) throw InputError(fmt::format("{}: expected a JSON object, got {}", path_, obj_->type_name()));
 }
 
-bool JsonFields::has(const std::string& key) const { return obj_.contains(key) && !obj_.at(key).is_null(); }
+JsonFields::JsonFields(json&& obj, std::string path)
+    : owned_(std::make_shared<const json>(std::move(obj))), obj_(owned_.get()), path_(std::move(path)) {
+  if (!obj_->is_object()) throw InputError(fmt::format("{}: expected a JSON object, got {}", path_, obj_->type_name()));
+}
+
+bool JsonFields::has(const std::string& key) const { return obj_->contains(key) && !obj_->at(key).is_null(); }
 
 const json& JsonFields::need(const std::string& key) {
   seen_.insert(key);
   if (!has(key)) throw InputError(fmt::format("{}: missing required field '{}'", path_, key));
-  return obj_.at(key);
+  return obj_->at(key);
 }
 
 const json& JsonFields::any(const std::string& key) { return need(key); }
@@ -175,12 +181,40 @@ const json* JsonFields::opt_object(const std::string& key) {
 
 std::vector<std::string> JsonFields::unknown_keys() const {
   std::vector<std::string> out;
-  for (auto it = obj_.begin(); it != obj_.end(); ++it)
+  for (auto it = obj_->begin(); it != obj_->end(); ++it)
     if (!seen_.count(it.key())) out.push_back(it.key());
   return out;
 }
 
+int json_nesting_depth(const std::string& text, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) return limit + 1;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 json parse_json_text(const std::string& text, const std::string& what) {
+  if (json_nesting_depth(text, kMaxJsonDepth) > kMaxJsonDepth)
+    throw InputError(fmt::format("{}: JSON nested deeper than {} levels (arrays/objects); not a file this tool reads",
+                                 what, kMaxJsonDepth));
   try {
     return json::parse(text);
   } catch (const json::exception& e) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,10 +19,13 @@ namespace gaccum {
 
 class JsonFields {
  public:
-  // `path` names the object in messages, e.g. "profile.json: hardware".
+  // `path` names the object in messages, e.g. "profile.json: hardware". The reader refers to
+  // `obj` (no copy: copying a deeply nested document recurses once per level); `obj` must outlive
+  // it. A temporary is moved into storage the reader owns instead (a move is O(1)).
   JsonFields(const nlohmann::json& obj, std::string path);
+  JsonFields(nlohmann::json&& obj, std::string path);
 
-  const nlohmann::json& raw() const { return obj_; }
+  const nlohmann::json& raw() const { return *obj_; }
   const std::string& path() const { return path_; }
   bool has(const std::string& key) const;
 
@@ -51,12 +55,23 @@ class JsonFields {
 
  private:
   const nlohmann::json& need(const std::string& key);
-  const nlohmann::json obj_;
+  std::shared_ptr<const nlohmann::json> owned_;  // set only when built from a temporary
+  const nlohmann::json* obj_;
   std::string path_;
   std::set<std::string> seen_;
 };
 
-// Parses text as JSON; ProfileError-like InputError "<what>: not valid JSON at byte N: ...".
+// Deepest nesting of arrays/objects parse_json_text accepts. nlohmann's parser itself is
+// iterative, but copying, comparing or dumping a document recurses once per level, and a few
+// hundred thousand levels overflow the stack; no file we read needs more than a dozen.
+inline constexpr int kMaxJsonDepth = 512;
+
+// Parses text as JSON; ProfileError-like InputError "<what>: not valid JSON at byte N: ...",
+// or "<what>: JSON nested deeper than 512 levels" (checked before parsing).
 nlohmann::json parse_json_text(const std::string& text, const std::string& what);
+// The deepest nesting of arrays/objects in `text`, brackets inside strings not counted; stops
+// counting once `limit` is exceeded (returns limit + 1). Malformed text gives some depth; the
+// parser reports the syntax error.
+int json_nesting_depth(const std::string& text, int limit);
 
 }  // namespace gaccum

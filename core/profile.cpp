@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -45,19 +46,43 @@ json timing_json(const TimingStats& t) {
               {"min", t.min},       {"max", t.max}, {"samples", t.samples}};
 }
 
+// Plausibility limits of a measured profile: sizes below 2^60 bytes (an exabyte: sums of a few
+// stay inside 64 bits), times and norms non-negative, a micro-step's time positive.
+constexpr Bytes kMaxProfileBytes = Bytes(1) << 60;
+
+Bytes plausible_bytes(JsonFields& f, const std::string& key) {
+  const Bytes b = f.bytes(key);
+  if (b >= kMaxProfileBytes)
+    throw ProfileError(fmt::format("{}: {} bytes is not a plausible measurement (at least 2^60)", f.child(key), b));
+  return b;
+}
+
+double non_negative(JsonFields& f, const std::string& key) {
+  const double v = f.num(key);  // finite
+  if (!(v >= 0)) throw ProfileError(fmt::format("{}: must be non-negative, got {}", f.child(key), v));
+  return v;
+}
+
+std::optional<double> opt_non_negative(JsonFields& f, const std::string& key) {
+  (void)f.opt_num(key);  // mark as seen, type-check
+  if (!f.has(key)) return std::nullopt;
+  return non_negative(f, key);
+}
+
 TimingStats timing_from(const json& j, const std::string& path) {
   JsonFields f(j, path);
   auto samples = f.num_list("samples");
-  for (double s : samples)
-    if (!(s >= 0)) throw ProfileError(fmt::format("{}.samples: times must be non-negative", path));
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    if (!(samples[i] >= 0 && std::isfinite(samples[i])))
+      throw ProfileError(fmt::format("{}.samples[{}]: times must be finite and non-negative, got {}", path, i, samples[i]));
   TimingStats t = TimingStats::from_samples(samples);
   if (samples.empty()) {
-    t.median = f.num("median");
-    t.p10 = f.opt_num("p10").value_or(t.median);
-    t.p90 = f.opt_num("p90").value_or(t.median);
-    t.mean = f.opt_num("mean").value_or(t.median);
-    t.min = f.opt_num("min").value_or(t.median);
-    t.max = f.opt_num("max").value_or(t.median);
+    t.median = non_negative(f, "median");
+    t.p10 = opt_non_negative(f, "p10").value_or(t.median);
+    t.p90 = opt_non_negative(f, "p90").value_or(t.median);
+    t.mean = opt_non_negative(f, "mean").value_or(t.median);
+    t.min = opt_non_negative(f, "min").value_or(t.median);
+    t.max = opt_non_negative(f, "max").value_or(t.median);
   }
   return t;
 }
@@ -181,7 +206,7 @@ Profile profile_from_json(const json& j, const std::string& what) {
     p.hardware.device_name = h.opt_str("device_name").value_or("");
     p.hardware.cpu_cores = static_cast<int>(h.count("cpu_cores"));
     p.hardware.threads_per_rank = static_cast<int>(h.count("threads_per_rank"));
-    p.hardware.device_memory = h.bytes("device_memory");
+    p.hardware.device_memory = plausible_bytes(h, "device_memory");
     p.hardware.sm_count = static_cast<int>(h.has("sm_count") ? h.count("sm_count") : 0);
     p.hardware.driver = h.opt_str("driver").value_or("");
 
@@ -201,12 +226,12 @@ Profile profile_from_json(const json& j, const std::string& what) {
     p.workload.dtype = w.str("dtype");
     if (auto* hy = w.opt_object("hyper")) p.workload.hyper = *hy;
     p.workload.param_count = w.positive("param_count");
-    p.workload.param_bytes = w.bytes("param_bytes");
+    p.workload.param_bytes = plausible_bytes(w, "param_bytes");
     p.workload.param_tensor_bytes = w.bytes_list("param_tensor_bytes");
     p.workload.tokens_per_sample = w.has("tokens_per_sample") ? w.count("tokens_per_sample") : 0;
-    p.workload.mean_tokens_per_sample = w.opt_num("mean_tokens_per_sample").value_or(0);
+    p.workload.mean_tokens_per_sample = opt_non_negative(w, "mean_tokens_per_sample").value_or(0);
     Bytes sum = 0;
-    for (auto b : p.workload.param_tensor_bytes) sum += b;
+    for (auto b : p.workload.param_tensor_bytes) sum = std::min(kMaxProfileBytes, sum + std::min(b, kMaxProfileBytes));
     if (!p.workload.param_tensor_bytes.empty() && sum != p.workload.param_bytes)
       throw ProfileError(fmt::format("{}: param_tensor_bytes sum to {} but param_bytes is {}", w.path(), sum,
                                      p.workload.param_bytes));
@@ -219,7 +244,7 @@ Profile profile_from_json(const json& j, const std::string& what) {
       if (sf.has("sizes")) p.settings.sizes = sf.bytes_list("sizes");
       p.settings.memory_cap = sf.opt_bytes("memory_cap").value_or(0);
       p.settings.max_micro_batch = sf.has("max_micro_batch") ? sf.count("max_micro_batch") : 0;
-      p.settings.time_budget_s = sf.opt_num("time_budget_s").value_or(0);
+      p.settings.time_budget_s = opt_non_negative(sf, "time_budget_s").value_or(0);
       p.settings.seed = sf.has("seed") ? static_cast<std::uint64_t>(sf.count("seed")) : 0;
       p.settings.optimizer = sf.opt_str("optimizer").value_or("adam");
     }
@@ -228,12 +253,13 @@ Profile profile_from_json(const json& j, const std::string& what) {
       JsonFields m(e, path);
       MemoryPoint pt;
       pt.micro_batch = m.positive("micro_batch");
-      pt.weights = m.bytes("weights");
-      pt.gradients = m.bytes("gradients");
-      pt.optimizer_state = m.bytes("optimizer_state");
-      pt.peak = m.bytes("peak");
-      pt.activations = m.bytes("activations");
-      pt.reserved_peak = m.opt_bytes("reserved_peak").value_or(0);
+      pt.weights = plausible_bytes(m, "weights");
+      pt.gradients = plausible_bytes(m, "gradients");
+      pt.optimizer_state = plausible_bytes(m, "optimizer_state");
+      pt.peak = plausible_bytes(m, "peak");
+      pt.activations = plausible_bytes(m, "activations");
+      pt.reserved_peak = m.has("reserved_peak") ? plausible_bytes(m, "reserved_peak") : 0;
+      (void)m.opt_bytes("reserved_peak");
       return pt;
     });
     p.compute = list_from<ComputePoint>(f, "compute", [](const json& e, const std::string& path) {
@@ -242,6 +268,9 @@ Profile profile_from_json(const json& j, const std::string& what) {
       pt.micro_batch = c.positive("micro_batch");
       pt.concurrent_ranks = c.opt_positive("concurrent_ranks").value_or(1);
       pt.micro_step = timing_from(c.object("micro_step"), c.child("micro_step"));
+      if (!(pt.micro_step.median > 0))
+        throw ProfileError(fmt::format("{}: median time is 0; a measured micro-step takes positive time",
+                                       c.child("micro_step")));
       if (c.has("forward")) pt.forward = timing_from(c.object("forward"), c.child("forward"));
       if (c.has("backward")) pt.backward = timing_from(c.object("backward"), c.child("backward"));
       return pt;
@@ -259,13 +288,15 @@ Profile profile_from_json(const json& j, const std::string& what) {
       pt.backend = a.str("backend");
       pt.world_size = a.positive("world_size");
       pt.bytes = a.bytes("bytes");
-      pt.time = a.num("time");
-      pt.algbw = a.opt_num("algbw").value_or(0);
-      pt.busbw = a.opt_num("busbw").value_or(0);
+      pt.time = non_negative(a, "time");
+      pt.algbw = opt_non_negative(a, "algbw").value_or(0);
+      pt.busbw = opt_non_negative(a, "busbw").value_or(0);
       pt.wrong = a.has("wrong") ? a.count("wrong") : 0;
       pt.tag = a.opt_str("tag").value_or("sweep");
       if (a.has("samples")) pt.samples = a.num_list("samples");
-      if (!(pt.time >= 0)) throw ProfileError(fmt::format("{}.time: must be non-negative", path));
+      for (std::size_t i = 0; i < pt.samples.size(); ++i)
+        if (!(pt.samples[i] >= 0))
+          throw ProfileError(fmt::format("{}.samples[{}]: must be non-negative, got {}", path, i, pt.samples[i]));
       return pt;
     });
     p.grad_norms = list_from<GradNormPoint>(f, "grad_norms", [](const json& e, const std::string& path) {
@@ -273,6 +304,10 @@ Profile profile_from_json(const json& j, const std::string& what) {
       GradNormPoint pt;
       pt.micro_batch = g.positive("micro_batch");
       pt.sq_norms = g.num_list("sq_norms");
+      for (std::size_t i = 0; i < pt.sq_norms.size(); ++i)
+        if (!(pt.sq_norms[i] >= 0 && std::isfinite(pt.sq_norms[i])))
+          throw ProfileError(fmt::format("{}.sq_norms[{}]: a squared norm must be finite and non-negative, got {}",
+                                         path, i, pt.sq_norms[i]));
       return pt;
     });
     p.overlap = list_from<OverlapPoint>(f, "overlap", [](const json& e, const std::string& path) {
@@ -280,9 +315,9 @@ Profile profile_from_json(const json& j, const std::string& what) {
       OverlapPoint pt;
       pt.world_size = o.positive("world_size");
       pt.micro_batch = o.positive("micro_batch");
-      pt.backward_alone = o.num("backward_alone");
-      pt.comm_alone = o.num("comm_alone");
-      pt.overlapped = o.num("overlapped");
+      pt.backward_alone = non_negative(o, "backward_alone");
+      pt.comm_alone = non_negative(o, "comm_alone");
+      pt.overlapped = non_negative(o, "overlapped");
       return pt;
     });
     p.max_micro_batch_fitting = f.has("max_micro_batch_fitting") ? f.count("max_micro_batch_fitting") : 0;

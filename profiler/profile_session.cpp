@@ -20,6 +20,7 @@
 #include "core/atomic_file.hpp"
 #include "core/buckets.hpp"
 #include "core/error.hpp"
+#include "core/scratch_dir.hpp"
 #include "core/utc_time.hpp"
 #include "profiler/cuda_support.hpp"
 #include "profiler/grad_norm_probe.hpp"
@@ -34,24 +35,6 @@ namespace gaccum::profiler {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A private directory for the rank result files, removed when the profile is done.
-class ScratchDir {
- public:
-  ScratchDir() {
-    auto tmpl = (fs::temp_directory_path() / "gaccum-profile-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw RuntimeFailure(fmt::format("profile: cannot create a directory like {}", tmpl));
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string last_line(const std::string& path) {
   std::ifstream in(path);
@@ -284,7 +267,7 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
 
   const std::string self = req.worker_executable.empty() ? comm::self_executable() : req.worker_executable;
   for (Count p : ranks) {
-    ScratchDir dir;
+    ScratchDir dir("gaccum-profile");  // the rank result files; removed also on a signal
     rp.result_dir = dir.path();
     const std::string args_path = dir.path() + "/args.json";
     write_file_atomic(args_path, rp.to_json().dump(1) + "\n");

@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "core/profile.hpp"
+#include "core/scratch_dir.hpp"
 #include "model/prediction_json.hpp"
 #include "model/profile_model.hpp"
 #include "runner/comparison.hpp"
@@ -44,28 +45,6 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-// A temporary directory for one launch (args, rank 0's record, ranks' error lines).
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/gaccum-validate-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back(0);
-    if (!::mkdtemp(buf.data()))
-      throw RuntimeFailure(fmt::format("validate: cannot create a temporary directory under {} (set TMPDIR)", tmpl));
-    path_ = buf.data();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 // One line: what ended the launch, naming the rank, plus what that rank said about it.
 std::string describe_failure(const comm::LaunchResult& res, const fs::path& dir, int world) {
   std::string msg = res.failure;
@@ -78,6 +57,22 @@ std::string describe_failure(const comm::LaunchResult& res, const fs::path& dir,
     }
   if (!said.empty()) msg += " -- " + said.substr(0, said.find('\n'));
   return msg;
+}
+
+// The exit code of a launch that failed, by the class of the rank named as its cause (README.md,
+// "Exit codes"): 88 hung (the deadline passed, a rank's watchdog fired, or a rank still ran when
+// its peers' collective gave up on it), 87 out of memory, 2 bad input found inside the rank, 86
+// any other death (a signal, or an exit status of its own). 1 when the launcher was interrupted.
+int launch_exit_code(const comm::LaunchResult& res) {
+  if (res.ok) return 0;
+  if (res.interrupted) return 1;
+  if (res.timed_out) return kExitHung;
+  if (res.failed_rank < 0 || res.failed_rank >= static_cast<int>(res.ranks.size())) return comm::kExitPeerLost;
+  const comm::RankStatus& st = res.ranks[static_cast<std::size_t>(res.failed_rank)];
+  if (!st.finished || st.killed_by_us) return kExitHung;
+  if (st.signal != 0) return comm::kExitPeerLost;
+  if (st.exit_code == 2 || st.exit_code == kExitOutOfMemory || st.exit_code == kExitHung) return st.exit_code;
+  return comm::kExitPeerLost;
 }
 
 int default_threads(int ranks_on_host) {
@@ -233,10 +228,12 @@ ValidateOutcome validate(ValidateOptions o) {
                                  out_dir.string(), o.output));
 
   ValidateOutcome out;
+  int launch_code = 0;  // the first failed launch's code (launch_exit_code)
   auto write_doc = [&]() {
     out.exit_code = 0;
     for (const auto& r : out.runs)
       if (!r.value("ok", false)) out.exit_code = 1;
+    if (launch_code != 0) out.exit_code = launch_code;
     out.document = validation_document(out.runs, out.exit_code);
     write_file_atomic(o.output, out.document.dump(2) + "\n");
     out.wrote_output = true;
@@ -268,8 +265,11 @@ ValidateOutcome validate(ValidateOptions o) {
   }
 
   for (const auto& s : specs) {
-    TempDir tmp;
-    const fs::path args_file = tmp.path() / "args.json", result_file = tmp.path() / "result.json";
+    // One launch's args, rank 0's record and the ranks' error lines; removed also when the
+    // process is ended by a signal (core/scratch_dir.hpp).
+    ScratchDir scratch("gaccum-validate");
+    const fs::path tmp = scratch.path();
+    const fs::path args_file = tmp / "args.json", result_file = tmp / "result.json";
     json args{{"spec", to_json(s)}, {"result", result_file.string()}, {"launch", json{{"launcher", "local"}}}};
     write_file_atomic(args_file, args.dump());
     comm::LaunchOptions lo;
@@ -278,7 +278,7 @@ ValidateOutcome validate(ValidateOptions o) {
     lo.store_timeout = s.timeout;
     lo.grace = 3;
     for (int r = 0; r < lo.world_size; ++r)
-      lo.rank_env[r]["GACCUM_ERROR_FILE"] = (tmp.path() / fmt::format("rank{}.err", r)).string();
+      lo.rank_env[r]["GACCUM_ERROR_FILE"] = (tmp / fmt::format("rank{}.err", r)).string();
     const auto res = comm::launch_local(lo);
     json run;
     const std::string record_text = read_text(result_file);
@@ -287,9 +287,10 @@ ValidateOutcome validate(ValidateOptions o) {
       run["environment"]["launcher_wall_s"] = res.wall;
       run = add_prediction(std::move(run), model.get(), profile ? &*profile : nullptr, o.tolerance_pct);
     } else {
-      const std::string msg = describe_failure(res, tmp.path(), lo.world_size);
+      const std::string msg = describe_failure(res, tmp, lo.world_size);
       run = json{{"config", to_json(s)}, {"ok", false}, {"failure", msg}, {"launcher_wall_s", res.wall}};
       out.failures.push_back(msg);
+      if (launch_code == 0) launch_code = launch_exit_code(res);
     }
     out.runs.push_back(std::move(run));
     if (res.interrupted) break;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -16,45 +17,120 @@ namespace gaccum::tuner {
 namespace {
 
 Count ceil_div(Count a, Count b) {
-  return (a + b - 1) / b;
+  return a / b + (a % b > 0 ? 1 : 0);  // a >= 0, b >= 1; no a + b - 1 overflow
 }
 
-// Smallest k >= 1 with some b <= f: lo <= p b k <= hi; 0 when none up to hi/p.
+}  // namespace
+
+// The helpers below work on n = b k = (global batch) / p: p b k lies in [lo, hi] exactly when
+// b k lies in [ceil(lo/p), floor(hi/p)]. Each walks blocks of k (or b) with a constant quotient,
+// so its trip count is at most min(f, 2 sqrt(n)) (min_accum_needed) or min(f, K, 2 sqrt(n)) (the
+// others), and never more than kMaxBlocks (infeasibility.hpp); they used to step through every
+// k or b, which took minutes for a global batch of 10^12.
+
+namespace detail {
+
 Count min_accum_needed(Count p, Count f, Count lo, Count hi) {
-  if (f < 1) return 0;
-  for (Count k = 1; p * k <= hi; ++k) {
-    Count b_lo = std::max<Count>(1, ceil_div(lo, p * k));
-    Count b_hi = std::min(f, hi / (p * k));
-    if (b_lo <= b_hi) return k;
+  if (f < 1 || p < 1 || hi < p) return 0;
+  const Count n_lo = std::max<Count>(1, lo < 1 ? 1 : ceil_div(lo, p)), n_hi = hi / p;
+  if (n_lo > n_hi) return 0;
+  // k works when b = ceil(n_lo/k) is <= f (k >= ceil(n_lo/f)) and b k <= n_hi. Within a block of
+  // k with the same c = ceil(n_lo/k), c k grows with k, so only the block's first k can work.
+  Count k = ceil_div(n_lo, f);
+  for (Count blocks = 0; k <= n_hi && blocks < kMaxBlocks; ++blocks) {
+    const Count c = ceil_div(n_lo, k);
+    if (c <= n_hi / k) return k;   // c k <= n_hi
+    if (c == 1) return 0;          // k >= n_lo already and k > n_hi
+    k = (n_lo - 1) / (c - 1) + 1;  // first k with ceil(n_lo/k) < c
   }
   return 0;
 }
 
-// Largest p*b*k <= target with b <= f, k <= K (0 if none).
 Count reachable_below(Count p, Count f, Count K, Count target) {
-  Count best = 0;
-  for (Count b = 1; b <= f && p * b <= target; ++b) best = std::max(best, p * b * std::min(K, target / (p * b)));
-  return best;
+  if (p < 1 || f < 1 || K < 1 || target < p) return 0;
+  const Count t = target / p;  // largest b k <= t with b <= f, k <= K
+  if (f <= t / K) return p * f * K;
+  // b <= t/K: k = K, best b = min(f, t/K). Larger b: k = floor(t/b) < K, and within a block of b
+  // with the same q = floor(t/b) the largest b gives the largest q b.
+  const Count b_k = std::min(f, t / K);
+  Count best = b_k * K;
+  Count b = std::min(f, t);
+  for (Count blocks = 0; b > b_k && best < t && blocks < kMaxBlocks; ++blocks) {
+    const Count q = t / b;
+    best = std::max(best, q * b);
+    b = t / (q + 1);  // largest b with floor(t/b) > q
+  }
+  return p * best;
 }
 
-// Smallest p*b*k >= target with b <= f, k <= K (0 if none).
-Count reachable_above(Count p, Count f, Count K, Count target) {
+Count min_product_at_least(Count t, Count f, Count K, Count good_enough) {
+  // Smallest b k >= t with 1 <= b <= f, 1 <= k <= K (0 if none); stops at the first <= good_enough.
+  t = std::max<Count>(t, 1);
+  if (f < 1 || K < 1 || f < ceil_div(t, K)) return 0;
+  if (f >= t) return t;  // b = t, k = 1
+  // b from ceil(t/K) up: k = ceil(t/b) >= 2; within a block of the same k the first b is best.
   Count best = 0;
-  for (Count b = 1; b <= f; ++b) {
-    Count k = ceil_div(target, p * b);
-    if (k > K) continue;
-    Count v = p * b * k;
+  Count b = ceil_div(t, K);
+  for (Count blocks = 0; b <= f && blocks < kMaxBlocks; ++blocks) {
+    const Count k = ceil_div(t, b);
+    const Count v = k * b;  // < t + b <= 2 t, no overflow
     if (best == 0 || v < best) best = v;
-    if (k == 1) break;  // larger b only overshoots further
+    if (best == t || best <= good_enough) break;
+    b = (t - 1) / (k - 1) + 1;  // first b with ceil(t/b) < k
   }
   return best;
 }
 
+Count reachable_above(Count p, Count f, Count K, Count target) {
+  if (p < 1) return 0;
+  const Count n = min_product_at_least(ceil_div(std::max<Count>(target, 1), p), f, K, 0);
+  if (n == 0 || n > std::numeric_limits<Count>::max() / p) return 0;
+  return p * n;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::min_accum_needed;
+using detail::reachable_above;
+using detail::reachable_below;
+
+// Smallest cap with apply_margin(cap, margin) >= need (0 when no cap in 64 bits does it):
+// apply_margin is floor(cap keep / 10^6), so cap = ceil(need 10^6 / keep), split as
+// need = q keep + r to stay in 64 bits.
+Bytes smallest_cap_keeping(Bytes need, double margin) {
+  constexpr Bytes kScale = 1000000;
+  const Bytes keep = kScale - static_cast<Bytes>(std::round(std::clamp(margin, 0.0, 1.0) * double(kScale)));
+  if (keep == 0) return 0;
+  const Bytes q = need / keep, r = need % keep;
+  if (q > (std::numeric_limits<Bytes>::max() - kScale) / kScale) return 0;
+  return q * kScale + (r * kScale + keep - 1) / keep;
+}
+
+// Largest margin in 0.1% steps with apply_margin(cap, margin) >= need (need <= cap), in percent.
+// apply_margin grows with the kept parts per million, so a binary search over keep in [0, 10^6]
+// (20 steps) finds the least keep that holds `need`.
+double largest_margin_percent(Bytes cap, Bytes need) {
+  constexpr Bytes kScale = 1000000;
+  auto holds = [&](Bytes keep) { return apply_margin(cap, double(kScale - keep) / double(kScale)) >= need; };
+  Bytes lo = 0, hi = kScale;  // holds(hi) as need <= cap
+  while (lo < hi) {
+    const Bytes mid = lo + (hi - lo) / 2;
+    if (holds(mid))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return double((kScale - lo) / 1000) / 10.0;
+}
+
 // Rounds bytes up to a flag value that parse_bytes reads back as at least `b`.
 std::string cap_flag(Bytes b) {
-  if (b >= 10 * GiB) return fmt::format("{}GiB", (b + GiB - 1) / GiB);
-  if (b >= 10 * MiB) return fmt::format("{}MiB", (b + MiB - 1) / MiB);
-  return fmt::format("{}KiB", (b + KiB - 1) / KiB);
+  auto up = [b](Bytes unit) { return b / unit + (b % unit > 0 ? 1 : 0); };  // no b + unit - 1 overflow
+  if (b >= 10 * GiB) return fmt::format("{}GiB", up(GiB));
+  if (b >= 10 * MiB) return fmt::format("{}MiB", up(MiB));
+  return fmt::format("{}KiB", up(KiB));
 }
 
 std::string target_text(const TuneRequest& r) {
@@ -65,12 +141,11 @@ std::string target_text(const TuneRequest& r) {
 }  // namespace
 
 bool batch_reachable(Count p, Count f, Count K, Count lo, Count hi) {
-  for (Count b = 1; b <= f && p * b <= hi; ++b) {
-    Count k_lo = std::max<Count>(1, ceil_div(lo, p * b));
-    Count k_hi = std::min(K, hi / (p * b));
-    if (k_lo <= k_hi) return true;
-  }
-  return false;
+  if (p < 1 || hi < p) return false;
+  const Count n_lo = lo < 1 ? 1 : ceil_div(lo, p), n_hi = hi / p;
+  if (n_lo > n_hi) return false;
+  const Count n = detail::min_product_at_least(n_lo, f, K, n_hi);
+  return n > 0 && n <= n_hi;
 }
 
 std::string Infeasibility::message() const {
@@ -116,15 +191,10 @@ Infeasibility diagnose_infeasible(const model::CostModel& model, const TuneReque
         "{}: memory cap binds: even micro_batch 1 needs {} per rank (world_size {}) > limit {} (cap {} minus {:g}% "
         "margin)",
         head, format_bytes(need), at_p, format_bytes(l.limit), format_bytes(l.cap), r.margin * 100);
-    const double keep = 1.0 - r.margin;
-    Bytes cap_needed = static_cast<Bytes>(std::ceil(static_cast<long double>(need) / keep));
-    while (apply_margin(cap_needed, r.margin) < need) ++cap_needed;
-    out.changes.push_back(fmt::format("raise --memory-cap to {}", cap_flag(cap_needed)));
-    if (need <= l.cap && r.margin > 0) {
-      double m = std::floor((1.0 - double(need) / double(l.cap)) * 1000.0) / 10.0;  // percent, 0.1 resolution
-      while (m > 0 && apply_margin(l.cap, m / 100.0) < need) m -= 0.1;
-      if (m >= 0) out.changes.push_back(fmt::format("lower --margin to {:.1f}%", std::max(0.0, m)));
-    }
+    const Bytes cap_needed = smallest_cap_keeping(need, r.margin);
+    if (cap_needed > 0) out.changes.push_back(fmt::format("raise --memory-cap to {}", cap_flag(cap_needed)));
+    if (need <= l.cap && r.margin > 0)
+      out.changes.push_back(fmt::format("lower --margin to {:.1f}%", largest_margin_percent(l.cap, need)));
     if (l.device_memory > 0 && need > l.device_memory)
       out.changes.push_back(fmt::format("a device with more than {} (this one has {})", format_bytes(need),
                                         format_bytes(l.device_memory)));

@@ -24,7 +24,22 @@ struct Infeasibility {
 Infeasibility diagnose_infeasible(const model::CostModel& model, const TuneRequest& request, const Limits& limits);
 
 // Is there a micro_batch b <= max_micro_batch and accum_steps k <= max_accum with
-// lo <= world_size*b*k <= hi?  O(min(max_micro_batch, hi/world_size)).
+// lo <= world_size*b*k <= hi?  O(min(max_micro_batch, max_accum, sqrt(hi/world_size))) steps.
 bool batch_reachable(Count world_size, Count max_micro_batch, Count max_accum, Count lo, Count hi);
+
+// The searches behind the suggested changes (p: world size, f: largest micro_batch, K: largest
+// accum_steps), exposed for tests. None steps more than kMaxBlocks times: beyond that (only
+// with f above 2^24 and a batch above 2^46) a search gives up and answers "none" (0).
+namespace detail {
+inline constexpr Count kMaxBlocks = Count(1) << 24;
+// Smallest k >= 1 with some b <= f: lo <= p b k <= hi; 0 when none.
+Count min_accum_needed(Count p, Count f, Count lo, Count hi);
+// Largest p b k <= target with b <= f, k <= K (0 if none).
+Count reachable_below(Count p, Count f, Count K, Count target);
+// Smallest p b k >= target with b <= f, k <= K (0 if none, or beyond int64).
+Count reachable_above(Count p, Count f, Count K, Count target);
+// Smallest b k >= t with b <= f, k <= K (0 if none); stops early at any value <= good_enough.
+Count min_product_at_least(Count t, Count f, Count K, Count good_enough);
+}  // namespace detail
 
 }  // namespace gaccum::tuner

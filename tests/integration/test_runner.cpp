@@ -303,7 +303,7 @@ TEST_CASE("a rank that exits, aborts or is killed ends the run, named, within ti
     a.back() = "5s";  // --timeout
     auto r = validate(a, {{"GACCUM_TEST_FAULT", std::string("rank:1:") + c.fault}});
     INFO(c.fault << ": " << r.err);
-    CHECK(r.code == 1);
+    CHECK(r.code == 86);  // README.md, "Exit codes": a rank died
     CHECK_THAT(r.err, Catch::Matches("(.|\n)*gaccum-tune: error: " + std::string(c.expect) + "(.|\n)*"));
     CHECK(r.seconds < 5 + 10);
     CHECK(r.leftovers.empty());
@@ -316,7 +316,7 @@ TEST_CASE("a hung rank ends the run within timeout + 10 s and is named", "[runne
   a.back() = "5s";
   auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:1:hang"}});
   INFO(r.err);
-  CHECK(r.code == 1);
+  CHECK(r.code == 88);  // README.md, "Exit codes": a rank hung
   CHECK_THAT(r.err, Catch::Contains("error: rank 1 (pid"));
   CHECK_THAT(r.err, Catch::Contains("hung"));
   CHECK(r.seconds < 5 + 10);
@@ -328,9 +328,22 @@ TEST_CASE("an out-of-memory rank aborts every rank cleanly", "[runner][integrati
   a.back() = "5s";
   auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:1:oom:1:1"}});
   INFO(r.err);
-  CHECK(r.code == 1);
+  CHECK(r.code == 87);  // README.md, "Exit codes": a rank ran out of memory
   CHECK_THAT(r.err, Catch::Contains("error: rank 1 (pid"));
   CHECK_THAT(r.err, Catch::Contains("out of memory in step 1 micro-step 1"));
+  CHECK(r.seconds < 5 + 10);
+  CHECK(r.leftovers.empty());
+}
+
+TEST_CASE("bad input found inside a rank keeps exit code 2", "[runner][integration]") {
+  // An unknown GACCUM_TEST_FAULT kind is an InputError that only the rank reads (runner/faults.cpp).
+  auto a = small("mlp-small", 2, 2, 2, "overlap");
+  a.back() = "5s";
+  auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:1:bogus"}});
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("error: rank 1 (pid") && Catch::Contains("exited with status 2") &&
+                        Catch::Contains("unknown fault 'bogus'"));
   CHECK(r.seconds < 5 + 10);
   CHECK(r.leftovers.empty());
 }
@@ -340,7 +353,9 @@ TEST_CASE("a rank that never joins the rendezvous times out with a clear message
   a.back() = "4s";
   auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:2:nojoin"}});
   INFO(r.err);
-  CHECK(r.code == 1);
+  // The rank named is the one that gave up waiting (exit status 1 of its own): README.md, "Exit
+  // codes", 86.
+  CHECK(r.code == 86);
   CHECK_THAT(r.err, Catch::Contains("rendezvous: rank(s) 2 of 3 did not join within 4"));
   CHECK(r.seconds < 4 + 10);
   CHECK(r.leftovers.empty());
@@ -366,6 +381,35 @@ TEST_CASE("Ctrl-C on the launcher stops every rank", "[runner][integration]") {
   CHECK(r.code == 1);
   CHECK_THAT(r.err, Catch::Contains("interrupted"));
   CHECK(r.leftovers.empty());
+}
+
+TEST_CASE("a launcher ended by SIGTERM or SIGHUP leaves no temporary directory", "[runner][integration]") {
+  // SIGTERM while ranks run: the launcher stops them and returns (exit 1, interrupted); SIGHUP
+  // (the terminal closed): core/scratch_dir.cpp removes the directory and the process dies by
+  // the signal, its ranks with it (PR_SET_PDEATHSIG). The sandbox is the launcher's TMPDIR.
+  for (int sig : {SIGTERM, SIGHUP}) {
+    Sandbox sb;
+    const fs::path output = sb.dir / "validation.json";
+    auto a = small("mlp-small", 2, 2, 2, "overlap");
+    a.insert(a.begin(), {"validate", "-o", output.string()});
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] == "--steps") a[i + 1] = "100000";
+    const auto t0 = Clock::now();
+    pid_t pid = spawn(sb, a, {});
+    for (int i = 0; i < 300 && processes_with(sb.dir.string()).size() < 3; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(processes_with(sb.dir.string()).size() >= 3);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    ::kill(pid, sig);
+    auto r = finish(sb, pid, t0, output);
+    INFO("signal " << sig << ": " << r.err);
+    CHECK(r.code == (sig == SIGTERM ? 1 : 128 + SIGHUP));
+    std::vector<std::string> scratch;
+    for (const auto& e : fs::directory_iterator(sb.dir))
+      if (e.path().filename().string().rfind("gaccum-validate-", 0) == 0) scratch.push_back(e.path().string());
+    CHECK(scratch.empty());
+    CHECK(r.leftovers.empty());
+  }
 }
 
 TEST_CASE("a busy MASTER_PORT under an external launcher is reported", "[runner][integration]") {

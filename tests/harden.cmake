@@ -1,0 +1,84 @@
+# Hardening tests (included from tests/CMakeLists.txt): hostile input ends with exit 2 and one
+# line naming the cause, fast, never a crash, hang or wrong answer with exit 0. Unit tests in
+# unit/test_harden.cpp; the CLI expectations below run the binary on generated files.
+gaccum_test(unit_harden LABEL unit SOURCES unit/test_harden.cpp LIBS gaccum::core gaccum::tuner)
+target_compile_definitions(unit_harden PRIVATE GACCUM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+
+set(G $<TARGET_FILE:gaccum-tune>)
+set(D "${CMAKE_CURRENT_SOURCE_DIR}/data")
+set(H "${CMAKE_CURRENT_BINARY_DIR}/harden")
+file(MAKE_DIRECTORY "${H}")
+
+# A JSON document nested 200,000 levels deep (400 KB): it used to overflow the stack (SIGSEGV).
+string(REPEAT "[" 200000 _open)
+string(REPEAT "]" 200000 _close)
+file(WRITE "${H}/deep.json" "${_open}${_close}")
+gaccum_cli_test(harden-deep-profile 2 "deep.json: JSON nested deeper than 512" --one-line-stderr --
+                ${G} predict --profile ${H}/deep.json -b 4)
+gaccum_cli_test(harden-deep-spec 2 "deep.json: JSON nested deeper than 512" --one-line-stderr --
+                ${G} predict --spec ${H}/deep.json --cluster ${PROJECT_SOURCE_DIR}/examples/clusters/dgx-h100-1node.json -b 4)
+gaccum_cli_test(harden-deep-cluster 2 "deep.json: JSON nested deeper than 512" --one-line-stderr --
+                ${G} tune --profile ${D}/small-profile.json --cluster ${H}/deep.json --out ${H}/never)
+gaccum_cli_test(harden-deep-job 2 "deep.json.*nested deeper than" --one-line-stderr --
+                ${G} check --job ${H}/deep.json)
+gaccum_cli_test(harden-deep-validate-profile 2 "deep.json: JSON nested deeper than 512" --one-line-stderr --
+                ${G} validate --profile ${H}/deep.json -o ${H}/never.json)
+
+# A prime global batch near the 2^40 limit: the diagnosis (tuner/infeasibility.cpp) used to step
+# through every accum_steps; it answers at once.
+gaccum_cli_test(harden-large-prime-global-batch 1 "no feasible config for global_batch 1099511627689.*accum_steps binds"
+                --one-line-stderr -- sh -c
+  "timeout 20 \"$0\" tune --profile \"$1/small-profile.json\" --global-batch 1099511627689 --out \"$2\""
+  ${G} ${D} ${H}/never)
+
+
+# Products beyond int64 and values the ranks would refuse stop at the flag.
+# 10^14 - 1 used to loop over every accum_steps for minutes.
+gaccum_cli_test(harden-huge-global-batch 2 "--global-batch: 99999999999999 is above the largest accepted value 2\\^40"
+                --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --global-batch 99999999999999 --out ${H}/never)
+# 4 x 2^62 x 4 printed global_batch 0 with exit 0.
+gaccum_cli_test(harden-predict-overflow 2 "--accum-steps: 4611686018427387904 is above the largest accepted value 2\\^40"
+                --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json -b 4 -k 4611686018427387904 -p 4)
+gaccum_cli_test(harden-predict-product 2 "--micro-batch x --accum-steps x --world-size: global batch 1048576 x 1048576 x 2 is above the largest accepted 2\\^40"
+                --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json -b 1048576 -k 1048576 -p 2)
+gaccum_cli_test(harden-predict-huge-b 2 "--micro-batch: 9223372036854775807 is above the largest accepted value"
+                --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json -b 9223372036854775807 --extrapolate)
+# check has its own limits and checked products (check/check_inputs.cpp, tests/check.cmake).
+gaccum_cli_test(harden-check-overflow 2 "micro_batch \\(from flag --micro-batch\\): 4611686018427387904 is implausibly large"
+                --one-line-stderr -- ${G} check --profile ${D}/small-profile.json -b 4611686018427387904 -k 4 -p 4)
+gaccum_cli_test(harden-tune-accum 2 "--max-accum-steps: .* is above the largest accepted" --one-line-stderr --
+                ${G} tune --profile ${D}/small-profile.json --max-accum-steps 9223372036854775807 --out ${H}/never)
+set(_hv ${G} validate -o ${H}/never.json)
+gaccum_cli_test(harden-validate-micro-batch 2 "--micro-batch: 4611686018427387904 is above the largest accepted"
+                --one-line-stderr -- ${_hv} --micro-batch 4611686018427387904)
+gaccum_cli_test(harden-validate-threads 2 "--threads-per-rank: 99999999999 is above the largest accepted value 1024"
+                --one-line-stderr -- ${_hv} --threads-per-rank 99999999999)
+gaccum_cli_test(harden-validate-seed 2 "--seed" --one-line-stderr -- ${_hv} --seed -1)
+gaccum_cli_test(harden-validate-lr-inf 2 "--lr: invalid learning rate 'inf'" --one-line-stderr -- ${_hv} --lr inf)
+gaccum_cli_test(harden-validate-lr-nan 2 "--lr: invalid learning rate 'nan'" --one-line-stderr -- ${_hv} --lr nan)
+gaccum_cli_test(harden-validate-lr-0 2 "--lr: invalid learning rate '0'" --one-line-stderr -- ${_hv} --lr 0)
+
+# Implausible profiles (hand-edited copies of small-profile.json) are exit 2 naming the field;
+# peaks of ~1.8e19 B used to hang check/tune (a cap search stepping one byte at a time).
+file(READ "${D}/small-profile.json" _prof)
+string(REPLACE "\"peak\": 9167024," "\"peak\": 18000000000000000000," _huge "${_prof}")
+file(WRITE "${H}/huge-peak-profile.json" "${_huge}")
+string(REGEX REPLACE "\"comm_alone\": [0-9.]+" "\"comm_alone\": -0.5" _negov "${_prof}")
+file(WRITE "${H}/negative-overlap-profile.json" "${_negov}")
+gaccum_cli_test(harden-huge-peak-tune 2 "huge-peak-profile.json.memory\\[0\\].peak: 18000000000000000000 bytes is not a plausible"
+                --one-line-stderr -- ${G} tune --profile ${H}/huge-peak-profile.json --out ${H}/never)
+gaccum_cli_test(harden-huge-peak-check 2 "memory\\[0\\].peak" --one-line-stderr --
+                ${G} check --profile ${H}/huge-peak-profile.json -b 4 -k 2 -p 2)
+gaccum_cli_test(harden-negative-overlap 2 "negative-overlap-profile.json.overlap\\[0\\].comm_alone: must be non-negative"
+                --one-line-stderr -- ${G} predict --profile ${H}/negative-overlap-profile.json -b 4 -p 2)
+
+# Output that cannot be written is a failure, not exit 0 with the answer lost.
+gaccum_cli_test(harden-dev-full 1 "cannot write to standard output" --one-line-stderr -- sh -c
+  "\"$0\" predict --profile \"$1/small-profile.json\" -b 4 --json > /dev/full" ${G} ${D})
+
+# A directory given as a file names the cause (it used to read as empty: "not valid JSON").
+gaccum_cli_test(harden-dir-profile 2 "is a directory, not a file" --one-line-stderr --
+                ${G} predict --profile ${H} -b 4)
+gaccum_cli_test(harden-dir-job 2 "--job: '.*' is a directory, not a file" --one-line-stderr -- ${G} check --job ${H})
+gaccum_cli_test(harden-dir-deepspeed 2 "--deepspeed-config: '.*' is a directory, not a file" --one-line-stderr --
+                ${G} check --deepspeed-config ${H} --profile ${D}/small-profile.json)
