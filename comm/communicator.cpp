@@ -151,6 +151,33 @@ class C10dCommunicator final : public Communicator {
     GACCUM_C10D("broadcast.wait", work->wait());
   }
 
+  void reduce_scatter_sum(const torch::Tensor& input, torch::Tensor& output) override {
+    const std::int64_t p = world_size_;
+    if (input.numel() % p != 0 || output.numel() * p != input.numel())
+      throw Error(fmt::format("reduce_scatter_sum: input of {} elements does not split into {} chunks of {}",
+                              input.numel(), p, output.numel()));
+    at::Tensor in = input.contiguous();
+    at::Tensor recv = at::empty_like(in);
+    std::vector<std::int64_t> splits;  // empty: equal splits
+    std::vector<std::int64_t> splits_in;
+    c10d::AllToAllOptions o;
+    auto work = GACCUM_C10D("reduce_scatter (alltoall)", pg_->alltoall_base(recv, in, splits, splits_in, o));
+    GACCUM_C10D("reduce_scatter.wait", work->wait());
+    output.copy_(recv.view({p, output.numel()}).sum(0).view_as(output));
+  }
+
+  void all_gather(const torch::Tensor& input, torch::Tensor& output) override {
+    const std::int64_t p = world_size_;
+    if (output.numel() != input.numel() * p)
+      throw Error(fmt::format("all_gather: output of {} elements is not {} x {}", output.numel(), p, input.numel()));
+    std::vector<at::Tensor> in{input.contiguous()};
+    std::vector<std::vector<at::Tensor>> outs(1);
+    for (std::int64_t r = 0; r < p; ++r) outs[0].push_back(output.view({p, input.numel()})[r]);
+    c10d::AllgatherOptions o;
+    auto work = GACCUM_C10D("all_gather", pg_->allgather(outs, in, o));
+    GACCUM_C10D("all_gather.wait", work->wait());
+  }
+
  private:
   c10::intrusive_ptr<PG> pg_;
 };

@@ -65,6 +65,16 @@ class Communicator {
   virtual std::unique_ptr<PendingCollective> allreduce_sum_async(torch::Tensor& t) = 0;
   void allreduce_sum(torch::Tensor& t) { allreduce_sum_async(t)->wait(); }
   virtual void broadcast(torch::Tensor& t, int root) = 0;
+  // Reduce-scatter (sum): `input` holds world_size equal chunks (contiguous, numel a multiple of
+  // world_size); rank r receives the sum over ranks of chunk r in `output` (numel / world_size).
+  // Both backends run it as an all-to-all of the chunks followed by a local sum over the received
+  // chunks: each rank sends and receives (p-1)/p of the message, the bytes of a ring
+  // reduce-scatter (ProcessGroupGloo of LibTorch 1.13 has no reduce_scatter). The method's name
+  // is reduce_scatter_method(), recorded with every measurement.
+  virtual void reduce_scatter_sum(const torch::Tensor& input, torch::Tensor& output) = 0;
+  virtual const char* reduce_scatter_method() const { return "alltoall+local-sum"; }
+  // All-gather: every rank's `input` (equal numel) into `output` in rank order (numel x p).
+  virtual void all_gather(const torch::Tensor& input, torch::Tensor& output) = 0;
   void barrier();
   // Every rank's string, indexed by rank (through the store; for small metadata).
   std::vector<std::string> allgather_strings(const std::string& mine);

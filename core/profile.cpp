@@ -171,6 +171,20 @@ json to_json(const Profile& p) {
                   {"tag", a.tag},
                   {"samples", a.samples}});
   j["allreduce"] = ar;
+  json co = json::array();
+  for (const auto& c : p.collectives)
+    co.push_back({{"op", c.op},
+                  {"method", c.method},
+                  {"backend", c.backend},
+                  {"world_size", c.world_size},
+                  {"bytes", c.bytes},
+                  {"time", c.time},
+                  {"algbw", c.algbw},
+                  {"busbw", c.busbw},
+                  {"wrong", c.wrong},
+                  {"tag", c.tag},
+                  {"samples", c.samples}});
+  j["collectives"] = co;
   json gn = json::array();
   for (const auto& g : p.grad_norms) gn.push_back({{"micro_batch", g.micro_batch}, {"sq_norms", g.sq_norms}});
   j["grad_norms"] = gn;
@@ -194,10 +208,11 @@ Profile profile_from_json(const json& j, const std::string& what) {
     if (auto schema = f.opt_str("schema"); schema && *schema != "gaccum-tune/profile")
       throw ProfileError(fmt::format("{}: not a gaccum-tune profile (schema '{}')", what, *schema));
     p.schema_version = static_cast<int>(f.positive("schema_version"));
-    if (p.schema_version != kProfileSchemaVersion)
+    if (p.schema_version < kOldestProfileSchemaVersion || p.schema_version > kProfileSchemaVersion)
       throw ProfileError(fmt::format("{}: profile schema version {} is not supported (this gaccum-tune reads {}); "
                                      "re-run `gaccum-tune profile`",
-                                     what, p.schema_version, kProfileSchemaVersion));
+                                     what, p.schema_version,
+                                     fmt::format("{} to {}", kOldestProfileSchemaVersion, kProfileSchemaVersion)));
     p.created_utc = f.opt_str("created_utc").value_or("");
 
     JsonFields h(f.object("hardware"), f.child("hardware"));
@@ -299,6 +314,26 @@ Profile profile_from_json(const json& j, const std::string& what) {
           throw ProfileError(fmt::format("{}.samples[{}]: must be non-negative, got {}", path, i, pt.samples[i]));
       return pt;
     });
+    if (f.has("collectives"))
+      p.collectives = list_from<CollectivePoint>(f, "collectives", [](const json& e, const std::string& path) {
+        JsonFields c(e, path);
+        CollectivePoint pt;
+        pt.op = c.str("op");
+        if (pt.op != "reduce_scatter" && pt.op != "all_gather")
+          throw ProfileError(fmt::format("{}.op: '{}' is not reduce_scatter or all_gather", path, pt.op));
+        pt.method = c.opt_str("method").value_or("");
+        pt.backend = c.str("backend");
+        pt.world_size = c.positive("world_size");
+        pt.bytes = c.bytes("bytes");
+        pt.time = c.num("time");
+        pt.algbw = c.opt_num("algbw").value_or(0);
+        pt.busbw = c.opt_num("busbw").value_or(0);
+        pt.wrong = c.has("wrong") ? c.count("wrong") : 0;
+        pt.tag = c.opt_str("tag").value_or("sweep");
+        if (c.has("samples")) pt.samples = c.num_list("samples");
+        if (!(pt.time >= 0)) throw ProfileError(fmt::format("{}.time: must be non-negative", path));
+        return pt;
+      });
     p.grad_norms = list_from<GradNormPoint>(f, "grad_norms", [](const json& e, const std::string& path) {
       JsonFields g(e, path);
       GradNormPoint pt;

@@ -19,7 +19,8 @@
 
 namespace gaccum {
 
-inline constexpr int kProfileSchemaVersion = 1;
+inline constexpr int kProfileSchemaVersion = 2;  // 2: reduce-scatter / all-gather (collectives[])
+inline constexpr int kOldestProfileSchemaVersion = 1;  // still read: no collectives[]
 
 // What is trained. `hash` is the workload's stable identity (name + hyper-parameters + dtype,
 // plus the file content for TorchScript): 16 hex digits.
@@ -111,6 +112,23 @@ struct AllreducePoint {
   std::vector<Seconds> samples;         // per-iteration max-over-ranks times
 };
 
+// Reduce-scatter or all-gather of a message of `bytes` (the full, unsharded tensor S) over
+// world_size ranks, reported as nccl-tests does: time = mean over iterations of the max over
+// ranks, algbw = S / time, busbw = algbw x (p-1)/p (both ops move (p-1)/p of S per rank).
+struct CollectivePoint {
+  std::string op;                       // "reduce_scatter" or "all_gather"
+  std::string method;                   // how the backend ran it, e.g. "alltoall+local-sum", "native"
+  std::string backend;                  // "gloo" or "nccl"
+  Count world_size = 0;
+  Bytes bytes = 0;
+  Seconds time = 0;
+  BytesPerSecond algbw = 0;
+  BytesPerSecond busbw = 0;
+  Count wrong = 0;                      // elements that failed the correctness check
+  std::string tag = "sweep";            // "sweep", "bucket" or "fused", as for allreduce
+  std::vector<Seconds> samples;
+};
+
 // Squared L2 norms of the full gradient of independent micro-batches of one size
 // (gradient noise scale, McCandlish et al. 2018, App. A.1).
 struct GradNormPoint {
@@ -139,6 +157,7 @@ struct Profile {
   std::vector<ComputePoint> compute;
   std::vector<OptimizerPoint> optimizer;
   std::vector<AllreducePoint> allreduce;
+  std::vector<CollectivePoint> collectives;  // reduce-scatter / all-gather (schema 2)
   std::vector<GradNormPoint> grad_norms;
   std::vector<OverlapPoint> overlap;
   Count max_micro_batch_fitting = 0;    // largest micro_batch within the cap the sweep found

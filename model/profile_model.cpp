@@ -71,6 +71,15 @@ class ProfileModel final : public CostModel {
   // One allreduce of `bytes` over `ranks` ranks placed `stride` apart, with its source: measured
   // (interpolated) at a profiled rank count, else the ring fit or the cluster (the DDP rule).
   std::pair<Seconds, CommSource> allreduce_time(Count ranks, Count stride, Bytes bytes) const;
+  // A reduce-scatter / all-gather: measured (interpolated) when the profile has that op at that
+  // rank count, else half the allreduce (allreduce_derived).
+  std::pair<Seconds, CommSource> collective_time(CollectiveOp op, Count ranks, Count stride, Bytes bytes) const;
+  struct MeasuredCollective {
+    CollectiveOp op;
+    Count p;
+    MeasuredAllreduce table;  // the same size lookup as allreduce (interpolation between sizes)
+  };
+  std::vector<MeasuredCollective> collectives_;
 
   ModelInfo info_;
   ComputeModel compute_;
@@ -253,12 +262,45 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   const double weight_share = grad_bytes_ > 0 ? double(states_.weights) / double(grad_bytes_) : 1.0;
   states_.largest_unit = static_cast<Bytes>(double(largest_bucket) * weight_share);
   states_.largest_unit_grad = largest_bucket;
+  // Measured reduce-scatter / all-gather of the same backend (profile schema 2).
+  std::map<std::pair<int, Count>, std::vector<AllreducePoint>> by_op;
+  std::string method;
+  for (const auto& c : prof.collectives) {
+    if (c.backend != backend || c.world_size < 2) continue;
+    if (c.wrong > 0) {
+      notes.push_back(fmt::format("{}: skipped {} B at world_size {} ({} wrong elements)", c.op, c.bytes, c.world_size, c.wrong));
+      continue;
+    }
+    AllreducePoint a;
+    a.backend = c.backend;
+    a.world_size = c.world_size;
+    a.bytes = c.bytes;
+    a.time = c.time;
+    a.samples = c.samples;
+    a.tag = c.tag;
+    const int op = static_cast<int>(c.op == "reduce_scatter" ? CollectiveOp::reduce_scatter : CollectiveOp::all_gather);
+    by_op[{op, c.world_size}].push_back(a);
+    method = c.method;
+  }
+  nlohmann::json coll_j = nlohmann::json::array();
+  for (const auto& [key, pts] : by_op) {
+    collectives_.push_back({static_cast<CollectiveOp>(key.first), key.second, MeasuredAllreduce(key.second, pts)});
+    coll_j.push_back({{"op", to_string(static_cast<CollectiveOp>(key.first))}, {"world_size", key.second},
+                      {"points", pts.size()}});
+  }
+  if (!collectives_.empty()) info_.fit["collectives"] = {{"method", method}, {"measured", coll_j}};
+
   auto& plans = info_.plans;
   plans.limits = "this profile measured fp32 without activation checkpointing (an analytic --spec prices other precisions "
                  "and checkpointing)";
   plans.gpus_per_node = cluster ? cluster->gpus_per_node : 0;
-  plans.sharded_comm = "reduce-scatter and all-gather priced as half the measured allreduce of the same size "
-                       "(allreduce-derived: not measured); wrapped units = the DDP buckets";
+  plans.sharded_comm =
+      collectives_.empty()
+          ? std::string("reduce-scatter and all-gather priced as half the measured allreduce of the same size "
+                        "(allreduce-derived: not measured); wrapped units = the DDP buckets")
+          : fmt::format("reduce-scatter and all-gather measured ({}) at the profiled rank counts, half the measured "
+                        "allreduce elsewhere; wrapped units = the DDP buckets",
+                        method);
   notes.push_back("plans: sharded plans (--sharding zero1|zero2|zero3|hsdp:G) are priced only when asked for: memory from "
                   "the measured states divided by the shard group, reduce-scatter / all-gather as half the measured "
                   "allreduce");
@@ -282,6 +324,16 @@ std::pair<Seconds, CommSource> ProfileModel::allreduce_time(Count ranks, Count s
     return {c.allreduce_group(ranks, stride).at(bytes), CommSource::hierarchical};
   }
   return {ring_allreduce(ranks, measured_.back().fit).at(bytes), CommSource::ring_fit};
+}
+
+std::pair<Seconds, CommSource> ProfileModel::collective_time(CollectiveOp op, Count ranks, Count stride,
+                                                             Bytes bytes) const {
+  if (op != CollectiveOp::allreduce)
+    for (const auto& m : collectives_)
+      if (m.op == op && m.p == ranks) return {m.table.time(bytes).mid, CommSource::measured};
+  const auto [t, src] = allreduce_time(ranks, stride, bytes);
+  if (op == CollectiveOp::allreduce) return {t, src};
+  return {t / 2, src == CommSource::measured ? CommSource::allreduce_derived : src};
 }
 
 Prediction ProfileModel::predict(const Config& config) const {
@@ -317,17 +369,29 @@ Prediction ProfileModel::predict(const Config& config) const {
     u.units = states_.units;
     u.buckets = states_.units;
     const Count r = replicas(c);
-    CommSource world_source = CommSource::none;
+    // The plan's source: the least measured of its collectives (hierarchical < ring-fit <
+    // allreduce-derived < measured), so a label never claims more than every term has.
+    auto rank_of = [](CommSource x) {
+      switch (x) {
+        case CommSource::hierarchical: return 0;
+        case CommSource::ring_fit: return 1;
+        case CommSource::allreduce_derived: return 2;
+        case CommSource::measured: return 3;
+        case CommSource::none: return 4;
+      }
+      return 4;
+    };
+    CommSource plan_source = CommSource::none;
     out = assemble_sharded_prediction(
         c, s, u,
         [&](CollectiveOp op, CommGroup g, Bytes bytes) {
           const Count ranks = g == CommGroup::world ? p : g == CommGroup::shard ? n : r;
-          const auto [t, src] = allreduce_time(ranks, g == CommGroup::replica ? n : 1, bytes);
-          if (g != CommGroup::replica || world_source == CommSource::none) world_source = src;
-          return op == CollectiveOp::allreduce ? t : t / 2;
+          const auto [t, src] = collective_time(op, ranks, g == CommGroup::replica ? n : 1, bytes);
+          if (ranks > 1 && rank_of(src) < rank_of(plan_source)) plan_source = src;
+          return t;
         },
         mem);
-    source = world_source == CommSource::measured ? CommSource::allreduce_derived : world_source;
+    source = plan_source;
   } else {
     s.overlap_efficiency = efficiency(p);
     s.sync_copies = double(kSyncCopyPasses) * s.optimizer.mid / double(passes_);

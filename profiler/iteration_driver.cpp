@@ -19,6 +19,12 @@ BytesPerSecond busbw(Bytes bytes, Seconds time, Count world_size) {
   return algbw(bytes, time) * 2.0 * (p - 1.0) / p;
 }
 
+BytesPerSecond busbw_scatter_gather(Bytes bytes, Seconds time, Count world_size) {
+  if (world_size < 2) return 0;
+  const double p = static_cast<double>(world_size);
+  return algbw(bytes, time) * (p - 1.0) / p;
+}
+
 IterationDriver::IterationDriver(comm::Communicator* comm, torch::Device device, int warmup, int iters)
     : comm_(comm), device_(device), warmup_(warmup), iters_(iters), clock_(clock_for(device)) {}
 

@@ -27,6 +27,9 @@
 namespace gaccum::profiler {
 
 BytesPerSecond algbw(Bytes bytes, Seconds time);
+// Reduce-scatter and all-gather (bytes: the full message S): busbw = algbw * (p-1)/p, each rank
+// sends and receives (p-1)/p x S (nccl-tests' factor for both).
+BytesPerSecond busbw_scatter_gather(Bytes bytes, Seconds time, Count world_size);
 BytesPerSecond busbw(Bytes bytes, Seconds time, Count world_size);
 
 struct TimedRun {

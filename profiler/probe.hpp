@@ -67,6 +67,7 @@ struct RankResults {
   std::vector<ComputePoint> compute;
   std::vector<OptimizerPoint> optimizer;
   std::vector<AllreducePoint> allreduce;
+  std::vector<CollectivePoint> collectives;  // reduce-scatter / all-gather
   std::vector<OverlapPoint> overlap;
   std::vector<std::string> notes;
   nlohmann::json local = nlohmann::json::object();
@@ -85,6 +86,7 @@ class Probe {
 std::unique_ptr<Probe> make_compute_probe();
 std::unique_ptr<Probe> make_optimizer_probe();
 std::unique_ptr<Probe> make_allreduce_probe();
+std::unique_ptr<Probe> make_collective_probe();
 std::unique_ptr<Probe> make_overlap_probe();
 
 }  // namespace gaccum::profiler

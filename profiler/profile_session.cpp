@@ -75,6 +75,7 @@ void merge_rank_group(Profile& prof, const std::string& dir, Count p, int thread
   prof.compute.insert(prof.compute.end(), r0.compute.begin(), r0.compute.end());
   prof.optimizer.insert(prof.optimizer.end(), r0.optimizer.begin(), r0.optimizer.end());
   prof.allreduce.insert(prof.allreduce.end(), r0.allreduce.begin(), r0.allreduce.end());
+  prof.collectives.insert(prof.collectives.end(), r0.collectives.begin(), r0.collectives.end());
   prof.overlap.insert(prof.overlap.end(), r0.overlap.begin(), r0.overlap.end());
   for (const auto& n : r0.notes) prof.notes.push_back(n);
   if (p < 2) return;

@@ -110,6 +110,7 @@ json results_json(const RankResults& r, const workloads::Workload& w, const Rank
   frag.compute = r.compute;
   frag.optimizer = r.optimizer;
   frag.allreduce = r.allreduce;
+  frag.collectives = r.collectives;
   frag.overlap = r.overlap;
   frag.notes = r.notes;
   return gaccum::to_json(frag);
@@ -149,7 +150,7 @@ int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
   RankSession session{plan, *workload, params, *optimizer, comm.get(), driver, ctx.rank, ctx.world_size};
   RankResults results;
   std::unique_ptr<Probe> probes[] = {make_compute_probe(), make_optimizer_probe(), make_allreduce_probe(),
-                                     make_overlap_probe()};
+                                     make_collective_probe(), make_overlap_probe()};
   for (auto& probe : probes)
     if (probe->applies(session)) probe->run(session, results);
   driver.barrier();
@@ -193,6 +194,7 @@ RankFile read_rank_file(const std::string& path) {
   r.results.compute = frag.compute;
   r.results.optimizer = frag.optimizer;
   r.results.allreduce = frag.allreduce;
+  r.results.collectives = frag.collectives;
   r.results.overlap = frag.overlap;
   r.results.notes = frag.notes;
   if (auto* local = f.opt_object("local")) r.results.local = *local;

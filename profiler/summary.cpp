@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -72,6 +73,23 @@ void print_summary(const Profile& p, std::FILE* out) {
       if (a.backend != backend || a.world_size != world) continue;
       fmt::print(out, "  {:>12} {:>10} {:>6} {:>6} {:>11.1f} {:>11.3f} {:>11.3f} {:>7}\n", a.bytes, a.bytes / 4,
                  "float", a.tag, a.time * 1e6, a.algbw / 1e9, a.busbw / 1e9, a.wrong);
+    }
+  }
+
+  std::set<std::tuple<std::string, std::string, Count>> cgroups;
+  for (const auto& c : p.collectives) cgroups.insert({c.op, c.backend, c.world_size});
+  for (const auto& [op, backend, world] : cgroups) {
+    std::string method;
+    for (const auto& c : p.collectives)
+      if (c.op == op && c.backend == backend && c.world_size == world) method = c.method;
+    fmt::print(out, "\n# {}, {} world_size {} ({}): size = the full message; algbw = size/time, busbw = algbw * "
+               "(p-1)/p\n", op == "reduce_scatter" ? "Reduce-scatter" : "All-gather", backend, world, method);
+    fmt::print(out, "# {:>12} {:>10} {:>6} {:>6} {:>11} {:>11} {:>11} {:>7}\n", "size(B)", "count", "type", "tag",
+               "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+    for (const auto& c : p.collectives) {
+      if (c.op != op || c.backend != backend || c.world_size != world) continue;
+      fmt::print(out, "  {:>12} {:>10} {:>6} {:>6} {:>11.1f} {:>11.3f} {:>11.3f} {:>7}\n", c.bytes, c.bytes / 4,
+                 "float", c.tag, c.time * 1e6, c.algbw / 1e9, c.busbw / 1e9, c.wrong);
     }
   }
 

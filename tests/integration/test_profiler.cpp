@@ -76,6 +76,21 @@ TEST_CASE("2 Gloo ranks allreduce the sweep, buckets and fused gradient correctl
   CHECK(ar.front().tag == "sweep");
   CHECK(ar.back().tag == "fused");
   CHECK(ar.back().bytes == plan.fused);
+  // Reduce-scatter and all-gather over the same messages, correct, busbw = algbw (p-1)/p.
+  const auto& co = r0.results.collectives;
+  REQUIRE(co.size() == 2 * ar.size());
+  for (const auto& c : co) {
+    INFO(c.op << " " << c.tag << " " << c.bytes);
+    CHECK((c.op == "reduce_scatter" || c.op == "all_gather"));
+    CHECK(c.backend == "gloo");
+    CHECK(c.wrong == 0);
+    CHECK(c.bytes % 8 == 0);  // a multiple of 4 bytes x 2 ranks
+    CHECK(c.samples.size() == 4);
+    CHECK(c.time > 0);
+    CHECK(c.busbw == Approx(c.algbw / 2));  // (p-1)/p = 1/2 at p = 2
+  }
+  CHECK(co.front().method == "alltoall+local-sum");
+  CHECK(co.back().op == "all_gather");
   // Both ranks hold the same cross-rank reduced numbers.
   REQUIRE(r1.results.allreduce.size() == ar.size());
   for (size_t i = 0; i < ar.size(); ++i) CHECK(r1.results.allreduce[i].samples == ar[i].samples);
@@ -129,6 +144,9 @@ TEST_CASE("a short gaccum-tune profile run writes a complete, loadable profile.j
     CHECK(a.world_size == 2);
     CHECK(a.wrong == 0);
   }
+  REQUIRE(p.collectives.size() == 2 * p.allreduce.size());
+  for (const auto& c : p.collectives) CHECK(c.wrong == 0);
+  CHECK(p.schema_version == 2);
   CHECK(p.overlap.size() == 1);
   REQUIRE(p.grad_norms.size() == 2);
   CHECK(p.grad_norms[0].sq_norms.size() == 3);
@@ -137,6 +155,7 @@ TEST_CASE("a short gaccum-tune profile run writes a complete, loadable profile.j
   CHECK(text.find("# Memory per micro_batch") != std::string::npos);
   CHECK(text.find("busbw") != std::string::npos);
   CHECK(text.find("#wrong") != std::string::npos);
+  CHECK(text.find("# Reduce-scatter, gloo world_size 2 (alltoall+local-sum)") != std::string::npos);
   // A round trip keeps every field.
   CHECK(to_json(profile_from_json(to_json(p), "again")) == to_json(p));
   fs::remove_all(dir);

@@ -4,12 +4,15 @@
 // step assembled by hand, LLaMA-2 parameter counts, and the plan vocabulary's parsers.
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <string>
 
 #include "core/error.hpp"
 #include "core/plan.hpp"
 #include "model/cluster.hpp"
+#include "core/profile.hpp"
 #include "model/plan_cost.hpp"
+#include "model/profile_model.hpp"
 #include "model/spec_model.hpp"
 #include "model/step_assembly.hpp"
 #include "model/transformer.hpp"
@@ -276,4 +279,41 @@ TEST_CASE("plan names: FSDP and DeepSpeed aliases, hsdp groups, errors listing t
   CHECK_FALSE(traits(Sharding::zero1).shards_gradients);
   CHECK(std::string(traits(Sharding::zero3).fsdp_name) == "FULL_SHARD");
   CHECK(traits(Precision::fp16).element_bytes == 2.0);
+}
+
+TEST_CASE("measured reduce-scatter / all-gather replace the allreduce-derived prices", "[model][plans]") {
+  const std::string src = GACCUM_SOURCE_DIR;
+  Profile prof = load_profile(src + "/tests/data/small-profile.json");
+  Config c{4, 1, 2, Strategy::fused};
+  c.sharding = {Sharding::zero2, 0};
+  const Prediction derived = make_profile_model(prof)->predict(c);
+  CHECK(derived.comm_source == CommSource::allreduce_derived);
+  const Bytes W = derived.memory.weights, G = derived.memory.gradients;  // zero2 fused: both full
+  // Measured points at W, G and twice the larger; lookups at exactly W and G return the measurement.
+  auto with = [&](Seconds rs, Seconds ag) {
+    Profile q = prof;
+    for (Bytes b : std::set<Bytes>{W, G, 2 * std::max(W, G)})
+      for (const char* op : {"reduce_scatter", "all_gather"}) {
+        CollectivePoint pt;
+        pt.op = op;
+        pt.method = "alltoall+local-sum";
+        pt.backend = "gloo";
+        pt.world_size = 2;
+        pt.bytes = b;
+        pt.tag = "sweep";
+        const bool at_g = b == G, at_w = b == W;
+        pt.time = std::string(op) == "reduce_scatter" ? (at_g ? rs : 3 * rs) : (at_w ? ag : 3 * ag);
+        q.collectives.push_back(pt);
+      }
+    return make_profile_model(q)->predict(c);
+  };
+  const Prediction a = with(0.010, 0.020), b = with(0.110, 0.220);
+  CHECK(a.comm_source == CommSource::measured);
+  // fused zero2 at k = 1: one reduce-scatter after the backward and one all-gather after the
+  // step, both exposed whole: +0.1 s and +0.2 s of measurement add exactly 0.3 s.
+  CHECK(b.time.comm_exposed - a.time.comm_exposed == Approx(0.3));
+  CHECK(b.time.step_time - a.time.step_time == Approx(0.3));
+  // Old profiles (schema 1, no collectives) still load and price as before.
+  CHECK(prof.collectives.empty());
+  CHECK(prof.schema_version == 1);
 }

@@ -1,0 +1,95 @@
+// What: the reduce-scatter and all-gather probe (p >= 2), reduce_scatter_perf / all_gather_perf
+//       style, over the allreduce probe's messages (size sweep, the workload's bucket sizes, the
+//       whole gradient). Per message S (float32, rounded to a multiple of 4 p bytes):
+//         reduce-scatter: rank r holds S ((r+1) + i%13 at element i) and receives the sum of
+//                         chunk r over ranks, S/p (expected p(p+1)/2 + p (i%13));
+//         all-gather:     rank r contributes S/p ((r+1) + j%13) and receives all p chunks, S;
+//       #wrong = elements that differ, summed over ranks; then comm_warmup untimed and comm_iters
+//       timed collectives, barrier-aligned; time = mean over iterations of the max over ranks;
+//       algbw = S / time, busbw = algbw (p-1)/p (nccl-tests' factor for both ops).
+//       The method is the communicator's (comm/communicator.hpp: an all-to-all of the chunks
+//       plus a local sum for reduce-scatter, the bytes of a ring reduce-scatter per rank).
+// Why: sharded plans (model/plan_cost.hpp) are priced from these when a profile has them,
+//      instead of half the measured allreduce.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <set>
+
+#include "profiler/iteration_driver.hpp"
+#include "profiler/probe.hpp"
+
+namespace gaccum::profiler {
+namespace {
+
+class CollectiveProbe final : public Probe {
+ public:
+  const char* name() const override { return "collectives"; }
+  bool applies(const RankSession& s) const override { return s.world_size >= 2 && s.comm; }
+
+  void run(RankSession& s, RankResults& out) override {
+    const std::int64_t p = s.world_size;
+    std::vector<std::pair<Bytes, std::string>> msgs;
+    for (Bytes b : s.plan.sizes) msgs.push_back({b, "sweep"});
+    std::set<Bytes> seen;
+    for (Bytes b : s.plan.buckets)
+      if (seen.insert(b).second) msgs.push_back({b, "bucket"});
+    if (s.plan.fused > 0) msgs.push_back({s.plan.fused, "fused"});
+    const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(s.comm->device());
+    for (const char* op : {"reduce_scatter", "all_gather"}) {
+      const bool rs = std::string(op) == "reduce_scatter";
+      for (const auto& [bytes, tag] : msgs) {
+        const std::int64_t chunk = std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes / 4) / p);
+        const std::int64_t n = chunk * p;  // elements of the full message
+        CollectivePoint pt;
+        pt.op = op;
+        pt.method = rs ? s.comm->reduce_scatter_method() : "native";
+        pt.backend = s.comm->backend();
+        pt.world_size = p;
+        pt.bytes = static_cast<Bytes>(n) * 4;
+        pt.tag = tag;
+        const double pr = static_cast<double>(p);
+        Count wrong = 0;
+        torch::Tensor in, res;
+        if (rs) {
+          auto pattern = torch::arange(n, opts.dtype(torch::kInt64)).remainder(13).to(torch::kFloat32);
+          in = (pattern + static_cast<double>(s.rank + 1)).contiguous();
+          res = torch::empty({chunk}, opts);
+          s.comm->reduce_scatter_sum(in, res);
+          auto mine = pattern.slice(0, s.rank * chunk, (s.rank + 1) * chunk);
+          wrong = res.ne(mine * pr + pr * (pr + 1) / 2).sum().item<std::int64_t>();
+        } else {
+          auto pattern = torch::arange(chunk, opts.dtype(torch::kInt64)).remainder(13).to(torch::kFloat32);
+          in = (pattern + static_cast<double>(s.rank + 1)).contiguous();
+          res = torch::empty({n}, opts);
+          s.comm->all_gather(in, res);
+          auto ranks = torch::arange(p, opts).add(1).repeat_interleave(chunk);
+          wrong = res.ne(pattern.repeat({p}) + ranks).sum().item<std::int64_t>();
+        }
+        in.zero_();
+        auto timed = s.driver.run(1, s.plan.comm_warmup, s.plan.comm_iters, [&](PhaseClock& clock, int) {
+          if (rs)
+            s.comm->reduce_scatter_sum(in, res);
+          else
+            s.comm->all_gather(in, res);
+          clock.mark();
+        });
+        Count wrong_all = 0;
+        for (double w : s.driver.gather(static_cast<double>(wrong))) wrong_all += static_cast<Count>(w);
+        const auto stats = TimingStats::from_samples(timed.total.samples);
+        pt.time = stats.mean;
+        pt.samples = timed.total.samples;
+        pt.algbw = algbw(pt.bytes, pt.time);
+        pt.busbw = busbw_scatter_gather(pt.bytes, pt.time, p);
+        pt.wrong = wrong_all;
+        out.collectives.push_back(pt);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_collective_probe() { return std::make_unique<CollectiveProbe>(); }
+
+}  // namespace gaccum::profiler
