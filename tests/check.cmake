@@ -97,8 +97,8 @@ gaccum_cli_test(check-bad-other-workload 2 "profile is for workload 'gpt-tiny' \
   ${G} check --job ${C}/job-other-workload.yaml)
 gaccum_cli_test(check-bad-other-workload-flag 2 "not 'gpt-tiny:layers=9' .*layers = 2 in the profile" --one-line-stderr --
   ${G} check --profile ${P} --workload gpt-tiny:layers=9 -b 4 -p 2)
-gaccum_cli_test(check-bad-profile-version 2 "profile schema version 2 is not supported" --one-line-stderr --
-  ${G} check --profile ${C}/profile-v2.json -b 4 -p 2)
+gaccum_cli_test(check-bad-profile-version 2 "profile schema version 99 is not supported" --one-line-stderr --
+  ${G} check --profile ${C}/profile-v99.json -b 4 -p 2)
 gaccum_cli_test(check-bad-profile-malformed 2 "malformed-profile.json" --one-line-stderr --
   ${G} check --profile ${D}/malformed-profile.json -b 4 -p 2)
 gaccum_cli_test(check-bad-optimizer 2 "--optimizer: unknown optimizer 'rmsprop'" --one-line-stderr -- ${G} check -b 4 -p 2 --optimizer rmsprop)
