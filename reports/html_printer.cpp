@@ -162,10 +162,15 @@ std::string throughput_chart(const tuner::TuneResult& r) {
                 line_chart(ch));
 }
 
+// GiB when the cap reaches a GiB, else MiB: the unit of every memory axis.
+std::pair<double, const char*> memory_axis_unit(const tuner::Limits& l) {
+  const bool gib = std::max(l.cap, l.limit) >= GiB;
+  return {gib ? double(GiB) : double(MiB), gib ? "GiB" : "MiB"};
+}
+
 std::string memory_chart(const tuner::TuneResult& r) {
   const auto& l = r.search.limits;
-  const double unit = std::max(l.cap, l.limit) >= GiB ? double(GiB) : double(MiB);
-  const char* unit_name = unit == double(GiB) ? "GiB" : "MiB";
+  const auto [unit, unit_name] = memory_axis_unit(l);
   // Group world sizes whose curves are identical.
   std::map<Count, std::vector<tuner::MemoryCurvePoint>> by_p;
   for (const auto& m : r.memory_curve) by_p[m.world_size].push_back(m);
@@ -265,8 +270,7 @@ std::string strategy_chart(const tuner::TuneResult& r) {
 // Peak memory per rank by term for the top picks and each other plan's best (or smallest) config.
 std::string memory_terms_chart(const tuner::TuneResult& r) {
   const auto& l = r.search.limits;
-  const double unit = std::max(l.cap, l.limit) >= GiB ? double(GiB) : double(MiB);
-  const char* unit_name = unit == double(GiB) ? "GiB" : "MiB";
+  const auto [unit, unit_name] = memory_axis_unit(l);
   BarChart ch;
   ch.title = "Peak memory per rank by term";
   ch.value_label = fmt::format("{} per rank (limit {})", unit_name, format_bytes(l.limit));
@@ -310,8 +314,7 @@ std::string memory_terms_chart(const tuner::TuneResult& r) {
 std::string sync_choice_chart(const tuner::TuneResult& r) {
   const auto& l = r.search.limits;
   const model::Config& best = r.best().config();
-  const double unit = std::max(l.cap, l.limit) >= GiB ? double(GiB) : double(MiB);
-  const char* unit_name = unit == double(GiB) ? "GiB" : "MiB";
+  const auto [unit, unit_name] = memory_axis_unit(l);
   LineChart ch;
   ch.title = "Sync choices: exposed communication vs peak memory";
   ch.x_label = "exposed communication per step (s)";
