@@ -144,6 +144,10 @@ int run_predict(const PredictOptions& o) {
     if (all && model::plan_rejection(c)) continue;  // e.g. zero1 with every-step
     preds.push_back(m->predict(c));
   }
+  if (!preds.empty() && preds.front().memory.peak >= model::kMaxPredictedBytes)
+    throw InputError(fmt::format("--micro-batch {}: the predicted peak memory is beyond 2^60 bytes (an exabyte) per rank; "
+                                 "no device holds it: use a smaller micro_batch",
+                                 base.micro_batch));
   if (preds.front().micro_batch_extrapolated && !o.extrapolate)
     throw InputError(fmt::format("--micro-batch {} is above the largest measured micro_batch {}; pass --extrapolate to use "
                                  "the model's extrapolation rule, or profile larger micro-batches",

@@ -38,6 +38,10 @@ struct StepBreakdown {
   Seconds step_time = 0;     // compute + comm_exposed + optimizer
 };
 
+// Predicted byte counts saturate here (an exabyte): a peak at or above it is not a number any
+// device holds, and the CLI says so instead of printing it.
+inline constexpr Bytes kMaxPredictedBytes = Bytes(1) << 60;
+
 struct MemoryBreakdown {
   Bytes weights = 0;         // this rank's parameters (a 1/N shard under zero3/hsdp)
   Bytes gradients = 0;       // this rank's gradients (a shard when reduce-scattered every micro-step)

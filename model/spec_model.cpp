@@ -119,9 +119,11 @@ TransformerSpec load_spec(const std::string& path) {
 
 namespace {
 
+// Activation bytes, saturated at kMaxPredictedBytes (2^60) so that the peak, a sum of six
+// terms, stays inside 64 bits; a saturated peak is no device's (predict refuses to print it).
 Bytes to_bytes(double v) {
   if (!(v > 0)) return 0;
-  return v >= 1.8e19 ? Bytes(1.8e19) : static_cast<Bytes>(std::ceil(v));
+  return v >= double(kMaxPredictedBytes) ? kMaxPredictedBytes : static_cast<Bytes>(std::ceil(v));
 }
 
 // One precision's sizes: model states, DDP buckets of the gradients, per-step costs.

@@ -62,3 +62,5 @@ gaccum_cli_test(predict-profile-zero2 0 "\"comm_source\": \"allreduce-derived\""
 gaccum_cli_test(predict-spec-unknown-field 2 "unknown field 'gated'.*valid fields are" --one-line-stderr -- sh -c
   "sed 's/\"gated_mlp\"/\"gated\"/' \"$1\" > \"$2/spec-typo.json\" && \"$0\" predict --spec \"$2/spec-typo.json\" --cluster \"$3\" -b 1"
   ${G} ${L7} ${CMAKE_CURRENT_BINARY_DIR} ${C64})
+gaccum_cli_test(predict-spec-exabyte 2 "beyond 2\\^60 bytes" --one-line-stderr -- ${G} predict --spec ${X}/specs/gpt-1.3b.json
+                --cluster ${X}/clusters/dgx-h100-1node.json -b 1099511627776)
