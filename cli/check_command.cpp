@@ -57,6 +57,7 @@ struct CheckOptions {
   bool distributed = false;
   bool reprofile = false;
   std::string timeout = "60s";
+  std::string device_memory;  // the CPU "device" for --workload / --torchscript without a profile
 };
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -72,8 +73,8 @@ std::vector<std::string> exchange_settings(const RankContext& ctx, const std::st
 
 // --workload / --torchscript without --profile: the cached profile, or one measured now.
 Profile profile_workload(const workloads::WorkloadConfig& cfg, const std::string& optimizer, bool reprofile,
-                         nlohmann::json& source) {
-  return obtain_cached_profile(cfg, optimizer, reprofile, source);
+                         nlohmann::json& source, std::optional<Bytes> device_memory) {
+  return obtain_cached_profile(cfg, optimizer, reprofile, source, device_memory);
 }
 
 CheckInputs flag_inputs(const CheckOptions& o) {
@@ -250,7 +251,9 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
     // is measured as Adam (two state slots, the larger common case).
     const std::string& opt = out.job.optimizer;
     const bool known = opt == "sgd" || opt == "adam" || opt == "adamw" || opt == "lamb";
-    Profile p = profile_workload(cfg, known ? opt : std::string("adam"), o.reprofile, source);
+    std::optional<Bytes> device_memory;
+    if (!o.device_memory.empty()) device_memory = parse_bytes(o.device_memory, "--device-memory");
+    Profile p = profile_workload(cfg, known ? opt : std::string("adam"), o.reprofile, source, device_memory);
     if (in.workload_hash && p.workload.hash != *in.workload_hash)
       check::require_profile_of(p, source.value("path", std::string()), std::nullopt, *in.workload_hash,
                                 in.workload_hash.source);
@@ -356,6 +359,8 @@ void add_check_command(CLI::App& app, Action& action) {
   sub->add_option("--workload", o->workload,
                   "Workload (identity check against --profile; without one it is profiled once and cached)");
   sub->add_option("--torchscript", o->torchscript, "TorchScript model file (profiled once and cached)");
+  sub->add_option("--device-memory", o->device_memory,
+                  "--workload / --torchscript without a profile: the emulated CPU device's memory, e.g. 512MiB");
   sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
   sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D");
   sub->add_option("--micro-batch,-b", o->micro_batch, "Samples per forward/backward on one rank");

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/profile_cache.hpp"
 #include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
@@ -32,6 +33,7 @@ namespace {
 
 struct PredictOptions {
   std::string profile;            // profile.json from `gaccum-tune profile`
+  std::string workload, torchscript, input_shape, target, device_memory;  // profile-first (cached)
   std::string spec;               // analytic transformer spec
   std::string cluster;            // cluster description (required with --spec)
   std::string mfu;                // model FLOP utilisation for --spec; default 0.4
@@ -49,8 +51,11 @@ struct PredictOptions {
 inline constexpr double kDefaultMfu = 0.4;
 
 std::unique_ptr<model::CostModel> make_model(const PredictOptions& o) {
-  if (o.profile.empty() == o.spec.empty())
-    throw InputError("pass exactly one of --profile profile.json or --spec spec.json");
+  const bool profile_first = !o.workload.empty() || !o.torchscript.empty();
+  if (int(!o.profile.empty()) + int(!o.spec.empty()) + int(profile_first) != 1)
+    throw InputError("pass exactly one of --profile profile.json, --spec spec.json or --workload / --torchscript");
+  if (!o.device_memory.empty() && !profile_first)
+    throw InputError("--device-memory applies to --workload / --torchscript (the profile they are measured into)");
   std::optional<model::Cluster> cluster;
   if (!o.cluster.empty()) cluster = model::load_cluster(o.cluster);
   if (!o.spec.empty()) {
@@ -63,6 +68,16 @@ std::unique_ptr<model::CostModel> make_model(const PredictOptions& o) {
     return model::make_spec_model(model::load_spec(o.spec), *cluster, mfu);
   }
   if (!o.mfu.empty()) throw InputError("--mfu applies to --spec only (a profile's compute is measured)");
+  if (profile_first) {
+    const auto cfg = workload_from_flags(o.workload, o.torchscript, o.input_shape, o.target, "gpt-tiny");
+    std::optional<Bytes> device_memory;
+    if (!o.device_memory.empty()) device_memory = parse_bytes(o.device_memory, "--device-memory");
+    nlohmann::json source;
+    Profile prof = obtain_cached_profile(cfg, "adam", false, source, device_memory);
+    std::cerr << fmt::format("gaccum-tune: profile {} {}\n", source.value("cached", false) ? "cached" : "measured now and cached at",
+                             source.value("path", std::string()));
+    return model::make_profile_model(prof, cluster ? &*cluster : nullptr);
+  }
   Profile prof = load_profile(o.profile);
   return model::make_profile_model(prof, cluster ? &*cluster : nullptr);
 }
@@ -206,6 +221,11 @@ void add_predict_command(CLI::App& app, Action& action) {
   auto* sub = app.add_subcommand("predict", "Predict step time, throughput and peak memory of one configuration");
   sub->add_option("--profile", o->profile, "profile.json from `gaccum-tune profile`");
   sub->add_option("--spec", o->spec, "analytic transformer spec (examples/specs/), needs --cluster");
+  sub->add_option("--workload", o->workload, "a built-in workload, profiled first and cached (as tune --workload)");
+  sub->add_option("--torchscript", o->torchscript, "your TorchScript model, profiled first and cached");
+  sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
+  sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D [default: classes:10]");
+  sub->add_option("--device-memory", o->device_memory, "--workload / --torchscript: the emulated CPU device's memory");
   sub->add_option("--cluster", o->cluster, "cluster description (examples/clusters/): scale beyond the local machine");
   sub->add_option("--mfu", o->mfu, "model FLOP utilisation for --spec (default 0.4)");
   sub->add_option("--micro-batch,-b", o->micro_batch, "samples per forward/backward on one rank (at most 2^40)")->required();

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/parse.hpp"
 #include "core/hash.hpp"
 #include "core/version.hpp"
 #include "profiler/hardware.hpp"
@@ -33,8 +34,10 @@ fs::path profile_cache_dir() {
 
 // Cache key: (workload hash, hardware, library versions) -> 16 hex digits.
 // The optimizer joins the key: its state is part of the measured memory.
-std::string profile_cache_key(const WorkloadIdentity& id, const std::string& device, const std::string& optimizer) {
-  const std::string hw = fmt::format("{}|{}|{}", device, profiler::cpu_model(), std::thread::hardware_concurrency());
+std::string profile_cache_key(const WorkloadIdentity& id, const std::string& device, const std::string& optimizer,
+                              std::optional<Bytes> device_memory) {
+  std::string hw = fmt::format("{}|{}|{}", device, profiler::cpu_model(), std::thread::hardware_concurrency());
+  if (device_memory) hw += fmt::format("|device_memory={}", *device_memory);
   const std::string libs = fmt::format("{}|{}", GACCUM_VERSION_STRING, GACCUM_TORCH_VERSION);
   return hex64(fnv1a64(fmt::format("workload={};optimizer={};hardware={};libraries={}", id.hash, optimizer, hw, libs)));
 }
@@ -42,9 +45,11 @@ std::string profile_cache_key(const WorkloadIdentity& id, const std::string& dev
 // Measures a fresh profile of `cfg` on this machine with the profiler's defaults (on CPU: a
 // 96 MiB "device", ranks up to the cores, threads per rank recorded), as `gaccum-tune profile`
 // would; progress on stderr when it is a terminal.
-Profile run_profiler(const workloads::WorkloadConfig& cfg, const std::string& optimizer) {
+Profile run_profiler(const workloads::WorkloadConfig& cfg, const std::string& optimizer,
+                     std::optional<Bytes> device_memory) {
   profiler::ProfileRequest req;
   req.workload = cfg;
+  req.device_memory = device_memory;
   req.device = cfg.device;
   req.optimizer = profiled_optimizer(optimizer);
   profiler::Progress progress(::isatty(STDERR_FILENO) == 1);
@@ -57,13 +62,35 @@ Profile run_profiler(const workloads::WorkloadConfig& cfg, const std::string& op
 
 std::string profiled_optimizer(const std::string& optimizer) { return optimizer == "lamb" ? "adam" : optimizer; }
 
+workloads::WorkloadConfig workload_from_flags(const std::string& workload, const std::string& torchscript,
+                                              const std::string& input_shape, const std::string& target,
+                                              const std::string& fallback) {
+  workloads::WorkloadConfig cfg;
+  if (!torchscript.empty()) {
+    if (!workload.empty() && workload != "torchscript")
+      throw InputError(fmt::format("--torchscript: use it with --workload torchscript (or without --workload), not "
+                                   "with --workload {}",
+                                   workload));
+    cfg.name = "torchscript";
+    cfg.torchscript_path = fs::absolute(torchscript).string();
+    if (!input_shape.empty()) cfg.input_shape = parse_count_list(input_shape, "--input-shape");
+    cfg.target = target.empty() ? std::string("classes:10") : target;
+  } else {
+    if (!input_shape.empty() || !target.empty()) throw InputError("--input-shape and --target apply to --torchscript only");
+    cfg = workloads::parse_workload_arg(workload.empty() ? fallback : workload);
+    if (cfg.name == "torchscript") throw InputError("--torchscript: a TorchScript file is required for workload 'torchscript'");
+  }
+  cfg.device = workloads::resolve_device("auto");
+  return cfg;
+}
+
 Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer_in, bool reprofile,
-                              nlohmann::json& source) {
+                              nlohmann::json& source, std::optional<Bytes> device_memory) {
   const auto workload = workloads::make_workload(cfg);
   const auto& id = workload->identity();
   const std::string optimizer = profiled_optimizer(optimizer_in);
   const fs::path path =
-      profile_cache_dir() / fmt::format("{}-{}.json", id.name, profile_cache_key(id, cfg.device, optimizer));
+      profile_cache_dir() / fmt::format("{}-{}.json", id.name, profile_cache_key(id, cfg.device, optimizer, device_memory));
   source = {{"kind", "profile"}, {"path", path.string()}, {"workload", id.name}, {"cache_key", path.stem().string()}};
   std::error_code ec;
   if (!reprofile && fs::exists(path, ec)) {
@@ -76,7 +103,7 @@ Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, const std::s
                                e.what());
     }
   }
-  Profile p = run_profiler(cfg, optimizer_in);
+  Profile p = run_profiler(cfg, optimizer_in, device_memory);
   save_profile(p, path.string());
   source["cached"] = false;
   return p;

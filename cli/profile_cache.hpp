@@ -9,6 +9,7 @@
 //      to the engine binary; cli/profile_source.hpp is the torch-free rest.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -24,7 +25,16 @@ std::string profiled_optimizer(const std::string& optimizer);
 // `cfg.device` must be resolved (not "auto"). Fills `source` with {"kind": "profile", "path",
 // "workload", "cache_key", "cached": bool}. An unusable cached file is re-measured (one line on
 // stderr says why).
+// `device_memory`: the CPU "device" size to profile with (--device-memory); it joins the cache key.
 Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer, bool reprofile,
-                              nlohmann::json& source);
+                              nlohmann::json& source, std::optional<Bytes> device_memory = std::nullopt);
+
+// The workload the profile-first flags name (tune, predict and check alike): `--torchscript FILE`
+// with `--input-shape` and `--target` (the TorchScript workload), or `--workload NAME[:k=v,...]`
+// (a preset, default `fallback`). InputError when both are given or the TorchScript options
+// come without a file. The device is resolved ("auto": CUDA when a device answers, else CPU).
+workloads::WorkloadConfig workload_from_flags(const std::string& workload, const std::string& torchscript,
+                                              const std::string& input_shape, const std::string& target,
+                                              const std::string& fallback);
 
 }  // namespace gaccum::cli

@@ -55,6 +55,8 @@ const std::vector<std::string> kOutputNames = {"result.csv", "result.json", "res
 
 struct TuneOptions {
   std::string workload;  // default kDefaultWorkload when no --profile/--spec
+  std::string torchscript, input_shape, target;  // a user's TorchScript model, profiled first
+  std::string device_memory;                     // the CPU "device" to profile with
   std::string profile;
   std::string spec;
   std::string cluster;
@@ -91,8 +93,13 @@ struct TuneOptions {
 // cli/profile_source.hpp (torch-free) and cli/profile_cache.hpp (profiles a workload, LibTorch).
 
 LoadedModel load_model(const TuneOptions& o) {
-  const int sources = int(!o.profile.empty()) + int(!o.spec.empty()) + int(!o.workload.empty());
-  if (sources > 1) throw InputError("pass at most one of --workload, --profile profile.json or --spec spec.json");
+  const int sources =
+      int(!o.profile.empty()) + int(!o.spec.empty()) + int(!o.workload.empty() || !o.torchscript.empty());
+  if (sources > 1)
+    throw InputError("pass at most one of --workload / --torchscript, --profile profile.json or --spec spec.json");
+  if (!o.device_memory.empty() && (!o.profile.empty() || !o.spec.empty()))
+    throw InputError("--device-memory applies to the profile-first path (--workload / --torchscript), not to "
+                     "--profile/--spec");
   if (o.reprofile && (!o.profile.empty() || !o.spec.empty()))
     throw InputError(
         "--reprofile applies to the profile-first path (--workload or no source), not to --profile/--spec");
@@ -107,10 +114,11 @@ LoadedModel load_model(const TuneOptions& o) {
     return load_spec_model(o.spec, o.cluster, mfu);
   }
   if (!o.profile.empty()) return load_profile_model(o.profile, o.cluster);
-  auto cfg = workloads::parse_workload_arg(o.workload.empty() ? kDefaultWorkload : o.workload);
-  cfg.device = workloads::resolve_device("auto");
+  const auto cfg = workload_from_flags(o.workload, o.torchscript, o.input_shape, o.target, kDefaultWorkload);
+  std::optional<Bytes> device_memory;
+  if (!o.device_memory.empty()) device_memory = parse_bytes(o.device_memory, "--device-memory");
   nlohmann::json source;
-  Profile p = obtain_cached_profile(cfg, o.optimizer, o.reprofile, source);
+  Profile p = obtain_cached_profile(cfg, o.optimizer, o.reprofile, source, device_memory);
   return model_from_profile(std::move(p), std::move(source), o.cluster);
 }
 
@@ -232,6 +240,12 @@ void add_tune_command(CLI::App& app, Action& action) {
       "tune", "Recommend micro_batch, accum_steps, world_size and strategy for a global batch, with reasons");
   sub->add_option("--workload", o->workload,
                   "Workload to profile first (cached per workload, hardware and library versions) [default: gpt-tiny]");
+  sub->add_option("--torchscript", o->torchscript,
+                  "Your TorchScript model, profiled first and cached like --workload (with --input-shape, --target)");
+  sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
+  sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D [default: classes:10]");
+  sub->add_option("--device-memory", o->device_memory,
+                  "CPU profile-first path: the emulated device's memory, e.g. 512MiB [default: the profiler's]");
   sub->add_option("--profile", o->profile, "Measured profile.json (from `gaccum-tune profile`)");
   sub->add_option("--spec", o->spec, "Analytic transformer spec.json (needs --cluster)");
   sub->add_option("--cluster", o->cluster, "Cluster description (nodes, GPUs per node, links, memory, price)");

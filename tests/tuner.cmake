@@ -64,3 +64,17 @@ gaccum_cli_test(tune-cap-above-device 2 "--memory-cap: 300 GiB is above the devi
 gaccum_cli_test(tune-profile-sharded-pinned 0 "zero2" -- sh -c
   "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --sharding zero2 --out \"$1\""
   ${G} ${T}/profile-zero2 ${D})
+
+# A user's TorchScript model end to end with the profile-first path: tune profiles it (with a
+# chosen CPU device size) and caches it; predict and check reuse that cache.
+set(_ts "${GACCUM_FIXTURE_DIR}/tiny_cnn.pt")
+gaccum_cli_test(tune-predict-check-torchscript 0 "TS-OK" -- sh -c
+  "rm -rf \"$1\" && export XDG_CACHE_HOME=\"$1/cache\" && \"$0\" tune --torchscript \"$2\" --input-shape 3,16,16 --device-memory 64MiB --global-batch 64 --out \"$1/out\" | grep -q 'Recommendation: Use micro_batch' && \"$0\" predict --torchscript \"$2\" --input-shape 3,16,16 --device-memory 64MiB -b 4 -k 2 -p 2 2>&1 | grep -q 'profile cached' && \"$0\" check --torchscript \"$2\" --input-shape 3,16,16 --device-memory 64MiB -b 4 -k 2 -p 2 | grep -q 'peak memory  *PASS' && echo TS-OK"
+  ${G} ${T}/torchscript ${_ts})
+set_tests_properties("cli: tune-predict-check-torchscript" PROPERTIES FIXTURES_REQUIRED torchscript TIMEOUT 300)
+gaccum_cli_test(tune-torchscript-and-profile 2 "at most one of --workload / --torchscript" --one-line-stderr --
+  ${G} tune --torchscript model.pt --profile ${D}/small-profile.json --out ${T}/bad)
+gaccum_cli_test(tune-device-memory-with-profile 2 "--device-memory applies to the profile-first path" --one-line-stderr --
+  ${G} tune --profile ${D}/small-profile.json --device-memory 1GiB --out ${T}/bad)
+gaccum_cli_test(predict-input-shape-without-torchscript 2 "--input-shape and --target apply to --torchscript only" --one-line-stderr --
+  ${G} predict --workload gpt-tiny --input-shape 3,8,8 -b 1)
