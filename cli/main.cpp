@@ -1,6 +1,7 @@
 // What: the `gaccum-tune` entry point: registers subcommands, parses flags, runs the chosen one
 //       and maps errors to exit codes (0 ok, 1 failed, 2 bad input) with one-line messages.
 // Why: libraries throw typed exceptions (core/error.hpp); only here do they become text.
+#include <algorithm>
 #include <c10/util/Exception.h>
 
 #include <cerrno>
@@ -10,6 +11,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/command.hpp"
 #include "core/error.hpp"
@@ -64,6 +66,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // No subcommand recognised: name what was typed and the subcommands there are.
+    if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
+      std::vector<std::string> names;
+      for (const auto* s : app.get_subcommands({})) names.push_back(s->get_name());
+      names.erase(std::remove(names.begin(), names.end(), "_worker"), names.end());
+      return error(fmt::format("unknown subcommand '{}': expected one of {} (see gaccum-tune --help)", argv[1],
+                               fmt::join(names, ", ")),
+                   kExitBadInput);
+    }
     std::string hint;
     for (const auto* sub : app.get_subcommands()) hint = fmt::format(" (see gaccum-tune {} --help)", sub->get_name());
     if (hint.empty()) hint = " (see gaccum-tune --help)";

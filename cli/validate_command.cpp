@@ -159,9 +159,9 @@ void add_validate_command(CLI::App& app, Action& action) {
   sub->add_option("--torchscript", o->torchscript, "A TorchScript model file (implies --workload torchscript)");
   sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
   sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D");
-  sub->add_option("--micro-batch", o->micro_batch, "micro_batch b: samples per forward/backward on one rank (b*k*p at most 2^40)");
-  sub->add_option("--accum-steps", o->accum_steps, "accum_steps k: micro-batches per optimizer step");
-  auto* ws = sub->add_option("--world-size", o->world_size,
+  sub->add_option("--micro-batch,-b", o->micro_batch, "micro_batch b: samples per forward/backward on one rank (b*k*p at most 2^40)");
+  sub->add_option("--accum-steps,-k", o->accum_steps, "accum_steps k: micro-batches per optimizer step");
+  auto* ws = sub->add_option("--world-size,-p", o->world_size,
                              "world_size p: ranks (local launch); under torchrun/Slurm/mpirun the job's size");
   sub->add_option("--strategy", o->strategy, "Gradient sync: overlap | fused | every-step");
   auto* steps = sub->add_option("--steps", o->steps, "Timed optimizer steps (after the warm-up)");

@@ -43,3 +43,6 @@ gaccum_cli_test(validate-bad-output-dir 2 "-o: directory '/nonexistent-dir' does
 gaccum_cli_test(validate-from-tune-sharded 2 "picks\\[0\\] is a zero2 fp32 plan.*validate runs DDP" --one-line-stderr -- sh -c
   "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --sharding zero2 --out \"$1\" >/dev/null && \"$0\" validate --from-tune \"$1/result.json\""
   $<TARGET_FILE:gaccum-tune> ${CMAKE_CURRENT_BINARY_DIR}/tune-out/sharded-from-tune ${CMAKE_CURRENT_SOURCE_DIR}/data)
+# The same short flags as predict and check.
+gaccum_cli_test(validate-short-flags 2 "--micro-batch: 4611686018427387904 is above" --one-line-stderr --
+  $<TARGET_FILE:gaccum-tune> validate -b 4611686018427387904 -k 2 -p 2 -o never-written.json)
