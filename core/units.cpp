@@ -20,6 +20,8 @@ std::string format_bytes(Bytes b) {
 }
 
 std::string format_seconds(Seconds s) {
+  // Below a nanosecond is rounding residue of a difference of sums, not a time: print 0.
+  if (std::fabs(s) < 1e-9) s = 0;
   double a = std::fabs(s);
   if (a >= 1.0) return fmt::format("{:.3g} s", s);
   if (a >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);

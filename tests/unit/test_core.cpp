@@ -142,3 +142,11 @@ TEST_CASE("DDP bucket assignment: reverse order, 1 MiB first cap, 25 MiB after",
   CHECK(big[0].bytes == 30 * MiB);
   CHECK(assign_buckets({}).empty());
 }
+
+TEST_CASE("format_seconds: units, and no rounding residue printed as a time", "[units]") {
+  CHECK(gaccum::format_seconds(1.5) == "1.5 s");
+  CHECK(gaccum::format_seconds(0.0123) == "12.3 ms");
+  CHECK(gaccum::format_seconds(850e-6) == "850 us");
+  CHECK(gaccum::format_seconds(-6.51e-13) == "0 us");
+  CHECK(gaccum::format_seconds(-0.002) == "-2 ms");
+}
