@@ -31,6 +31,13 @@
 
 namespace gaccum::model {
 
+// The allreduce over `ranks` ranks placed `stride` apart on nodes of `gpus_per_node` (ranks fill
+// nodes in order): max(1, gpus_per_node / stride) of them share a node.
+inline AffineCost strided_allreduce(Count ranks, Count stride, Count gpus_per_node, LinkParams intra, LinkParams inter) {
+  const Count per_node = stride >= gpus_per_node ? 1 : std::max<Count>(1, gpus_per_node / std::max<Count>(1, stride));
+  return hierarchical_allreduce(ranks, per_node, intra, inter);
+}
+
 struct Cluster {
   std::string name;
   std::string device_name;
@@ -54,8 +61,7 @@ struct Cluster {
   // stride 1 is a group of consecutive ranks (allreduce(ranks)); an hsdp replica group of one
   // rank per shard group of N has stride N, so max(1, gpus_per_node / N) of its ranks share a node.
   AffineCost allreduce_group(Count ranks, Count stride) const {
-    const Count per_node = stride >= gpus_per_node ? 1 : std::max<Count>(1, gpus_per_node / std::max<Count>(1, stride));
-    return hierarchical_allreduce(ranks, per_node, intra_node, inter_node);
+    return strided_allreduce(ranks, stride, gpus_per_node, intra_node, inter_node);
   }
 };
 

@@ -318,11 +318,9 @@ std::pair<Seconds, CommSource> ProfileModel::allreduce_time(Count ranks, Count s
   auto at = std::lower_bound(measured_.begin(), measured_.end(), ranks, [](const MeasuredAt& m, Count q) { return m.p < q; });
   if (at != measured_.end() && at->p == ranks) return {at->table.time(bytes).mid, CommSource::measured};
   if (at != measured_.end()) return {ring_allreduce(ranks, at->fit).at(bytes), CommSource::ring_fit};
-  if (cluster_) {
-    Cluster c = *cluster_;
-    c.intra_node = cluster_intra_;
-    return {c.allreduce_group(ranks, stride).at(bytes), CommSource::hierarchical};
-  }
+  if (cluster_)  // the cluster's levels, the intra-node one from the profile's fit where measured
+    return {strided_allreduce(ranks, stride, cluster_->gpus_per_node, cluster_intra_, cluster_->inter_node).at(bytes),
+            CommSource::hierarchical};
   return {ring_allreduce(ranks, measured_.back().fit).at(bytes), CommSource::ring_fit};
 }
 
