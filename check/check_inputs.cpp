@@ -287,7 +287,9 @@ nlohmann::ordered_json inputs_json(const CheckInputs& in) {
   add("spec", in.spec, same);
   add("cluster", in.cluster, same);
   add("torchscript", in.torchscript, [](const TorchScriptSource& t) {
-    return nlohmann::ordered_json{{"path", t.path}, {"input_shape", t.input_shape}, {"target", t.target}};
+    std::vector<std::string> inputs;
+    for (const auto& i : t.inputs) inputs.push_back(to_text(i));
+    return nlohmann::ordered_json{{"path", t.path}, {"inputs", inputs}, {"target", to_text(t.target)}};
   });
   add("mfu", in.mfu, real);
   return j;

@@ -168,6 +168,15 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                                                           : fmt::format("cap {}", format_bytes(hard));
   const std::string fits_text = fit >= upper ? fmt::format("micro_batch {} or more fits", upper)
                                              : fmt::format("micro_batch up to {} fits", fit);
+  if (j.micro_batch < info.min_micro_batch) {
+    r.status = Status::fail;
+    r.reason = fmt::format("micro_batch {} is below {}, the smallest the model ran at when profiled ({}); use "
+                           "micro_batch >= {}",
+                           j.micro_batch, info.min_micro_batch,
+                           info.min_micro_batch_reason.empty() ? "it raised below it" : info.min_micro_batch_reason,
+                           info.min_micro_batch);
+    return r;
+  }
   if (peak <= limit) {
     r.status = Status::pass;
     r.reason = fmt::format("predicted peak {} per rank <= {} ({} - {} margin){}; {}", format_bytes(peak),

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "check/structured_text.hpp"
 #include "core/atomic_file.hpp"
@@ -50,7 +51,7 @@ const std::vector<std::string> kJobKeys = {
     "accum_steps", "world_size",     "global_batch", "strategy",     "max_accum_steps", "dataset_size",
     "drop_last",   "optimizer",      "lr",          "lr_ref",        "noise_scale",     "memory_cap",
     "margin",      "tolerance",      "lr_tolerance", "sharding",      "precision",       "checkpointing"};
-const std::vector<std::string> kTorchScriptKeys = {"path", "input_shape", "target"};
+const std::vector<std::string> kTorchScriptKeys = {"path", "input_shape", "inputs", "target"};
 const std::vector<std::string> kLrRefKeys = {"lr", "global_batch"};
 
 tuner::LrReference read_lr_ref(const json& v, const std::string& field, std::vector<std::string>& warnings) {
@@ -152,15 +153,26 @@ JobFile job_from_json(const json& doc, const std::string& what, const std::strin
     TorchScriptSource s;
     s.path = resolve_path(t.str("path"), base_dir);
     if (s.path.empty()) throw InputError(fmt::format("{}: empty path", t.child("path")));
+    std::vector<std::string> texts;
     if (t.has("input_shape")) {
-      s.input_shape = t.count_list("input_shape");
-      for (std::size_t i = 0; i < s.input_shape.size(); ++i)
-        if (s.input_shape[i] < 1)
-          throw InputError(fmt::format("{}[{}]: expected a positive integer", t.child("input_shape"), i));
-    } else {
-      (void)t.opt_object("input_shape");
+      const auto shape = t.count_list("input_shape");
+      for (std::size_t i = 0; i < shape.size(); ++i)
+        if (shape[i] < 1) throw InputError(fmt::format("{}[{}]: expected a positive integer", t.child("input_shape"), i));
+      texts.push_back(fmt::format("float:{}", fmt::join(shape, ",")));
     }
-    if (auto tg = t.opt_str("target")) s.target = *tg;
+    if (t.has("inputs")) {
+      if (!texts.empty())
+        throw InputError(fmt::format("{}: give input_shape (one float input) or inputs, not both", t.path()));
+      const auto& arr = t.array("inputs");
+      for (std::size_t i = 0; i < arr.size(); ++i) {
+        if (!arr[i].is_string())
+          throw InputError(fmt::format("{}[{}]: expected an input such as \"tokens:1000:64\"", t.child("inputs"), i));
+        texts.push_back(arr[i].get<std::string>());
+      }
+    }
+    if (!texts.empty()) s.inputs = parse_model_inputs(texts, t.child(t.has("inputs") ? "inputs" : "input_shape"));
+    if (auto tg = t.opt_str("target")) s.target = parse_model_target(*tg, t.child("target"));
+    if (!s.inputs.empty()) check_target_fits_inputs(s.target, s.inputs, t.child("target"));
     warn_unknown_keys(t.unknown_keys(), kTorchScriptKeys, t.path(), j.warnings);
     j.torchscript = s;
   }

@@ -38,6 +38,7 @@
 // Why: one file per training job that CI and the launch scripts pass to `check` unchanged.
 #pragma once
 
+#include "core/model_inputs.hpp"
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,8 +58,8 @@ inline constexpr int kJobSchemaVersion = 1;
 
 struct TorchScriptSource {
   std::string path;
-  std::vector<Count> input_shape;  // per sample, e.g. {3, 32, 32}
-  std::string target = "classes:10";
+  std::vector<ModelInput> inputs;  // forward()'s arguments: input_shape [3, 32, 32] or inputs ["tokens:1000:64", ...]
+  ModelTarget target;              // "classes:10" (default), "regression:4" or "tokens:1000"
 };
 
 struct JobFile {

@@ -30,6 +30,8 @@
 #include "check/rank_agreement.hpp"
 #include "check/rank_agreement_c10d.hpp"
 #include "check/verdict.hpp"
+#include "cli/model_flags.hpp"
+#include "core/model_inputs.hpp"
 #include "cli/command.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/profile_source.hpp"
@@ -47,7 +49,8 @@ using check::Sourced;
 
 struct CheckOptions {
   std::string job, deepspeed_config;
-  std::string profile, spec, cluster, mfu, workload, torchscript, input_shape, target;
+  std::string profile, spec, cluster, mfu, workload;
+  TorchScriptFlags ts;  // --torchscript and its inputs
   std::string micro_batch, accum_steps, world_size, global_batch, strategy, optimizer;
   std::string sharding, precision, checkpointing;
   std::string lr, lr_ref, dataset_size, memory_cap, margin, tolerance, lr_tolerance, max_accum_steps, noise_scale;
@@ -107,14 +110,16 @@ CheckInputs flag_inputs(const CheckOptions& o) {
   if (!o.profile.empty()) in.profile.set(o.profile, "flag --profile");
   if (!o.spec.empty()) in.spec.set(o.spec, "flag --spec");
   if (!o.workload.empty()) in.workload.set(o.workload, "flag --workload");
-  if (!o.torchscript.empty()) {
+  if (o.ts.given()) {
     check::TorchScriptSource ts;
-    ts.path = o.torchscript;
-    if (!o.input_shape.empty()) ts.input_shape = parse_count_list(o.input_shape, "--input-shape");
-    if (!o.target.empty()) ts.target = o.target;
+    ts.path = o.ts.file;
+    const auto texts = o.ts.input_texts();
+    if (!texts.empty()) ts.inputs = parse_model_inputs(texts, o.ts.input_shape.empty() ? "--input" : "--input-shape");
+    if (!o.ts.target.empty()) ts.target = parse_model_target(o.ts.target, "--target");
+    if (!ts.inputs.empty()) check_target_fits_inputs(ts.target, ts.inputs, "--target");
     in.torchscript.set(ts, "flag --torchscript");
-  } else if (!o.input_shape.empty() || !o.target.empty()) {
-    throw InputError("--input-shape and --target apply to --torchscript only");
+  } else {
+    o.ts.require_file_for_options();
   }
   if (!o.cluster.empty()) in.cluster.set(o.cluster, "flag --cluster");
   if (!o.mfu.empty()) {
@@ -240,7 +245,7 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
     if (in.torchscript) {
       cfg.name = "torchscript";
       cfg.torchscript_path = std::filesystem::absolute(in.torchscript->path).string();
-      cfg.input_shape = in.torchscript->input_shape;
+      cfg.inputs = in.torchscript->inputs;
       cfg.target = in.torchscript->target;
     } else {
       cfg = workloads::parse_workload_arg(*in.workload);
@@ -358,11 +363,9 @@ void add_check_command(CLI::App& app, Action& action) {
   sub->add_option("--mfu", o->mfu, "Model FLOP utilisation for --spec [default: 0.4]");
   sub->add_option("--workload", o->workload,
                   "Workload (identity check against --profile; without one it is profiled once and cached)");
-  sub->add_option("--torchscript", o->torchscript, "TorchScript model file (profiled once and cached)");
+  add_torchscript_flags(sub, o->ts);
   sub->add_option("--device-memory", o->device_memory,
                   "--workload / --torchscript without a profile: the emulated CPU device's memory, e.g. 512MiB");
-  sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
-  sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D");
   sub->add_option("--micro-batch,-b", o->micro_batch, "Samples per forward/backward on one rank");
   sub->add_option("--accum-steps,-k", o->accum_steps, "Micro-batches per optimizer step");
   sub->add_option("--world-size,-p", o->world_size, "Data-parallel ranks [default: WORLD_SIZE / SLURM_NTASKS]");

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/model_flags.hpp"
 #include "cli/command.hpp"
 #include "cli/profile_cache.hpp"
 #include "core/checked.hpp"
@@ -33,7 +34,8 @@ namespace {
 
 struct PredictOptions {
   std::string profile;            // profile.json from `gaccum-tune profile`
-  std::string workload, torchscript, input_shape, target, device_memory;  // profile-first (cached)
+  std::string workload, device_memory;  // profile-first (cached)
+  TorchScriptFlags ts;                  // --torchscript and its inputs: profile-first too
   std::string spec;               // analytic transformer spec
   std::string cluster;            // cluster description (required with --spec)
   std::string mfu;                // model FLOP utilisation for --spec; default 0.4
@@ -51,7 +53,7 @@ struct PredictOptions {
 inline constexpr double kDefaultMfu = 0.4;
 
 std::unique_ptr<model::CostModel> make_model(const PredictOptions& o) {
-  const bool profile_first = !o.workload.empty() || !o.torchscript.empty();
+  const bool profile_first = !o.workload.empty() || o.ts.given();
   if (int(!o.profile.empty()) + int(!o.spec.empty()) + int(profile_first) != 1)
     throw InputError("pass exactly one of --profile profile.json, --spec spec.json or --workload / --torchscript");
   if (!o.device_memory.empty() && !profile_first)
@@ -69,7 +71,8 @@ std::unique_ptr<model::CostModel> make_model(const PredictOptions& o) {
   }
   if (!o.mfu.empty()) throw InputError("--mfu applies to --spec only (a profile's compute is measured)");
   if (profile_first) {
-    const auto cfg = workload_from_flags(o.workload, o.torchscript, o.input_shape, o.target, "gpt-tiny");
+    auto cfg = workload_from_flags(o.workload, o.ts, "gpt-tiny");
+    cfg.device = workloads::resolve_device("auto");
     std::optional<Bytes> device_memory;
     if (!o.device_memory.empty()) device_memory = parse_bytes(o.device_memory, "--device-memory");
     nlohmann::json source;
@@ -222,9 +225,7 @@ void add_predict_command(CLI::App& app, Action& action) {
   sub->add_option("--profile", o->profile, "profile.json from `gaccum-tune profile`");
   sub->add_option("--spec", o->spec, "analytic transformer spec (examples/specs/), needs --cluster");
   sub->add_option("--workload", o->workload, "a built-in workload, profiled first and cached (as tune --workload)");
-  sub->add_option("--torchscript", o->torchscript, "your TorchScript model, profiled first and cached");
-  sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
-  sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D [default: classes:10]");
+  add_torchscript_flags(sub, o->ts);
   sub->add_option("--device-memory", o->device_memory, "--workload / --torchscript: the emulated CPU device's memory");
   sub->add_option("--cluster", o->cluster, "cluster description (examples/clusters/): scale beyond the local machine");
   sub->add_option("--mfu", o->mfu, "model FLOP utilisation for --spec (default 0.4)");

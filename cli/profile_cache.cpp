@@ -62,26 +62,19 @@ Profile run_profiler(const workloads::WorkloadConfig& cfg, const std::string& op
 
 std::string profiled_optimizer(const std::string& optimizer) { return optimizer == "lamb" ? "adam" : optimizer; }
 
-workloads::WorkloadConfig workload_from_flags(const std::string& workload, const std::string& torchscript,
-                                              const std::string& input_shape, const std::string& target,
-                                              const std::string& fallback) {
-  workloads::WorkloadConfig cfg;
-  if (!torchscript.empty()) {
-    if (!workload.empty() && workload != "torchscript")
-      throw InputError(fmt::format("--torchscript: use it with --workload torchscript (or without --workload), not "
-                                   "with --workload {}",
-                                   workload));
-    cfg.name = "torchscript";
-    cfg.torchscript_path = fs::absolute(torchscript).string();
-    if (!input_shape.empty()) cfg.input_shape = parse_count_list(input_shape, "--input-shape");
-    cfg.target = target.empty() ? std::string("classes:10") : target;
-  } else {
-    if (!input_shape.empty() || !target.empty()) throw InputError("--input-shape and --target apply to --torchscript only");
-    cfg = workloads::parse_workload_arg(workload.empty() ? fallback : workload);
-    if (cfg.name == "torchscript") throw InputError("--torchscript: a TorchScript file is required for workload 'torchscript'");
+std::string find_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer,
+                                std::optional<Bytes> device_memory) {
+  const auto workload = workloads::make_workload(cfg);
+  const auto& id = workload->identity();
+  fs::path path;
+  try {
+    path = profile_cache_dir() /
+           fmt::format("{}-{}.json", id.name, profile_cache_key(id, cfg.device, profiled_optimizer(optimizer), device_memory));
+  } catch (const InputError&) {
+    return "";  // no cache directory at all
   }
-  cfg.device = workloads::resolve_device("auto");
-  return cfg;
+  std::error_code ec;
+  return fs::exists(path, ec) ? path.string() : "";
 }
 
 Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer_in, bool reprofile,

@@ -29,12 +29,9 @@ std::string profiled_optimizer(const std::string& optimizer);
 Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer, bool reprofile,
                               nlohmann::json& source, std::optional<Bytes> device_memory = std::nullopt);
 
-// The workload the profile-first flags name (tune, predict and check alike): `--torchscript FILE`
-// with `--input-shape` and `--target` (the TorchScript workload), or `--workload NAME[:k=v,...]`
-// (a preset, default `fallback`). InputError when both are given or the TorchScript options
-// come without a file. The device is resolved ("auto": CUDA when a device answers, else CPU).
-workloads::WorkloadConfig workload_from_flags(const std::string& workload, const std::string& torchscript,
-                                              const std::string& input_shape, const std::string& target,
-                                              const std::string& fallback);
+// The cached profile obtain_cached_profile would read for (cfg, optimizer, device_memory), if
+// that file exists; never measures. "" when there is none.
+std::string find_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer,
+                                std::optional<Bytes> device_memory = std::nullopt);
 
 }  // namespace gaccum::cli

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.hpp"
+#include "cli/model_flags.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "core/profile.hpp"
@@ -26,9 +27,7 @@ namespace {
 
 struct ProfileOptions {
   std::string workload = "gpt-tiny";
-  std::string torchscript;
-  std::string input_shape;
-  std::string target = "classes:10";
+  TorchScriptFlags ts;  // --torchscript, --input-shape, --input, --target
   std::string dtype = "float32";
   std::string device = "auto";
   std::string micro_batches = "auto";
@@ -55,20 +54,7 @@ struct ProfileOptions {
 
 profiler::ProfileRequest to_request(const ProfileOptions& o) {
   profiler::ProfileRequest r;
-  if (!o.torchscript.empty()) {
-    if (o.workload_given && o.workload != "torchscript")
-      throw InputError(fmt::format("--torchscript: use it with --workload torchscript (or without --workload), not "
-                                   "with --workload {}",
-                                   o.workload));
-    r.workload.name = "torchscript";
-    r.workload.torchscript_path = std::filesystem::absolute(o.torchscript).string();
-    if (!o.input_shape.empty()) r.workload.input_shape = parse_count_list(o.input_shape, "--input-shape");
-    r.workload.target = o.target;
-  } else {
-    r.workload = workloads::parse_workload_arg(o.workload);
-    if (r.workload.name == "torchscript")
-      throw InputError("--torchscript: a TorchScript file is required for workload 'torchscript'");
-  }
+  r.workload = workload_from_flags(o.workload_given ? o.workload : "", o.ts, o.workload);
   r.workload.dtype = o.dtype;
   (void)workloads::parse_dtype(o.dtype);
   r.device = o.device;
@@ -125,9 +111,7 @@ void add_profile_command(CLI::App& app, Action& action) {
   auto* wl = sub->add_option("--workload", o->workload,
                              "Workload: a preset (see `gaccum-tune workloads`), a kind with overrides "
                              "(gpt:layers=4,d_model=256) or torchscript");
-  sub->add_option("--torchscript", o->torchscript, "A TorchScript model file (implies --workload torchscript)");
-  sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
-  sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D");
+  add_torchscript_flags(sub, o->ts);
   sub->add_option("--dtype", o->dtype, "float32 or float64");
   sub->add_option("--device", o->device, "auto, cpu, cuda or cuda:N (auto: cuda:0 when a GPU answers)");
   sub->add_option("--micro-batches", o->micro_batches,

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.hpp"
+#include "cli/model_flags.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/profile_source.hpp"
 #include "core/checked.hpp"
@@ -55,7 +56,7 @@ const std::vector<std::string> kOutputNames = {"result.csv", "result.json", "res
 
 struct TuneOptions {
   std::string workload;  // default kDefaultWorkload when no --profile/--spec
-  std::string torchscript, input_shape, target;  // a user's TorchScript model, profiled first
+  TorchScriptFlags ts;                           // a user's TorchScript model, profiled first
   std::string device_memory;                     // the CPU "device" to profile with
   std::string profile;
   std::string spec;
@@ -94,7 +95,7 @@ struct TuneOptions {
 
 LoadedModel load_model(const TuneOptions& o) {
   const int sources =
-      int(!o.profile.empty()) + int(!o.spec.empty()) + int(!o.workload.empty() || !o.torchscript.empty());
+      int(!o.profile.empty()) + int(!o.spec.empty()) + int(!o.workload.empty() || o.ts.given());
   if (sources > 1)
     throw InputError("pass at most one of --workload / --torchscript, --profile profile.json or --spec spec.json");
   if (!o.device_memory.empty() && (!o.profile.empty() || !o.spec.empty()))
@@ -114,7 +115,8 @@ LoadedModel load_model(const TuneOptions& o) {
     return load_spec_model(o.spec, o.cluster, mfu);
   }
   if (!o.profile.empty()) return load_profile_model(o.profile, o.cluster);
-  const auto cfg = workload_from_flags(o.workload, o.torchscript, o.input_shape, o.target, kDefaultWorkload);
+  auto cfg = workload_from_flags(o.workload, o.ts, kDefaultWorkload);
+  cfg.device = workloads::resolve_device("auto");
   std::optional<Bytes> device_memory;
   if (!o.device_memory.empty()) device_memory = parse_bytes(o.device_memory, "--device-memory");
   nlohmann::json source;
@@ -240,10 +242,7 @@ void add_tune_command(CLI::App& app, Action& action) {
       "tune", "Recommend micro_batch, accum_steps, world_size and strategy for a global batch, with reasons");
   sub->add_option("--workload", o->workload,
                   "Workload to profile first (cached per workload, hardware and library versions) [default: gpt-tiny]");
-  sub->add_option("--torchscript", o->torchscript,
-                  "Your TorchScript model, profiled first and cached like --workload (with --input-shape, --target)");
-  sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
-  sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D [default: classes:10]");
+  add_torchscript_flags(sub, o->ts);
   sub->add_option("--device-memory", o->device_memory,
                   "CPU profile-first path: the emulated device's memory, e.g. 512MiB [default: the profiler's]");
   sub->add_option("--profile", o->profile, "Measured profile.json (from `gaccum-tune profile`)");

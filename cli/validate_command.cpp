@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/model_flags.hpp"
+#include "cli/profile_cache.hpp"
 #include "cli/command.hpp"
 #include "core/atomic_file.hpp"
 #include "core/checked.hpp"
@@ -27,9 +29,7 @@ namespace {
 
 struct ValidateCliOptions {
   std::string workload = "gpt-tiny";
-  std::string torchscript;        // a TorchScript file (implies --workload torchscript)
-  std::string input_shape;        // TorchScript: per-sample input shape, e.g. 3,32,32
-  std::string target = "classes:10";
+  TorchScriptFlags ts;            // --torchscript FILE (implies --workload torchscript) and its inputs
   std::string micro_batch = "4";
   std::string accum_steps = "8";
   std::string world_size = "2";
@@ -73,20 +73,7 @@ double parse_percent(const std::string& text, const char* flag) {
 int run_validate(const ValidateCliOptions& c, bool world_size_given, bool workload_given) {
   runner::ValidateOptions o;
   auto& s = o.spec;
-  s.workload = workloads::parse_workload_arg(c.workload);
-  if (!c.torchscript.empty()) {
-    if (workload_given && c.workload != "torchscript")
-      throw InputError(fmt::format("--torchscript: use it with --workload torchscript (or without --workload), not "
-                                   "with --workload {}",
-                                   c.workload));
-    s.workload = workloads::WorkloadConfig{};
-    s.workload.name = "torchscript";
-    s.workload.torchscript_path = std::filesystem::absolute(c.torchscript).string();
-    if (!c.input_shape.empty()) s.workload.input_shape = parse_count_list(c.input_shape, "--input-shape");
-    s.workload.target = c.target;
-  } else if (s.workload.name == "torchscript") {
-    throw InputError("--torchscript: a TorchScript file is required for workload 'torchscript'");
-  }
+  s.workload = workload_from_flags(workload_given ? c.workload : "", c.ts, c.workload);
   s.workload.dtype = c.dtype;
   (void)workloads::parse_dtype(c.dtype);
   s.workload.device = c.device;
@@ -121,7 +108,7 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
   o.from_tune = c.from_tune;
   o.top = parse_positive_count(c.top, "--top");
   o.output = c.output;
-  if (!c.from_tune.empty() && !workload_given && c.torchscript.empty()) {
+  if (!c.from_tune.empty() && !workload_given && !c.ts.given()) {
     // The tune result names its workload; --workload overrides it.
     const auto result = parse_json_text(read_file(c.from_tune, "--from-tune"), c.from_tune);
     const auto name = runner::tune_workload_name(result);
@@ -141,6 +128,14 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
   auto outcome = runner::validate(o);
   if (!outcome.wrote_output) return outcome.exit_code;  // a rank other than 0 of a joined job
   for (const auto& run : outcome.runs) std::cout << runner::format_run(run);
+  if (o.profile_path.empty() && o.from_tune.empty() && !outcome.runs.empty()) {
+    // The profile tune/predict/check would use for this workload, if one is cached: say how to
+    // compare with it (not used silently: a prediction verdict is asked for, not imposed).
+    auto cfg = s.workload;
+    cfg.device = workloads::resolve_device(cfg.device);
+    if (const auto cached = find_cached_profile(cfg, c.optimizer); !cached.empty())
+      std::cout << fmt::format("hint: a profile of this workload is cached; compare with it: --profile {}\n", cached);
+  }
   std::cout << fmt::format("wrote {}\n", o.output);
   std::cout.flush();
   if (!outcome.failures.empty()) throw RankFailure(outcome.failures.front(), outcome.exit_code);
@@ -156,9 +151,7 @@ void add_validate_command(CLI::App& app, Action& action) {
       "Run one configuration for real on c10d (local ranks, or one rank under torchrun/Slurm/mpirun): checks, "
       "timings, memory, and measured vs predicted");
   sub->add_option("--workload", o->workload, "Workload preset, kind with overrides (gpt:layers=4), or torchscript");
-  sub->add_option("--torchscript", o->torchscript, "A TorchScript model file (implies --workload torchscript)");
-  sub->add_option("--input-shape", o->input_shape, "TorchScript: per-sample input shape, e.g. 3,32,32");
-  sub->add_option("--target", o->target, "TorchScript: classes:N or regression:D");
+  add_torchscript_flags(sub, o->ts);
   sub->add_option("--micro-batch,-b", o->micro_batch, "micro_batch b: samples per forward/backward on one rank (b*k*p at most 2^40)");
   sub->add_option("--accum-steps,-k", o->accum_steps, "accum_steps k: micro-batches per optimizer step");
   auto* ws = sub->add_option("--world-size,-p", o->world_size,

@@ -5,6 +5,9 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+
+#include "core/units.hpp"
 
 namespace gaccum {
 
@@ -24,6 +27,22 @@ class InputError : public Error {
 class ProfileError : public InputError {
  public:
   using InputError::InputError;
+};
+
+// The user's model itself raised (a TorchScript forward/loss error: BatchNorm given one value per
+// channel, an embedding given an index out of range, a shape mismatch). The message carries the
+// model's own words (the last line of the TorchScript traceback) and the micro_batch. Exit code 2:
+// it is fixed in the model or its input flags, not by running again.
+class ModelError : public InputError {
+ public:
+  ModelError(const std::string& what, Count micro_batch, std::string model_message)
+      : InputError(what), micro_batch_(micro_batch), model_message_(std::move(model_message)) {}
+  Count micro_batch() const { return micro_batch_; }
+  const std::string& model_message() const { return model_message_; }
+
+ private:
+  Count micro_batch_;
+  std::string model_message_;
 };
 
 // The workload cannot run as asked (e.g. does not fit the memory cap even at micro_batch 1).

@@ -197,6 +197,15 @@ json to_json(const Profile& p) {
                   {"overlapped", o.overlapped}});
   j["overlap"] = ov;
   j["max_micro_batch_fitting"] = p.max_micro_batch_fitting;
+  if (!p.model.empty()) {
+    json failed = json::array();
+    for (const auto& f : p.model.failed_micro_batches)
+      failed.push_back({{"micro_batch", f.micro_batch}, {"message", f.message}});
+    j["model"] = {{"failed_micro_batches", failed},
+                  {"min_micro_batch", p.model.min_micro_batch},
+                  {"batch_statistics", p.model.batch_statistics},
+                  {"dropout", p.model.dropout}};
+  }
   j["notes"] = p.notes;
   return j;
 }
@@ -356,6 +365,31 @@ Profile profile_from_json(const json& j, const std::string& what) {
       return pt;
     });
     p.max_micro_batch_fitting = f.has("max_micro_batch_fitting") ? f.count("max_micro_batch_fitting") : 0;
+    if (const json* m = f.opt_object("model")) {
+      JsonFields mf(*m, f.child("model"));
+      p.model.failed_micro_batches =
+          list_from<FailedMicroBatch>(mf, "failed_micro_batches", [](const json& e, const std::string& path) {
+            JsonFields g(e, path);
+            FailedMicroBatch fb;
+            fb.micro_batch = g.positive("micro_batch");
+            fb.message = g.str("message");
+            return fb;
+          });
+      p.model.min_micro_batch = mf.has("min_micro_batch") ? mf.positive("min_micro_batch") : 1;
+      auto strings = [&](const char* key) {
+        std::vector<std::string> out;
+        if (!mf.has(key)) return out;
+        const auto& arr = mf.array(key);
+        for (std::size_t i = 0; i < arr.size(); ++i) {
+          if (!arr[i].is_string())
+            throw ProfileError(fmt::format("{}[{}]: expected a layer name (string)", mf.child(key), i));
+          out.push_back(arr[i].get<std::string>());
+        }
+        return out;
+      };
+      p.model.batch_statistics = strings("batch_statistics");
+      p.model.dropout = strings("dropout");
+    }
     if (f.has("notes")) {
       for (const auto& n : f.array("notes"))
         if (n.is_string()) p.notes.push_back(n.get<std::string>());

@@ -146,6 +146,26 @@ struct OverlapPoint {
   Seconds overlapped = 0;
 };
 
+// A micro_batch at which the model itself raised while profiled (BatchNorm given one value per
+// channel at micro_batch 1, ...): recorded with the model's own message, and the sweep goes on.
+struct FailedMicroBatch {
+  Count micro_batch = 0;
+  std::string message;  // the last line of the model's error
+};
+
+// What the profiler found out about the model beyond its sizes (profile.json "model", written
+// only when something was found): the micro-batches it raised at, the smallest it ran at, and
+// its batch-dependent layers (docs/DESIGN.md, "Batch-dependent layers").
+struct ModelFindings {
+  std::vector<FailedMicroBatch> failed_micro_batches;
+  Count min_micro_batch = 1;                   // the model ran at every measured size >= this
+  std::vector<std::string> batch_statistics;   // e.g. "layer1.0.bn1 (BatchNorm2d)"
+  std::vector<std::string> dropout;            // e.g. "encoder.layers.0.dropout (Dropout)"
+  bool empty() const {
+    return failed_micro_batches.empty() && min_micro_batch == 1 && batch_statistics.empty() && dropout.empty();
+  }
+};
+
 struct Profile {
   int schema_version = kProfileSchemaVersion;
   std::string created_utc;              // ISO 8601
@@ -161,6 +181,7 @@ struct Profile {
   std::vector<GradNormPoint> grad_norms;
   std::vector<OverlapPoint> overlap;
   Count max_micro_batch_fitting = 0;    // largest micro_batch within the cap the sweep found
+  ModelFindings model;                  // "model" (optional)
   std::vector<std::string> notes;       // e.g. "one GPU: allreduce probed at world_size 1 only"
 };
 

@@ -55,6 +55,10 @@ struct ModelInfo {
   std::string max_world_size_reason;  // why the limit exists (for the one-line error)
   Count measured_max_micro_batch = 0; // predictions above are extrapolated
   Count max_micro_batch_fitting = 0;  // largest micro_batch the profiler found within its cap
+  Count min_micro_batch = 1;          // the model raised below this when profiled (BatchNorm at 1)
+  std::string min_micro_batch_reason; // the model's own message at the largest size below it
+  // Batch-dependent layers of the model (profile "model"): BatchNorm-like and dropout layers.
+  std::vector<std::string> batch_statistics, dropout;
   int threads_per_rank = 0;           // CPU profiles: torch threads per rank
   double tokens_per_sample = 0;       // mean real tokens per sample; 0 if not a sequence model
   std::optional<double> noise_scale;  // B_noise (samples) when gradient statistics allow it

@@ -114,6 +114,26 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   info_.threads_per_rank = prof.hardware.threads_per_rank;
   info_.tokens_per_sample = w.mean_tokens_per_sample;
   info_.max_micro_batch_fitting = prof.max_micro_batch_fitting;
+  info_.min_micro_batch = prof.model.min_micro_batch;
+  for (const auto& f : prof.model.failed_micro_batches)
+    if (f.micro_batch < info_.min_micro_batch)
+      info_.min_micro_batch_reason = fmt::format("the model raised at micro_batch {}: {}", f.micro_batch, f.message);
+  info_.batch_statistics = prof.model.batch_statistics;
+  info_.dropout = prof.model.dropout;
+  if (info_.min_micro_batch > 1)
+    notes.push_back(fmt::format("micro_batch >= {} only: {} (measured by the profiler)", info_.min_micro_batch,
+                                info_.min_micro_batch_reason));
+  if (!info_.batch_statistics.empty())
+    notes.push_back(fmt::format("batch statistics: {} BatchNorm layer(s) ({}{}) normalise over the micro_batch's "
+                                "samples, not the global batch, and update their running statistics k times per "
+                                "optimizer step; a micro_batch below 16 makes them noisy (SyncBatchNorm or GroupNorm "
+                                "remove the dependence)",
+                                info_.batch_statistics.size(), info_.batch_statistics.front(),
+                                info_.batch_statistics.size() > 1 ? ", ..." : ""));
+  if (!info_.dropout.empty())
+    notes.push_back(fmt::format("dropout: {} layer(s) ({}{}); masks are drawn per micro-batch, so accumulation "
+                                "changes which masks a sample gets, not the expected gradient",
+                                info_.dropout.size(), info_.dropout.front(), info_.dropout.size() > 1 ? ", ..." : ""));
   token_workload_ = w.tokens_per_sample > 0;
 
   compute_ = ComputeModel::fit(prof.compute, notes);

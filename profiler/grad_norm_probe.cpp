@@ -9,11 +9,13 @@
 
 namespace gaccum::profiler {
 
-std::vector<Count> default_grad_norm_sizes(Count max_fitting) {
-  if (max_fitting < 2) return {1};
+std::vector<Count> default_grad_norm_sizes(Count max_fitting, Count min_b) {
+  min_b = std::max<Count>(1, min_b);
+  if (max_fitting < 2 || max_fitting <= min_b) return {min_b};
   Count big = 1;
   while (big * 2 <= std::min<Count>(32, max_fitting)) big *= 2;
-  return {std::max<Count>(1, big / 8), big};
+  if (big <= min_b) return {min_b};
+  return {std::max<Count>(min_b, big / 8), big};
 }
 
 std::vector<GradNormPoint> measure_grad_norms(workloads::Workload& w, const std::vector<Count>& sizes, int batches,

@@ -16,8 +16,9 @@
 namespace gaccum::profiler {
 
 // Two sizes, a small b and 8x larger: big = min(32, largest power of two <= max_fitting),
-// small = max(1, big / 8); one size when max_fitting is 1.
-std::vector<Count> default_grad_norm_sizes(Count max_fitting);
+// small = max(min_b, big / 8); one size when max_fitting is 1 (or big would be below min_b: then
+// min_b alone; min_b is the smallest micro_batch the model runs at).
+std::vector<Count> default_grad_norm_sizes(Count max_fitting, Count min_b = 1);
 
 std::vector<GradNormPoint> measure_grad_norms(workloads::Workload& workload, const std::vector<Count>& sizes,
                                               int batches, std::uint64_t seed);

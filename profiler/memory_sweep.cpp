@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 #include "profiler/cuda_support.hpp"
@@ -86,6 +87,9 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
     workloads::zero_grad(params_);
     sync_device(device);
     if (optimizer_step) *optimizer_step = since(t0);
+  } catch (const ModelError&) {
+    workloads::zero_grad(params_);
+    throw;
   } catch (const std::exception& e) {
     if (!is_out_of_memory(e)) throw;
     workloads::zero_grad(params_);
@@ -112,19 +116,44 @@ MemorySweepResult MemorySweep::run(const MemorySweepOptions& o, Progress* progre
   if (static_.peak > o.cap)
     throw InfeasibleError(does_not_fit_message(name, 1, static_.peak, o.cap,
                                                "weights + gradients + optimizer state alone"));
-  auto record = [&](Count b) -> std::optional<MemoryPoint> {
+  // One measured size: its point, nullopt on out-of-memory, or `raised` when the model raised.
+  struct Outcome {
+    std::optional<MemoryPoint> point;
+    bool raised = false;
+  };
+  std::optional<ModelError> last_error;
+  auto record = [&](Count b) -> Outcome {
     if (progress) progress->status(fmt::format("memory: micro_batch {}", b));
     Seconds t_step = 0, t_opt = 0;
-    auto p = measure(b, o.seed, &t_step, &t_opt);
-    if (p) {
-      r.points.push_back(*p);
+    Outcome out;
+    try {
+      out.point = measure(b, o.seed, &t_step, &t_opt);
+    } catch (const ModelError& e) {
+      r.failed.push_back({b, e.model_message()});
+      last_error = e;
+      out.raised = true;
+      return out;
+    }
+    if (out.point) {
+      r.points.push_back(*out.point);
       r.micro_step_times.emplace_back(b, t_step);
       r.optimizer_step_time = t_opt;
+      if (r.min_ran == 0 || b < r.min_ran) r.min_ran = b;
     }
-    return p;
+    return out;
   };
-  auto fits = [&](const std::optional<MemoryPoint>& p) { return p && p->peak <= o.cap; };
-  auto first_failure = [&](Count b, const std::optional<MemoryPoint>& p) {
+  // The model raised at every size tried: its own error, naming the sizes.
+  auto model_failed_everywhere = [&]() {
+    std::vector<Count> sizes;
+    for (const auto& f : r.failed) sizes.push_back(f.micro_batch);
+    return ModelError(fmt::format("{} (it raised at every micro_batch tried: {}); check --input-shape / --input and "
+                                  "--target against the model's forward()",
+                                  last_error->what(), fmt::join(sizes, ", ")),
+                      last_error->micro_batch(), last_error->model_message());
+  };
+  auto fits = [&](const Outcome& p) { return p.point && p.point->peak <= o.cap; };
+  auto first_failure = [&](Count b, const Outcome& out) {
+    const auto& p = out.point;
     if (!p)
       throw InfeasibleError(fmt::format("--memory-cap: {} does not fit even at micro_batch {}: the device ran out of "
                                         "memory; profile a smaller workload or use a larger device",
@@ -136,14 +165,20 @@ MemorySweepResult MemorySweep::run(const MemorySweepOptions& o, Progress* progre
     r.stop = SweepStop::explicit_list;
     for (Count b : o.micro_batches) {
       auto p = record(b);
+      if (p.raised) {
+        if (r.max_fitting == 0) continue;  // below the first size that runs: try the next one
+        r.notes.push_back(fmt::format("--micro-batches: the model raised at {}; not measured further", b));
+        break;
+      }
       if (!fits(p)) {
         if (r.max_fitting == 0) first_failure(b, p);
         r.notes.push_back(fmt::format("--micro-batches: {} and larger do not fit the cap ({}); not measured further", b,
-                                      p ? "memory cap" : "out of memory"));
+                                      p.point ? "memory cap" : "out of memory"));
         break;
       }
       r.max_fitting = b;
     }
+    if (r.max_fitting == 0 && last_error) throw model_failed_everywhere();
     r.notes.push_back("--micro-batches given: max_micro_batch_fitting is the largest listed size that fits, "
                       "not a bisected bound");
     std::sort(r.points.begin(), r.points.end(), [](auto& a, auto& c) { return a.micro_batch < c.micro_batch; });
@@ -161,10 +196,21 @@ MemorySweepResult MemorySweep::run(const MemorySweepOptions& o, Progress* progre
       break;
     }
     auto p = record(b);
+    if (p.raised) {
+      if (lo == 0) {
+        // Below the first size that runs (BatchNorm at micro_batch 1): the next size, three at most.
+        if (r.failed.size() >= 3 || b >= limit) throw model_failed_everywhere();
+        b = std::min(2 * b, limit);
+        continue;
+      }
+      hi = b;
+      r.stop = SweepStop::model_error;
+      break;
+    }
     if (!fits(p)) {
       if (lo == 0) first_failure(b, p);
       hi = b;
-      r.stop = p ? SweepStop::memory_cap : SweepStop::out_of_memory;
+      r.stop = p.point ? SweepStop::memory_cap : SweepStop::out_of_memory;
       break;
     }
     lo = b;
@@ -199,13 +245,37 @@ MemorySweepResult MemorySweep::run(const MemorySweepOptions& o, Progress* progre
         lo = c;
       } else {
         hi = c;
-        if (!p) r.stop = SweepStop::out_of_memory;
+        if (p.raised) r.stop = SweepStop::model_error;
+        else if (!p.point) r.stop = SweepStop::out_of_memory;
       }
     }
   }
   r.max_fitting = lo;
   std::sort(r.points.begin(), r.points.end(), [](auto& a, auto& c) { return a.micro_batch < c.micro_batch; });
+  std::sort(r.failed.begin(), r.failed.end(), [](auto& a, auto& c) { return a.micro_batch < c.micro_batch; });
   return r;
+}
+
+double MemorySweep::predicted_peak_at(Count micro_batch, std::uint64_t seed) {
+  std::vector<MemoryPoint> pts;
+  std::optional<ModelError> last;
+  std::vector<Count> raised;
+  for (Count b : {Count(2), Count(4), Count(8)}) {
+    try {
+      if (auto p = measure(b, seed)) pts.push_back(*p);
+    } catch (const ModelError& e) {
+      last = e;
+      raised.push_back(b);
+    }
+    if (pts.size() == 2) break;
+  }
+  if (pts.empty() && last)
+    throw ModelError(fmt::format("{} (it raised at micro_batch {}); check --input-shape / --input and --target "
+                                 "against the model's forward()",
+                                 last->what(), fmt::join(raised, ", ")),
+                     last->micro_batch(), last->model_message());
+  if (pts.empty()) return static_cast<double>(static_.peak);  // out of memory already: the sweep says so
+  return predict_peak(pts, micro_batch);
 }
 
 }  // namespace gaccum::profiler

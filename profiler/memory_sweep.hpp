@@ -20,6 +20,8 @@
 //     b <= max_micro_batch and the sweep's time budget lasts (checked from two points on); then a
 //     prediction-guided bisection to the largest fitting b (sweep_plan.hpp), up to the predicted
 //     boundary when the time budget ended the doubling. An explicit list is measured as given.
+//   model errors: a size where the model raises is recorded with its message (see run()); the
+//     profile's "model" section carries them and the smallest size that ran.
 // Why: the cost model fits memory(b) from these points and checks it against the analytic
 //      parameter count; the tuner needs the largest micro_batch that fits the cap.
 #pragma once
@@ -51,6 +53,8 @@ struct MemorySweepOptions {
 
 struct MemorySweepResult {
   std::vector<MemoryPoint> points;    // every measured micro_batch, ascending
+  std::vector<FailedMicroBatch> failed;  // where the model itself raised, ascending
+  Count min_ran = 0;                  // smallest micro_batch that ran (0: none)
   Count max_fitting = 0;
   SweepStop stop = SweepStop::memory_cap;
   std::vector<std::pair<Count, Seconds>> micro_step_times;  // 2nd micro-step of each window
@@ -70,8 +74,16 @@ class MemorySweep {
   // cache is released and the gradients re-zeroed). `micro_step` receives the 2nd micro-step time.
   std::optional<MemoryPoint> measure(Count micro_batch, std::uint64_t seed, Seconds* micro_step = nullptr,
                                      Seconds* optimizer_step = nullptr);
-  // The sweep. InfeasibleError "does not fit even at micro_batch N" when nothing fits.
+  // The sweep. InfeasibleError "does not fit even at micro_batch N" when nothing fits. A
+  // micro_batch at which the model raises (ModelError) is recorded in `failed` and the sweep goes
+  // on: below the first size that runs (BatchNorm at micro_batch 1) it tries the next size, above
+  // it the size is a boundary like out-of-memory. ModelError when the model raised at the first
+  // three sizes tried (or at every listed one): its message, in full.
   MemorySweepResult run(const MemorySweepOptions& opts, Progress* progress = nullptr);
+  // The peak predicted at `micro_batch` by the line through two measured sizes (2 and 4, or the
+  // next ones that run), for sizing a default CPU device to the model; ModelError when the model
+  // raises at 2, 4 and 8.
+  double predicted_peak_at(Count micro_batch, std::uint64_t seed);
 
  private:
   std::unique_ptr<DeviceMemory> mem_;

@@ -131,13 +131,46 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
                                      threads, ranks.back(), cores));
   if (cuda && gpus == 1) prof.notes.push_back("one GPU: world_size 1 only; no allreduce or overlap measured");
 
+  const Count max_mb = req.max_micro_batch > 0 ? req.max_micro_batch
+                                               : (cuda ? kDefaultCudaMaxMicroBatch : kDefaultCpuMaxMicroBatch);
+  if (req.warmup < 0 || req.iters < 1 || req.comm_warmup < 0 || req.comm_iters < 1)
+    throw InputError("--warmup/--iters: need warmup >= 0 and iters >= 1");
+  if (req.grad_norm_batches < 2) throw InputError("--grad-norm-batches: need at least 2");
+  (void)workloads::optimizer_state_slots(req.optimizer);  // InputError for an unknown optimizer
+  if (req.device_memory && *req.device_memory == 0) throw InputError("--device-memory: must be positive, e.g. 256MiB");
+
+  prof.versions = library_versions();
+  auto cfg = req.workload;
+  cfg.device = device;
+
+  // --- the workload (this process, exact tracker, threads_per_rank threads) ------------------
+  torch::set_num_threads(threads);
+  progress.status("memory: building the workload");
+  auto ms = std::make_unique<MemorySweep>(cfg, req.optimizer, req.lr);  // released after the sweep
+  prof.workload = ms->workload().identity();
+  const auto dependence = ms->workload().batch_dependence();
+
   Bytes device_memory = 0;
+  std::string device_note;
   if (req.device_memory) {
     device_memory = *req.device_memory;
-    if (device_memory == 0) throw InputError("--device-memory: must be positive, e.g. 256MiB");
+  } else if (!cuda && prof.workload.kind == "torchscript") {
+    progress.status("memory: sizing the CPU device to the model");
+    const double need = ms->predicted_peak_at(kDerivedDeviceMicroBatch, req.seed);
+    const double share = req.memory_cap.fraction.value_or(0.9);
+    double want = std::max<double>(static_cast<double>(kDefaultCpuDeviceMemory), need / std::max(share, 1e-3));
+    if (req.memory_cap.absolute) want = std::max(want, static_cast<double>(*req.memory_cap.absolute));
+    device_memory = kDefaultCpuDeviceMemory;
+    while (static_cast<double>(device_memory) < want && device_memory < (Bytes(1) << 50)) device_memory *= 2;
+    device_note = fmt::format("CPU device size {} derived from the model (no --device-memory): 96 MiB doubled until "
+                              "micro_batch {} is predicted to fit under the cap (peak {}); pass --device-memory to "
+                              "emulate your GPU",
+                              format_bytes(device_memory), kDerivedDeviceMicroBatch,
+                              format_bytes(static_cast<Bytes>(std::max(0.0, need))));
   } else if (!cuda) {
     device_memory = kDefaultCpuDeviceMemory;
   }
+  if (!device_note.empty()) prof.notes.push_back(device_note);
   prof.hardware = describe_hardware(device, threads, device_memory);
   if (cuda && prof.hardware.device_memory == 0) prof.hardware.device_memory = cuda_total_memory(torch::Device(device));
   device_memory = prof.hardware.device_memory;
@@ -148,20 +181,7 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
     throw InputError(fmt::format("--memory-cap: {} exceeds the device memory {} (set --device-memory for the CPU "
                                  "\"device\")",
                                  format_bytes(cap), format_bytes(device_memory)));
-  const Count max_mb = req.max_micro_batch > 0 ? req.max_micro_batch
-                                               : (cuda ? kDefaultCudaMaxMicroBatch : kDefaultCpuMaxMicroBatch);
-  if (req.warmup < 0 || req.iters < 1 || req.comm_warmup < 0 || req.comm_iters < 1)
-    throw InputError("--warmup/--iters: need warmup >= 0 and iters >= 1");
-  if (req.grad_norm_batches < 2) throw InputError("--grad-norm-batches: need at least 2");
-  (void)workloads::optimizer_state_slots(req.optimizer);  // InputError for an unknown optimizer
-
-  prof.versions = library_versions();
-  auto cfg = req.workload;
-  cfg.device = device;
-
-  // --- memory sweep (this process, exact tracker, threads_per_rank threads) -------------------
-  torch::set_num_threads(threads);
-  progress.status("memory: building the workload");
+  // --- memory sweep -------------------------------------------------------------------------
   std::vector<std::string> took;  // where the time went, for the notes
   auto lap = [&, last = progress.elapsed()](const std::string& what) mutable {
     const Seconds now = progress.elapsed();
@@ -170,8 +190,6 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
   };
   MemorySweepResult sweep;
   {
-    MemorySweep ms(cfg, req.optimizer, req.lr);
-    prof.workload = ms.workload().identity();
     MemorySweepOptions mo;
     mo.micro_batches = req.micro_batches;
     std::sort(mo.micro_batches.begin(), mo.micro_batches.end());
@@ -180,10 +198,22 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
     mo.max_micro_batch = max_mb;
     mo.time_budget = req.time_budget / 3;
     mo.seed = req.seed;
-    sweep = ms.run(mo, &progress);
+    sweep = ms->run(mo, &progress);
+    ms.reset();
   }
   lap("memory sweep");
   prof.memory = sweep.points;
+  prof.model.failed_micro_batches = sweep.failed;
+  Count min_b = 1;
+  for (const auto& f : sweep.failed)
+    if (f.micro_batch < sweep.min_ran) min_b = sweep.min_ran;
+  prof.model.min_micro_batch = min_b;
+  prof.model.batch_statistics = dependence.batch_statistics;
+  prof.model.dropout = dependence.dropout;
+  for (const auto& f : sweep.failed)
+    prof.notes.push_back(fmt::format("micro_batch {}: the model raised ({}); {}", f.micro_batch, f.message,
+                                     f.micro_batch < min_b ? fmt::format("the smallest micro_batch it ran at is {}", min_b)
+                                                           : "the sweep stopped there"));
   if (!prof.memory.empty() && prof.memory[0].weights != prof.workload.param_bytes)
     prof.notes.push_back(fmt::format("weights ({} bytes) include {} bytes beyond the {} parameter bytes: buffers or "
                                      "data-stream state the workload keeps",
@@ -202,7 +232,7 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
   // Still threads_per_rank threads: more OpenMP threads than free cores (another job on the
   // host) makes LibTorch's many small parallel regions stall, measured at 7x slower.
   {
-    const auto sizes = default_grad_norm_sizes(sweep.max_fitting);
+    const auto sizes = default_grad_norm_sizes(sweep.max_fitting, min_b);
     progress.status(fmt::format("gradient norms: micro_batch {}", fmt::join(sizes, ", ")));
     auto fresh = workloads::make_workload(cfg);  // the initial parameters (the sweep stepped Adam)
     prof.grad_norms = measure_grad_norms(*fresh, sizes, req.grad_norm_batches, req.seed + 7919);
@@ -227,9 +257,9 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
   };
   if (!req.micro_batches.empty()) {
     for (const auto& m : sweep.points)
-      if (m.micro_batch <= sweep.max_fitting) points.push_back(m.micro_batch);
+      if (m.micro_batch <= sweep.max_fitting && m.micro_batch >= min_b) points.push_back(m.micro_batch);
   } else {
-    const auto plan = plan_compute_points(sweep.max_fitting);
+    const auto plan = plan_compute_points(sweep.max_fitting, min_b);
     auto cost_all_p = [&](Count b) {
       Seconds s = 0;
       for (Count p : ranks) s += est.point(b, p);

@@ -30,9 +30,7 @@ json RankPlan::to_json() const {
                 {"dtype", w.dtype},
                 {"device", w.device},
                 {"init_seed", w.init_seed},
-                {"torchscript_path", w.torchscript_path},
-                {"input_shape", w.input_shape},
-                {"target", w.target}}},
+                {"torchscript", workloads::torchscript_fields_to_json(w)}}},
               {"threads_per_rank", threads_per_rank},
               {"warmup", warmup},
               {"iters", iters},
@@ -59,9 +57,7 @@ RankPlan RankPlan::from_json(const json& j) {
   p.workload.dtype = w.str("dtype");
   p.workload.device = w.str("device");
   p.workload.init_seed = static_cast<std::uint64_t>(w.count("init_seed"));
-  p.workload.torchscript_path = w.opt_str("torchscript_path").value_or("");
-  if (w.has("input_shape")) p.workload.input_shape = w.count_list("input_shape");
-  p.workload.target = w.opt_str("target").value_or("");
+  workloads::torchscript_fields_from_json(w.object("torchscript"), w.child("torchscript"), p.workload);
   p.threads_per_rank = static_cast<int>(f.positive("threads_per_rank"));
   p.warmup = static_cast<int>(f.count("warmup"));
   p.iters = static_cast<int>(f.positive("iters"));

@@ -78,14 +78,19 @@ std::string describe(SweepStop s) {
     case SweepStop::max_micro_batch: return "--max-micro-batch";
     case SweepStop::time_budget: return "time budget";
     case SweepStop::explicit_list: return "--micro-batches list";
+    case SweepStop::model_error: return "model raising an error";
   }
   return "?";
 }
 
-ComputePointPlan plan_compute_points(Count max_fitting) {
+ComputePointPlan plan_compute_points(Count max_fitting, Count min_b) {
   ComputePointPlan plan;
-  if (max_fitting < 1) return plan;
-  for (Count b = 1; b <= max_fitting; b *= 2) plan.required.push_back(b);
+  min_b = std::max<Count>(1, min_b);
+  if (max_fitting < min_b) return plan;
+  plan.required.push_back(min_b);
+  Count pow2 = 1;
+  while (pow2 <= min_b) pow2 *= 2;
+  for (Count b = pow2; b <= max_fitting; b *= 2) plan.required.push_back(b);
   if (plan.required.back() != max_fitting) plan.required.push_back(max_fitting);
   std::set<Count> have(plan.required.begin(), plan.required.end());
   for (int level = 0; level < 3; ++level) {

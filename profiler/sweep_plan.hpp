@@ -42,7 +42,7 @@ Count predicted_largest_fitting(const std::vector<MemoryPoint>& measured, Bytes 
 Count next_bisect_candidate(Count lo, Count hi, Count predicted);
 
 // Why the micro-batch sweep stopped growing.
-enum class SweepStop { memory_cap, out_of_memory, max_micro_batch, time_budget, explicit_list };
+enum class SweepStop { memory_cap, out_of_memory, max_micro_batch, time_budget, explicit_list, model_error };
 std::string describe(SweepStop s);
 
 // --- compute points ---------------------------------------------------------------------------
@@ -54,7 +54,9 @@ struct ComputePointPlan {
   std::vector<Count> required;
   std::vector<std::vector<Count>> levels;
 };
-ComputePointPlan plan_compute_points(Count max_fitting);
+// `min_b` > 1 (the model raises below it): the required points start at min_b, then the powers
+// of two above it.
+ComputePointPlan plan_compute_points(Count max_fitting, Count min_b = 1);
 
 // The required points plus extra points taken level by level (cheapest first within a level)
 // while the summed estimated cost of the extras stays <= budget. Sorted ascending.

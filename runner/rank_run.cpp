@@ -200,6 +200,9 @@ json check_json(const std::string& name, const std::string& status, const std::s
 
 std::string fmt_g(double v) { return fmt::format("{:.3g}", v); }
 
+// Below this many samples per forward, BatchNorm statistics are noisy (a warning, not a failure).
+constexpr Count kSmallBatchNormMicroBatch = 16;
+
 struct StepRecord {
   std::vector<double> step_time, compute, arrival, exposed, comm_total, optimizer, instrumentation;
   std::vector<Count> collectives, launched_in_backward, nonzero_at_start, local_terms, local_samples, global_terms;
@@ -236,11 +239,41 @@ std::string host_name() {
 // Rank 0: the gradient checks of one window (step 0 or the partial window). `got` is the
 // synced gradient, `before_last` rank 0's gradient before its last micro-step.
 struct WindowChecks {
+  bool micro_reference = false;  // the reference is the window's micro-batches, one by one
   GradComparison equivalence, negative;
   std::optional<GradComparison> by_k;  // token workloads, step 0
   Count window = 0, samples = 0, terms = 0;
   std::vector<std::vector<Count>> micro_terms;  // [rank][micro] loss terms (by_k only)
 };
+
+// The gradient correct accumulation must produce for a model with batch statistics or dropout
+// (docs/DESIGN.md, "Batch-dependent layers"): every micro-batch of window w, of every rank, in this
+// one process, each with its own statistics and dropout masks (workloads seed them from the
+// micro-batch), each loss sum divided by the window's loss terms, summed in float64.
+std::vector<double> micro_batch_gradient(workloads::Workload& wl, const std::vector<torch::Tensor>& params,
+                                         const RunSpec& spec, std::uint64_t seed, Count w, Count* terms,
+                                         Watchdog& wd) {
+  Count total = 0;
+  for (Count r = 0; r < spec.world_size; ++r)
+    for (Count m = 0; m < spec.accum_steps; ++m) {
+      auto [first, count] = spec.micro_range(w, r, m);
+      if (count > 0) total += wl.loss_terms(seed, first, count);
+    }
+  std::vector<double> sum;
+  for (Count r = 0; r < spec.world_size; ++r)
+    for (Count m = 0; m < spec.accum_steps; ++m) {
+      auto [first, count] = spec.micro_range(w, r, m);
+      if (count == 0) continue;
+      auto batch = wl.make_batch(seed, first, count);
+      auto loss = wl.loss_sum(wl.forward(batch), batch) / static_cast<double>(total);
+      auto g = flat_double(torch::autograd::grad({loss}, params, {}, false, false, true), params);
+      if (sum.empty()) sum.assign(g.size(), 0.0);
+      for (std::size_t i = 0; i < g.size(); ++i) sum[i] += g[i];
+      wd.beat();
+    }
+  *terms = total;
+  return sum;
+}
 
 WindowChecks check_window(workloads::Workload& wl, const std::vector<torch::Tensor>& params, const RunSpec& spec,
                           std::uint64_t seed, Count w, const std::vector<double>& got,
@@ -248,8 +281,10 @@ WindowChecks check_window(workloads::Workload& wl, const std::vector<torch::Tens
   WindowChecks c;
   c.window = w;
   c.samples = spec.window_samples(w);
+  c.micro_reference = wl.batch_dependence().any();
   wd.beat();
-  auto ref = one_pass_gradient(wl, params, seed, w * spec.global_batch(), c.samples, &c.terms);
+  auto ref = c.micro_reference ? micro_batch_gradient(wl, params, spec, seed, w, &c.terms, wd)
+                               : one_pass_gradient(wl, params, seed, w * spec.global_batch(), c.samples, &c.terms);
   wd.beat();
   c.equivalence = compare_gradients(got, ref, spec.rtol, spec.atol);
   c.negative = compare_gradients(before_last, ref, spec.rtol, spec.atol);
@@ -644,13 +679,23 @@ int run_validation_rank(const RunSpec& spec, const comm::RankContext& ctx, const
 
   // Checks.
   const auto& c0 = *step0_checks;
+  const std::string reference =
+      c0.micro_reference
+          ? fmt::format("the same {} micro-batches ({} samples) computed one after another in one process (the model "
+                        "has batch statistics or dropout, so they are not slices of one big batch)",
+                        spec.accum_steps * spec.world_size, c0.samples)
+          : fmt::format("one pass over the same {} samples", c0.samples);
   checks.push_back(check_json(
       "gradient_equivalence", c0.equivalence.within() ? "pass" : "fail",
-      fmt::format("step 0: the accumulated, allreduced, averaged gradient vs one pass over the same {} samples: "
+      fmt::format("step 0: the accumulated, allreduced, averaged gradient vs {}: "
                   "max |diff| {}, rel L2 {}, {} of {} elements outside rtol {} atol {}",
-                  c0.samples, fmt_g(c0.equivalence.max_abs_diff), fmt_g(c0.equivalence.rel_l2),
+                  reference, fmt_g(c0.equivalence.max_abs_diff), fmt_g(c0.equivalence.rel_l2),
                   c0.equivalence.violations, c0.equivalence.elements, spec.rtol, spec.atol),
-      json{{"window", 0}, {"samples", c0.samples}, {"loss_terms", c0.terms}, {"comparison", c0.equivalence.to_json()}}));
+      json{{"window", 0},
+           {"samples", c0.samples},
+           {"loss_terms", c0.terms},
+           {"reference", c0.micro_reference ? "micro_batches" : "one_batch"},
+           {"comparison", c0.equivalence.to_json()}}));
   checks.push_back(check_json(
       "negative_control", !c0.negative.within() ? "pass" : "fail",
       fmt::format("rank 0's gradient before its last micro-step differs from the reference as it must: "
@@ -735,10 +780,10 @@ int run_validation_rank(const RunSpec& spec, const comm::RankContext& ctx, const
     checks.push_back(check_json(
         "partial_window", ok ? "pass" : "fail",
         fmt::format("last window of {} samples ({} loss terms; ranks/micro-steps past the end skipped compute but "
-                    "joined the collectives) equals its one-pass gradient: max |diff| {}, {} violations; negative "
+                    "joined the collectives) equals its {} gradient: max |diff| {}, {} violations; negative "
                     "control {} violations",
-                    pc.samples, pc.terms, fmt_g(pc.equivalence.max_abs_diff), pc.equivalence.violations,
-                    pc.negative.violations),
+                    pc.samples, pc.terms, pc.micro_reference ? "micro-batch-by-micro-batch" : "one-pass",
+                    fmt_g(pc.equivalence.max_abs_diff), pc.equivalence.violations, pc.negative.violations),
         json{{"policy", "run"},
              {"window", pc.window},
              {"samples", pc.samples},
@@ -848,6 +893,29 @@ int run_validation_rank(const RunSpec& spec, const comm::RankContext& ctx, const
                                        "of host {} (world_size x threads_per_rank > cores)",
                                        tc.first, tc.second, host));
       }
+  // What accumulation changes for a model with batch-dependent layers (docs/DESIGN.md,
+  // "Batch-dependent layers"): said, not failed.
+  const auto dependence = workload->batch_dependence();
+  json model_notes = json::array();
+  if (!dependence.batch_statistics.empty()) {
+    model_notes.push_back(fmt::format(
+        "BatchNorm ({} layer(s): {}{}): each forward normalises over its micro_batch of {} samples, not the global "
+        "batch of {}, and the running statistics are updated {} times per optimizer step (k micro-steps); "
+        "SyncBatchNorm pools the statistics across ranks (not across micro-steps), GroupNorm or LayerNorm remove the "
+        "dependence on the batch",
+        dependence.batch_statistics.size(), dependence.batch_statistics.front(),
+        dependence.batch_statistics.size() > 1 ? ", ..." : "", b, B, k));
+    if (b < kSmallBatchNormMicroBatch)
+      warnings.push_back(fmt::format("micro_batch {} < {}: BatchNorm statistics from {} samples per forward are noisy "
+                                     "and differ from training with the global batch of {}; raise micro_batch (fewer "
+                                     "accum_steps) or use GroupNorm/SyncBatchNorm",
+                                     b, kSmallBatchNormMicroBatch, b, B));
+  }
+  if (!dependence.dropout.empty())
+    model_notes.push_back(fmt::format("dropout ({} layer(s): {}{}): masks are drawn per micro-batch (seeded from its "
+                                      "position in the data stream, so the reference draws the same ones)",
+                                      dependence.dropout.size(), dependence.dropout.front(),
+                                      dependence.dropout.size() > 1 ? ", ..." : ""));
   json environment{{"launcher", ctx.launcher},
                    {"backend", comm ? comm->backend() : std::string("none")},
                    {"device", device.str()},
@@ -862,7 +930,8 @@ int run_validation_rank(const RunSpec& spec, const comm::RankContext& ctx, const
 
   bool ok = true;
   for (const auto& c : checks) ok = ok && c.at("status") != "fail";
-  json record{{"config", config},   {"environment", environment}, {"warnings", warnings}, {"checks", checks},
+  json record{{"config", config},   {"environment", environment}, {"warnings", warnings}, {"model_notes", model_notes},
+              {"checks", checks},
               {"measured", measured}, {"steps", steps},           {"ok", ok}};
   return finish(record, ok);
 }

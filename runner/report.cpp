@@ -33,15 +33,49 @@ std::string rate(double v) {
 
 }  // namespace
 
+Verdicts run_verdicts(const json& run) {
+  Verdicts v;
+  v.accumulation_correct = !run.contains("failure") && run.contains("checks");
+  if (run.contains("checks"))
+    for (const auto& c : run.at("checks"))
+      if (c.at("status") == "fail") v.accumulation_correct = false;
+  if (run.contains("comparison")) {
+    v.prediction_held = true;
+    for (const auto& r : run.at("comparison").at("rows"))
+      if (r.at("status") == "fail") v.prediction_held = false;
+  }
+  return v;
+}
+
+int runs_exit_code(const std::vector<json>& runs) {
+  int code = 0;
+  for (const auto& r : runs) {
+    const auto v = run_verdicts(r);
+    if (!v.accumulation_correct) return 1;
+    if (v.prediction_held == false) code = kExitPredictionMissed;
+  }
+  return code;
+}
+
 json validation_document(const std::vector<json>& runs, int exit_code) {
-  bool ok = !runs.empty();
-  for (const auto& r : runs) ok = ok && r.value("ok", false);
+  bool ok = !runs.empty(), correct = !runs.empty(), any_prediction = false, held = true;
+  for (const auto& r : runs) {
+    ok = ok && r.value("ok", false);
+    const auto v = run_verdicts(r);
+    correct = correct && v.accumulation_correct;
+    if (v.prediction_held) {
+      any_prediction = true;
+      held = held && *v.prediction_held;
+    }
+  }
   return json{{"schema_version", kValidationSchemaVersion},
               {"kind", "gaccum-tune/validation"},
               {"created_utc", utc_now()},
               {"tool", GACCUM_VERSION_STRING},
               {"ok", ok},
               {"exit_code", exit_code},
+              {"accumulation", correct ? "correct" : "incorrect"},
+              {"prediction", !any_prediction ? "not_checked" : held ? "held" : "missed"},
               {"runs", runs}};
 }
 
@@ -74,6 +108,7 @@ std::string format_run(const json& run) {
                      env.at("device").get<std::string>(), env.at("world_size").get<int>(),
                      env.at("threads_per_rank").get<int>(), env.at("launcher").get<std::string>());
   for (const auto& wmsg : run.value("warnings", json::array())) out += fmt::format("  WARNING: {}\n", wmsg.get<std::string>());
+  for (const auto& n : run.value("model_notes", json::array())) out += fmt::format("  NOTE: {}\n", n.get<std::string>());
 
   out += "checks\n";
   for (const auto& c : run.at("checks")) {
@@ -120,6 +155,32 @@ std::string format_run(const json& run) {
                          fmt_value(r.at("measured"), unit), fmt_value(r.at("predicted"), unit), err,
                          r.at("status").get<std::string>());
     }
+  }
+  // The two verdicts, apart: is the accumulation correct, did the prediction hold.
+  const auto v = run_verdicts(run);
+  std::vector<std::string> bad_checks, missed_rows;
+  Count checks_run = 0;
+  for (const auto& c : run.at("checks")) {
+    if (c.at("status") == "fail") bad_checks.push_back(c.at("name").get<std::string>());
+    if (c.at("status") != "n/a") ++checks_run;
+  }
+  out += v.accumulation_correct
+             ? fmt::format("accumulation: CORRECT ({} checks pass)\n", checks_run)
+             : fmt::format("accumulation: INCORRECT ({})\n", fmt::join(bad_checks, ", "));
+  if (!v.prediction_held) {
+    out += "prediction:   not checked (no profile to predict from: pass --profile profile.json, or validate "
+           "--from-tune)\n";
+  } else {
+    const auto& cmp = run.at("comparison");
+    for (const auto& r : cmp.at("rows"))
+      if (r.at("status") == "fail")
+        missed_rows.push_back(fmt::format(
+            "{} {}", r.at("figure").get<std::string>(),
+            r.at("error_pct").is_null() ? std::string("inf") : fmt::format("{:+.1f}%", r.at("error_pct").get<double>())));
+    out += *v.prediction_held
+               ? fmt::format("prediction:   HELD (every gated figure within {}%)\n", cmp.at("tolerance_pct").get<double>())
+               : fmt::format("prediction:   MISSED ({}; tolerance {}%)\n", fmt::join(missed_rows, ", "),
+                             cmp.at("tolerance_pct").get<double>());
   }
   auto failed = failed_items(run);
   out += failed.empty() ? "result: PASS\n" : fmt::format("result: FAIL ({})\n", fmt::join(failed, ", "));

@@ -1,7 +1,8 @@
 // What: validation.json (the document) and the printed table of a validation.
 //   validation.json, schema_version 1:
 //     {"schema_version": 1, "kind": "gaccum-tune/validation", "created_utc", "tool",
-//      "ok", "exit_code", "runs": [run...]}
+//      "ok", "exit_code", "accumulation": "correct"|"incorrect", "prediction": "held"|"missed"|
+//      "not_checked", "runs": [run...]}
 //     run (completed):  {"config", "environment", "warnings", "checks": [{"name", "status":
 //                        pass|fail|n/a, "detail", "numbers"}], "measured", "steps": [per-step raw
 //                        times of every rank], "ok", ["prediction", "comparison"]}
@@ -21,6 +22,7 @@
 // Why: the reports and CI read the file; people read the table. No LibTorch.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,5 +40,19 @@ std::string format_run(const nlohmann::json& run);
 // Names of the failed checks / gated comparison rows of a run ("gradient_equivalence",
 // "prediction:step_time").
 std::vector<std::string> failed_items(const nlohmann::json& run);
+
+// The two verdicts of a run, kept apart (README.md, "Exit codes"): is the accumulation correct
+// (the run finished and no check failed), and did the prediction hold (every gated row of the
+// comparison within tolerance; nullopt when nothing was predicted, e.g. no --profile).
+struct Verdicts {
+  bool accumulation_correct = false;
+  std::optional<bool> prediction_held;
+};
+Verdicts run_verdicts(const nlohmann::json& run);
+
+// validate's exit code for runs that completed: 1 when an accumulation check failed in any run,
+// else 3 when a prediction missed its tolerance in any run, else 0.
+inline constexpr int kExitPredictionMissed = 3;
+int runs_exit_code(const std::vector<nlohmann::json>& runs);
 
 }  // namespace gaccum::runner

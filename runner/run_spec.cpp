@@ -65,9 +65,7 @@ json to_json(const RunSpec& s) {
             {"dtype", s.workload.dtype},
             {"device", s.workload.device},
             {"init_seed", s.workload.init_seed},
-            {"torchscript_path", s.workload.torchscript_path},
-            {"input_shape", s.workload.input_shape},
-            {"target", s.workload.target}};
+            {"torchscript", workloads::torchscript_fields_to_json(s.workload)}};
   return json{{"workload", w},
               {"micro_batch", s.micro_batch},
               {"accum_steps", s.accum_steps},
@@ -96,9 +94,7 @@ RunSpec run_spec_from_json(const json& j, const std::string& what) {
   s.workload.dtype = w.str("dtype");
   s.workload.device = w.str("device");
   s.workload.init_seed = static_cast<std::uint64_t>(w.count("init_seed"));
-  s.workload.torchscript_path = w.opt_str("torchscript_path").value_or("");
-  for (auto c : w.count_list("input_shape")) s.workload.input_shape.push_back(c);
-  s.workload.target = w.opt_str("target").value_or("");
+  workloads::torchscript_fields_from_json(w.object("torchscript"), w.child("torchscript"), s.workload);
   s.micro_batch = f.positive("micro_batch");
   s.accum_steps = f.positive("accum_steps");
   s.world_size = f.positive("world_size");

@@ -230,9 +230,7 @@ ValidateOutcome validate(ValidateOptions o) {
   ValidateOutcome out;
   int launch_code = 0;  // the first failed launch's code (launch_exit_code)
   auto write_doc = [&]() {
-    out.exit_code = 0;
-    for (const auto& r : out.runs)
-      if (!r.value("ok", false)) out.exit_code = 1;
+    out.exit_code = runs_exit_code(out.runs);
     if (launch_code != 0) out.exit_code = launch_code;
     out.document = validation_document(out.runs, out.exit_code);
     write_file_atomic(o.output, out.document.dump(2) + "\n");
@@ -248,7 +246,7 @@ ValidateOutcome validate(ValidateOptions o) {
       ro.deliver = [&](const json& record) {
         out.runs.push_back(add_prediction(record, model.get(), profile ? &*profile : nullptr, o.tolerance_pct));
         write_doc();
-        return out.runs.back().value("ok", false) ? 0 : 1;
+        return runs_exit_code({out.runs.back()});
       };
       int code = 0;
       try {

@@ -1,5 +1,13 @@
 #!/usr/bin/env python3
-"""Writes a tiny scripted CNN (input [b, 3, 16, 16] -> [b, 10]) for the TorchScript tests.
+"""Writes the scripted models of the TorchScript tests into OUT_DIR:
+
+  tiny_cnn.pt      our tiny CNN: input [b, 3, 16, 16] -> [b, 10]
+  resnet18.pt      torchvision's ResNet-18 as shipped (BatchNorm), 10 classes: input [b, 3, 32, 32]
+                   (needs python3-torchvision; skipped with a message without it)
+  token_encoder.pt a torch.nn.TransformerEncoder over token ids with a key-padding mask and
+                   dropout 0.1, predicting a token per position: forward(tokens [b, 32] int64,
+                   pad_mask [b, 32] bool) -> [b, 32, 1000]
+                   (gaccum-tune flags: --input tokens:1000:32 --input pad-mask:32 --target tokens:1000)
 
 Usage: make-torchscript-fixture.py OUT_DIR
 Needs PyTorch (Debian's python3-torch: /usr/bin/python3). The benchmarks' larger models
@@ -23,12 +31,35 @@ class TinyCnn(nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
+class TokenEncoder(nn.Module):
+    def __init__(self, vocab: int = 1000, d_model: int = 64, heads: int = 4, layers: int = 2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model, padding_idx=0)
+        layer = nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=128, dropout=0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, vocab)
+
+    def forward(self, tokens: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encoder(self.embed(tokens), src_key_padding_mask=pad_mask))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
     torch.jit.script(TinyCnn()).save(os.path.join(out, "tiny_cnn.pt"))
     print("wrote", os.path.join(out, "tiny_cnn.pt"))
+    torch.manual_seed(0)
+    torch.jit.script(TokenEncoder()).save(os.path.join(out, "token_encoder.pt"))
+    print("wrote", os.path.join(out, "token_encoder.pt"))
+    try:
+        import torchvision
+    except ImportError:
+        print("python3-torchvision not installed: resnet18.pt skipped (the tests that need it say so)")
+        return
+    torch.manual_seed(0)
+    torch.jit.script(torchvision.models.resnet18(num_classes=10)).save(os.path.join(out, "resnet18.pt"))
+    print("wrote", os.path.join(out, "resnet18.pt"))
 
 
 if __name__ == "__main__":

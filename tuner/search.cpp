@@ -133,6 +133,7 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
           if (k > limits.max_accum_steps) c.violations |= kAccumSteps;
           if (limits.micro_batch_limit > 0 && b > limits.micro_batch_limit) c.violations |= kMicroBatchRange;
           if (c.prediction.memory.peak > limits.limit) c.violations |= kMemory;
+          if (b < limits.min_micro_batch) c.violations |= kModelRaises;
           c.rankable = strategy_rankable(limits, cfg.strategy, cfg.sharding.sharding);
           c.score = objective_score(request.objective, c.prediction, limits.noise_scale);
           res.candidates.push_back(c);
@@ -169,6 +170,10 @@ std::string reason_text(const Candidate& c, const Limits& limits) {
   if (c.violations & kMicroBatchRange)
     parts.push_back(
         fmt::format("micro_batch {} above the measured {} (--extrapolate)", cfg.micro_batch, limits.micro_batch_limit));
+  if (c.violations & kModelRaises)
+    parts.push_back(fmt::format("micro_batch {} < {}: {}", cfg.micro_batch, limits.min_micro_batch,
+                                limits.min_micro_batch_reason.empty() ? "the model raised there when profiled"
+                                                                      : limits.min_micro_batch_reason));
   if (parts.empty() && !c.rankable)
     parts.push_back(fmt::format("{}{}: priced, not ranked (--strategy {} ranks it)", to_string(cfg.strategy),
                                 cfg.sharding.sharding == Sharding::none ? "" : " under " + to_string(cfg.sharding),

@@ -25,6 +25,7 @@ enum Violation : std::uint8_t {
   kAccumSteps = 1,       // accum_steps > --max-accum-steps
   kMicroBatchRange = 2,  // micro_batch above the measured range (no --extrapolate)
   kMemory = 4,           // predicted peak memory > cap x (1 - margin)
+  kModelRaises = 8,      // micro_batch below the smallest the model ran at (it raised when profiled)
 };
 
 struct Candidate {

@@ -105,6 +105,8 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
   l.limit = apply_margin(l.cap, r.margin);
   l.max_accum_steps = r.max_accum_steps;
   l.micro_batch_limit = r.allow_extrapolation ? 0 : info.measured_max_micro_batch;
+  l.min_micro_batch = std::max<Count>(1, info.min_micro_batch);
+  l.min_micro_batch_reason = info.min_micro_batch_reason;
   std::vector<Count> dropped;
   for (Count p : r.world_sizes) {
     if (info.max_world_size > 0 && p > info.max_world_size) {

@@ -75,6 +75,8 @@ struct Limits {
   Bytes limit = 0;  // apply_margin(cap, margin)
   Count max_accum_steps = 0;
   Count micro_batch_limit = 0;        // 0: none; else the measured maximum (no extrapolation)
+  Count min_micro_batch = 1;          // the model raises below it (ModelInfo::min_micro_batch)
+  std::string min_micro_batch_reason;
   std::vector<Count> world_sizes;     // allowed and within ModelInfo::max_world_size
   std::vector<Strategy> ranked;       // strategies that may be picked under DDP / zero1
   std::vector<Strategy> evaluated;    // ranked + priced-only (every-step under auto)

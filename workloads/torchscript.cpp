@@ -1,11 +1,27 @@
 // What: `torchscript`, a user's own model saved with torch.jit.script/trace + save, trained on a
-//       synthetic stream: input [b, *input_shape] ~ N(0, 1); target "classes:N" (uniform labels,
-//       cross-entropy on [b, N] outputs) or "regression:D" (N(0,1) targets, squared error on
-//       [b, D] outputs).
+//       synthetic stream built from the inputs and target of core/model_inputs.hpp:
+//         float:D...      [b, D...] ~ N(0, 1)   (input 0: stream purpose 5, element j draws
+//                          normal(j + 1): bench/ddp_peer.py reproduces it in Python)
+//         tokens:V:S      [b, S] int64 uniform in [1, V) on real positions, 0 on padding
+//         mask:S          [b, S] int64, 1 on the sample's L real positions, then 0
+//         pad-mask:S      [b, S] bool, true on padding
+//       targets: classes:N (labels [b], cross-entropy on [b, N]), regression:D (N(0,1) [b, D],
+//       squared error), tokens:V (labels [b, S], -100 on padding, cross-entropy on [b, S, V]
+//       summed over real tokens; loss_terms = real tokens).
+// Dropout: forward() seeds LibTorch's generator from (stream seed, first sample, count) and runs
+//       the unoptimised graph, so a micro-batch draws the same dropout masks wherever and whenever
+//       it is computed (a rank's first forward, the reference after k of them).
+// Errors: whatever the model raises in forward or the loss becomes a ModelError carrying the
+//       last line of the TorchScript traceback (the model's own message) and the micro_batch.
 // Identity: the file's content hash joins the workload hash, so a changed model file never
 //       matches a stale profile.
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 #include <torch/torch.h>
+
+#include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,25 +29,70 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
-#include "core/parse.hpp"
-#include "workloads/synthetic_rng.hpp"
+#include "core/json_fields.hpp"
 #include "workloads/module_workload.hpp"
+#include "workloads/synthetic_rng.hpp"
 
 namespace gaccum::workloads {
 namespace {
 
+// The last non-empty line of a LibTorch message: for a TorchScript interpreter error, the
+// model's own error ("RuntimeError: Expected more than 1 value per channel when training, ...").
+std::string last_message_line(const std::exception& e) {
+  const auto* c10e = dynamic_cast<const c10::Error*>(&e);
+  const std::string msg = c10e ? c10e->what_without_backtrace() : e.what();
+  std::string last;
+  std::size_t pos = 0;
+  while (pos <= msg.size()) {
+    auto nl = msg.find('\n', pos);
+    std::string line = msg.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    if (!line.empty()) last = line;
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  auto first = last.find_first_not_of(' ');
+  return first == std::string::npos ? msg : last.substr(first);
+}
+
+// Does the graph (inlined, so functional calls count) run one of `ops`?
+bool graph_runs(const torch::jit::Block* block, const std::set<std::string>& ops) {
+  for (const auto* node : block->nodes()) {
+    if (ops.count(node->kind().toQualString())) return true;
+    for (const auto* sub : node->blocks())
+      if (graph_runs(sub, ops)) return true;
+  }
+  return false;
+}
+
+const std::set<std::string> kBatchStatisticOps = {"aten::batch_norm", "aten::_batch_norm_impl_index",
+                                                  "aten::native_batch_norm"};
+const std::set<std::string> kDropoutOps = {"aten::dropout",       "aten::dropout_",       "aten::feature_dropout",
+                                           "aten::alpha_dropout", "aten::feature_alpha_dropout",
+                                           "aten::native_dropout"};
+
+std::string type_short_name(const torch::jit::Module& m) {
+  auto name = m.type()->name();
+  if (!name) return "module";
+  const std::string q = name->qualifiedName();
+  auto dot = q.rfind('.');
+  return dot == std::string::npos ? q : q.substr(dot + 1);
+}
+
 class TorchScriptWorkload final : public Workload {
  public:
   TorchScriptWorkload(WorkloadIdentity id, const WorkloadConfig& cfg)
-      : Workload(std::move(id), torch::Device(cfg.device), parse_dtype(cfg.dtype)), shape_(cfg.input_shape) {
+      : Workload(std::move(id), torch::Device(cfg.device), parse_dtype(cfg.dtype)),
+        path_(cfg.torchscript_path),
+        inputs_(cfg.inputs),
+        target_(cfg.target) {
     if (cfg.torchscript_path.empty()) throw InputError("--torchscript: a TorchScript file is required for workload 'torchscript'");
-    if (shape_.empty()) throw InputError("--input-shape: required with --torchscript, e.g. --input-shape 3,32,32");
-    auto colon = cfg.target.find(':');
-    if (colon == std::string::npos) throw InputError(fmt::format("--target: invalid value '{}': expected classes:N or regression:D", cfg.target));
-    kind_ = cfg.target.substr(0, colon);
-    width_ = parse_positive_count(cfg.target.substr(colon + 1), "--target");
-    if (kind_ != "classes" && kind_ != "regression")
-      throw InputError(fmt::format("--target: invalid value '{}': expected classes:N or regression:D", cfg.target));
+    if (inputs_.empty())
+      throw InputError("--input-shape: required with --torchscript, e.g. --input-shape 3,32,32 (or --input "
+                       "tokens:VOCAB:SEQ for a token model)");
+    check_target_fits_inputs(target_, inputs_, "--target");
+    seq_ = sequence_length(inputs_);
+    masked_ = has_mask(inputs_);
     std::string content = read_file(cfg.torchscript_path, "--torchscript");
     try {
       module_ = torch::jit::load(cfg.torchscript_path, device_);
@@ -50,75 +111,284 @@ class TorchScriptWorkload final : public Workload {
       names_.push_back(p.name);
     }
     if (params_.empty()) throw InputError(fmt::format("--torchscript: '{}' has no trainable parameters", cfg.torchscript_path));
-    identity_.hyper["input_shape"] = shape_;
-    identity_.hyper["target"] = cfg.target;
+    find_batch_dependence();
+    std::vector<std::string> texts;
+    for (const auto& in : inputs_) texts.push_back(to_text(in));
+    identity_.hyper["inputs"] = texts;
+    identity_.hyper["target"] = to_text(target_);
     identity_.hyper["file"] = cfg.torchscript_path;
+    if (target_.kind == TargetKind::tokens) {
+      // The loss is per token: the runner normalises by the window's real tokens.
+      identity_.tokens_per_sample = seq_;
+      const Count lo = (seq_ + 1) / 2;
+      identity_.mean_tokens_per_sample = masked_ ? 0.5 * double(lo + seq_) : double(seq_);
+    }
     finish_identity(hex64(fnv1a64(content)));
   }
 
   std::vector<torch::Tensor> parameters() const override { return params_; }
   std::vector<std::string> parameter_names() const override { return names_; }
+  BatchDependence batch_dependence() const override { return dependence_; }
 
   torch::Tensor forward(const Batch& b) override {
-    auto out = module_.forward({b.input});
-    if (!out.isTensor()) throw InputError("--torchscript: the model's forward() must return one tensor");
+    if (!dependence_.dropout.empty()) {
+      // Same micro-batch, same masks: a function of where the batch sits in its stream only.
+      const std::uint64_t key = splitmix64(splitmix64(b.seed ^ 0xd70b0a7ull) ^ static_cast<std::uint64_t>(b.first_sample)) ^
+                                static_cast<std::uint64_t>(b.samples);
+      torch::manual_seed(key >> 1);
+    }
+    // The graph executor's profiling runs (the first forwards of a process) and its optimised
+    // graph draw dropout's random numbers differently: without optimisation every forward runs
+    // the same graph, so a micro-batch's masks do not depend on how many forwards came before.
+    torch::jit::GraphOptimizerEnabledGuard plain_graph(false);
+    std::vector<torch::jit::IValue> args{b.input};
+    for (const auto& t : b.more_inputs) args.emplace_back(t);
+    torch::jit::IValue out;
+    try {
+      out = module_.forward(args);
+    } catch (const std::exception& e) {
+      rethrow_if_not_the_model(e);
+      throw model_error(e, b.samples, "forward");
+    }
+    if (!out.isTensor())
+      throw ModelError(fmt::format("--torchscript: the forward() of '{}' must return one tensor (it returned a {})",
+                                   path_, out.tagKind()),
+                       b.samples, "forward() did not return a tensor");
     return out.toTensor();
   }
 
   torch::Tensor loss_sum(const torch::Tensor& out, const Batch& b) const override {
-    if (out.dim() != 2 || out.size(0) != b.samples || out.size(1) != width_)
-      throw InputError(fmt::format("--target: the model returned shape {} but {}:{} needs [{}, {}]",
-                                   fmt::join(out.sizes().vec(), "x"), kind_, width_, b.samples, width_));
-    if (kind_ == "classes")
-      return torch::nn::functional::cross_entropy(out, b.target,
-                                                  torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-    return (out - b.target).pow(2).sum();
+    namespace F = torch::nn::functional;
+    const Count w = target_.width;
+    try {
+      switch (target_.kind) {
+        case TargetKind::classes:
+          check_output(out, {b.samples, w});
+          return F::cross_entropy(out, b.target, F::CrossEntropyFuncOptions().reduction(torch::kSum));
+        case TargetKind::regression:
+          check_output(out, {b.samples, w});
+          return (out - b.target).pow(2).sum();
+        case TargetKind::tokens:
+          check_output(out, {b.samples, seq_, w});
+          return F::cross_entropy(out.reshape({-1, w}), b.target.reshape({-1}),
+                                  F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(-100));
+      }
+    } catch (const ModelError&) {
+      throw;
+    } catch (const std::exception& e) {
+      rethrow_if_not_the_model(e);
+      throw model_error(e, b.samples, "the loss");
+    }
+    return {};
   }
 
   Batch make_batch(std::uint64_t seed, Count first, Count count) const override {
-    Count per = 1;
-    for (auto d : shape_) per *= d;
-    std::vector<std::int64_t> dims{count};
-    for (auto d : shape_) dims.push_back(d);
-    auto x = torch::empty(dims, torch::kFloat64);
-    auto* xp = x.data_ptr<double>();
-    torch::Tensor y;
-    if (kind_ == "classes") {
-      y = torch::empty({count}, torch::kInt64);
-    } else {
-      y = torch::empty({count, width_}, torch::kFloat64);
+    Batch b;
+    b.seed = seed;
+    b.first_sample = first;
+    b.samples = count;
+    std::vector<Count> lengths(static_cast<std::size_t>(count), seq_);
+    if (masked_)
+      for (Count s = 0; s < count; ++s) lengths[static_cast<std::size_t>(s)] = sample_length(seed, first + s);
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      auto t = make_input(i, seed, first, count, lengths);
+      if (i == 0)
+        b.input = std::move(t);
+      else
+        b.more_inputs.push_back(std::move(t));
     }
-    for (Count s = 0; s < count; ++s) {
-      SampleRng rng(seed, static_cast<std::uint64_t>(first + s), 5);
-      for (Count j = 0; j < per; ++j) xp[s * per + j] = rng.normal(static_cast<std::uint64_t>(j + 1));
-      if (kind_ == "classes") {
-        y.data_ptr<std::int64_t>()[s] = static_cast<std::int64_t>(rng.below(0, static_cast<std::uint64_t>(width_)));
-      } else {
-        SampleRng trng(seed, static_cast<std::uint64_t>(first + s), 6);
-        for (Count j = 0; j < width_; ++j) y.data_ptr<double>()[s * width_ + j] = trng.normal(static_cast<std::uint64_t>(j));
+    b.loss_terms = count;
+    switch (target_.kind) {
+      case TargetKind::classes: {
+        auto y = torch::empty({count}, torch::kInt64);
+        for (Count s = 0; s < count; ++s) {
+          SampleRng rng(seed, static_cast<std::uint64_t>(first + s), 5);
+          y.data_ptr<std::int64_t>()[s] = static_cast<std::int64_t>(rng.below(0, static_cast<std::uint64_t>(target_.width)));
+        }
+        b.target = y.to(device_);
+        break;
+      }
+      case TargetKind::regression: {
+        auto y = torch::empty({count, target_.width}, torch::kFloat64);
+        for (Count s = 0; s < count; ++s) {
+          SampleRng trng(seed, static_cast<std::uint64_t>(first + s), 6);
+          for (Count j = 0; j < target_.width; ++j)
+            y.data_ptr<double>()[s * target_.width + j] = trng.normal(static_cast<std::uint64_t>(j));
+        }
+        b.target = y.to(device_, dtype_);
+        break;
+      }
+      case TargetKind::tokens: {
+        auto y = torch::full({count, seq_}, -100, torch::kInt64);
+        auto* yp = y.data_ptr<std::int64_t>();
+        Count terms = 0;
+        for (Count s = 0; s < count; ++s) {
+          SampleRng rng(seed, static_cast<std::uint64_t>(first + s), 9);
+          const Count len = lengths[static_cast<std::size_t>(s)];
+          for (Count t = 0; t < len; ++t)
+            yp[s * seq_ + t] = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(t),
+                                                                   static_cast<std::uint64_t>(target_.width)));
+          terms += len;
+        }
+        b.target = y.to(device_);
+        b.loss_terms = terms;
+        break;
       }
     }
-    Batch b;
-    b.input = x.to(device_, dtype_);
-    b.target = kind_ == "classes" ? y.to(device_) : y.to(device_, dtype_);
-    b.samples = count;
-    b.loss_terms = count;
     return b;
   }
 
+  Count loss_terms(std::uint64_t seed, Count first, Count count) const override {
+    if (target_.kind != TargetKind::tokens) return count;
+    if (!masked_) return count * seq_;
+    Count terms = 0;
+    for (Count s = 0; s < count; ++s) terms += sample_length(seed, first + s);
+    return terms;
+  }
+
  private:
-  std::vector<Count> shape_;
-  std::string kind_;
-  Count width_ = 0;
+  // Out of memory (the interpreter rethrows a CUDA OOM as a plain runtime error) and our own
+  // errors keep their meaning; everything else the model raised is the model's error.
+  static void rethrow_if_not_the_model(const std::exception& e) {
+    if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || dynamic_cast<const std::bad_alloc*>(&e) ||
+        dynamic_cast<const Error*>(&e))
+      throw;
+    if (std::string(e.what()).find("out of memory") != std::string::npos) throw;
+  }
+
+  ModelError model_error(const std::exception& e, Count micro_batch, const char* where) const {
+    const std::string line = last_message_line(e);
+    return ModelError(fmt::format("--torchscript: the model '{}' raised in {} at micro_batch {}: {}", path_, where,
+                                  micro_batch, line),
+                      micro_batch, line);
+  }
+
+  void check_output(const torch::Tensor& out, const std::vector<std::int64_t>& want) const {
+    if (out.sizes().vec() == want) return;
+    throw ModelError(fmt::format("--target: the model returned shape [{}] but {} needs [{}]; set --target to the "
+                                 "model's output",
+                                 fmt::join(out.sizes().vec(), ", "), to_text(target_), fmt::join(want, ", ")),
+                     want.front(), "output shape mismatch");
+  }
+
+  // Real length of sample i, uniform in [ceil(S/2), S] (draw 0 of purpose 8).
+  Count sample_length(std::uint64_t seed, Count sample) const {
+    const Count lo = (seq_ + 1) / 2;
+    SampleRng rng(seed, static_cast<std::uint64_t>(sample), 8);
+    return lo + static_cast<Count>(rng.below(0, static_cast<std::uint64_t>(seq_ - lo + 1)));
+  }
+
+  torch::Tensor make_input(std::size_t i, std::uint64_t seed, Count first, Count count,
+                           const std::vector<Count>& lengths) const {
+    const auto& in = inputs_[i];
+    Count per = 1;
+    for (auto d : in.shape) per *= d;
+    std::vector<std::int64_t> dims{count};
+    for (auto d : in.shape) dims.push_back(d);
+    // Input 0 keeps the stream of the single-input workload (purpose 5); input i > 0 uses 100 + i.
+    const std::uint64_t purpose = i == 0 ? 5 : 100 + i;
+    switch (in.kind) {
+      case InputKind::floats: {
+        auto x = torch::empty(dims, torch::kFloat64);
+        auto* xp = x.data_ptr<double>();
+        for (Count s = 0; s < count; ++s) {
+          SampleRng rng(seed, static_cast<std::uint64_t>(first + s), purpose);
+          for (Count j = 0; j < per; ++j) xp[s * per + j] = rng.normal(static_cast<std::uint64_t>(j + 1));
+        }
+        return x.to(device_, dtype_);
+      }
+      case InputKind::tokens: {
+        auto x = torch::zeros(dims, torch::kInt64);
+        auto* xp = x.data_ptr<std::int64_t>();
+        const Count S = in.shape.back();
+        const auto V = static_cast<std::uint64_t>(in.vocab);
+        for (Count s = 0; s < count; ++s) {
+          SampleRng rng(seed, static_cast<std::uint64_t>(first + s), purpose);
+          const Count len = lengths[static_cast<std::size_t>(s)];
+          for (Count j = 0; j < per; ++j) {
+            const bool real = (j % S) < len;
+            // Token 0 is padding; a vocabulary of 1 has only token 0.
+            xp[s * per + j] = real && V > 1 ? static_cast<std::int64_t>(1 + rng.below(static_cast<std::uint64_t>(j + 1), V - 1)) : 0;
+          }
+        }
+        return x.to(device_);
+      }
+      case InputKind::mask:
+      case InputKind::pad_mask: {
+        auto x = torch::zeros(dims, torch::kInt64);
+        auto* xp = x.data_ptr<std::int64_t>();
+        const Count S = in.shape.back();
+        for (Count s = 0; s < count; ++s)
+          for (Count j = 0; j < S; ++j) {
+            const bool real = j < lengths[static_cast<std::size_t>(s)];
+            xp[s * S + j] = in.kind == InputKind::mask ? (real ? 1 : 0) : (real ? 0 : 1);
+          }
+        return in.kind == InputKind::mask ? x.to(device_) : x.to(device_, torch::kBool);
+      }
+    }
+    return {};
+  }
+
+  // BatchNorm and dropout: named modules whose type says so, or the ops in the inlined forward
+  // graph (functional calls have no module).
+  void find_batch_dependence() {
+    for (const auto& m : module_.named_modules()) {
+      const std::string type = type_short_name(m.value);
+      const std::string where = fmt::format("{} ({})", m.name.empty() ? "<model>" : m.name, type);
+      if (type.find("BatchNorm") != std::string::npos) dependence_.batch_statistics.push_back(where);
+      if (type.find("Dropout") != std::string::npos) dependence_.dropout.push_back(where);
+    }
+    bool bn_op = false, dropout_op = false;
+    try {
+      auto graph = module_.get_method("forward").graph()->copy();
+      torch::jit::Inline(*graph);
+      bn_op = graph_runs(graph->block(), kBatchStatisticOps);
+      dropout_op = graph_runs(graph->block(), kDropoutOps);
+    } catch (const c10::Error&) {
+      // A traced or unusual module whose graph cannot be inlined: the named modules decide.
+    }
+    if (bn_op && dependence_.batch_statistics.empty()) dependence_.batch_statistics.push_back("functional batch_norm in forward()");
+    if (dropout_op && dependence_.dropout.empty()) dependence_.dropout.push_back("functional dropout in forward()");
+  }
+
+  std::string path_;
+  std::vector<ModelInput> inputs_;
+  ModelTarget target_;
+  Count seq_ = 0;
+  bool masked_ = false;
   torch::jit::script::Module module_;
   std::vector<torch::Tensor> params_;
   std::vector<std::string> names_;
+  BatchDependence dependence_;
 };
 
 }  // namespace
 
 std::unique_ptr<Workload> make_torchscript(WorkloadIdentity id, const WorkloadConfig& cfg) {
   return std::make_unique<TorchScriptWorkload>(std::move(id), cfg);
+}
+
+nlohmann::json torchscript_fields_to_json(const WorkloadConfig& cfg) {
+  std::vector<std::string> texts;
+  for (const auto& in : cfg.inputs) texts.push_back(to_text(in));
+  return nlohmann::json{{"torchscript_path", cfg.torchscript_path}, {"inputs", texts}, {"target", to_text(cfg.target)}};
+}
+
+void torchscript_fields_from_json(const nlohmann::json& j, const std::string& where, WorkloadConfig& cfg) {
+  JsonFields f(j, where);
+  cfg.torchscript_path = f.opt_str("torchscript_path").value_or("");
+  cfg.inputs.clear();
+  if (f.has("inputs")) {
+    const auto& arr = j.at("inputs");
+    if (!arr.is_array()) throw InputError(fmt::format("{}.inputs: expected a list of input texts", where));
+    std::vector<std::string> texts;
+    for (const auto& t : arr) {
+      if (!t.is_string()) throw InputError(fmt::format("{}.inputs: expected a list of input texts", where));
+      texts.push_back(t.get<std::string>());
+    }
+    if (!texts.empty()) cfg.inputs = parse_model_inputs(texts, where + ".inputs");
+  }
+  if (auto t = f.opt_str("target"); t && !t->empty()) cfg.target = parse_model_target(*t, where + ".target");
 }
 
 }  // namespace gaccum::workloads

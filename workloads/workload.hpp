@@ -6,8 +6,9 @@
 //      (seed, i), so a window's micro-batches concatenated equal the one-pass reference batch.
 //
 // Shapes: mlp input [b, in], target [b] (int64 class); gpt input/target [b, seq_len] (int64
-// tokens, target -100 on padding); cnn input [b, 3, H, W], target [b]; torchscript input
-// [b, *input_shape], target [b] (classes) or [b, D] (regression).
+// tokens, target -100 on padding); cnn input [b, 3, H, W], target [b]; torchscript: the inputs
+// and target of core/model_inputs.hpp (float, token and mask inputs; class, regression and
+// token targets).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
+#include "core/model_inputs.hpp"
 #include "core/profile.hpp"
 #include "core/units.hpp"
 
@@ -25,9 +27,24 @@ namespace gaccum::workloads {
 
 struct Batch {
   torch::Tensor input;
+  std::vector<torch::Tensor> more_inputs;  // forward()'s further arguments (torchscript), in order
   torch::Tensor target;
   Count samples = 0;
   Count loss_terms = 0;  // what the loss sum is normalised by: samples, or real tokens (gpt)
+  // Where the batch sits in its stream: a model with dropout seeds its masks from these, so the
+  // same micro-batch draws the same masks in a rank and in the one-process reference.
+  std::uint64_t seed = 0;
+  Count first_sample = 0;
+};
+
+// Layers that make a sample's output depend on more than the sample itself (docs/DESIGN.md,
+// "Batch-dependent layers"): batch statistics (BatchNorm normalises over the micro-batch) and
+// dropout (a random mask per forward). Accumulating k micro-batches is then not one big batch;
+// the runner compares against the same micro-batches computed in one process instead.
+struct BatchDependence {
+  std::vector<std::string> batch_statistics;  // module paths and types, e.g. "layer1.0.bn1 (BatchNorm2d)"
+  std::vector<std::string> dropout;           // e.g. "encoder.layers.0.dropout (Dropout)"
+  bool any() const { return !batch_statistics.empty() || !dropout.empty(); }
 };
 
 // How a user asks for a workload. `name` is a preset ("gpt-tiny"), a kind ("gpt") or
@@ -40,8 +57,8 @@ struct WorkloadConfig {
   std::uint64_t init_seed = 1234;       // parameter initialisation (identical on all ranks)
   // TorchScript only:
   std::string torchscript_path;
-  std::vector<Count> input_shape;       // per sample, e.g. {3, 32, 32}
-  std::string target;                   // "classes:10" or "regression:4"
+  std::vector<ModelInput> inputs;       // forward()'s arguments, e.g. {float:3,32,32}
+  ModelTarget target;                   // classes:10, regression:4 or tokens:V
 };
 
 class Workload {
@@ -68,6 +85,8 @@ class Workload {
   virtual Count loss_terms(std::uint64_t seed, Count first_sample, Count count) const {
     return make_batch(seed, first_sample, count).loss_terms;
   }
+  // The model's batch-dependent layers (none for the built-in workloads).
+  virtual BatchDependence batch_dependence() const { return {}; }
 
  protected:
   Workload(WorkloadIdentity id, torch::Device device, torch::Dtype dtype)
@@ -104,6 +123,11 @@ std::string resolve_device(const std::string& requested);
 WorkloadConfig parse_workload_arg(const std::string& text);
 
 torch::Dtype parse_dtype(const std::string& text);
+
+// The TorchScript fields of a WorkloadConfig as JSON ({"inputs": [text...], "target": text}) and
+// back, for the rank processes' argument files.
+nlohmann::json torchscript_fields_to_json(const WorkloadConfig& cfg);
+void torchscript_fields_from_json(const nlohmann::json& j, const std::string& where, WorkloadConfig& cfg);
 Bytes dtype_size(torch::Dtype dt);
 
 }  // namespace gaccum::workloads

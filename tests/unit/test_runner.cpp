@@ -241,8 +241,31 @@ TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
       "  breakdown     compute 1 s, exposed comm 10 ms, comm in flight 20 ms, optimizer 40 ms, rank skew 1 ms\n"
       "  collectives   2 per step, per micro-step [0,2]\n"
       "  noise scale   B_simple 16 samples (|G_b|^2 1 at b=2, |G_B|^2 0.3 at B=16)\n"
+      "accumulation: INCORRECT (parameters_identical)\n"
+      "prediction:   not checked (no profile to predict from: pass --profile profile.json, or validate "
+      "--from-tune)\n"
       "result: FAIL (parameters_identical)\n";
   CHECK(format_run(run) == expected);
+  // The two verdicts apart: checks decide the accumulation (exit 1), the comparison the
+  // prediction (exit 3 when only it missed).
+  CHECK_FALSE(run_verdicts(run).accumulation_correct);
+  CHECK_FALSE(run_verdicts(run).prediction_held.has_value());
+  CHECK(runs_exit_code({run}) == 1);
+  json good = run;
+  good["checks"][2]["status"] = "pass";
+  CHECK(run_verdicts(good).accumulation_correct);
+  CHECK(runs_exit_code({good}) == 0);
+  json row{{"figure", "step_time"}, {"unit", "s"},      {"measured", 1.0},
+           {"predicted", 1.5},        {"error_pct", 50.0}, {"status", "fail"}};
+  good["comparison"] = json{{"tolerance_pct", 10.0}, {"rows", json::array({row})}};
+  CHECK(run_verdicts(good).prediction_held == false);
+  CHECK(runs_exit_code({good}) == kExitPredictionMissed);
+  CHECK_THAT(format_run(good), Catch::Contains("accumulation: CORRECT (2 checks pass)") &&
+                                   Catch::Contains("prediction:   MISSED (step_time +50.0%; tolerance 10%)"));
+  CHECK(runs_exit_code({good, run}) == 1);  // an incorrect accumulation outranks a missed prediction
+  good["comparison"]["rows"][0]["status"] = "pass";
+  CHECK(run_verdicts(good).prediction_held == true);
+  CHECK(runs_exit_code({good}) == 0);
   CHECK(failed_items(run) == std::vector<std::string>{"parameters_identical"});
   json failed{{"config", run.at("config")}, {"ok", false}, {"failure", "rank 1 (pid 7) was killed by SIGKILL (9)"}};
   CHECK(format_run(failed) ==

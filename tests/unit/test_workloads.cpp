@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/model_inputs.hpp"
 #include "workloads/optimizer.hpp"
 #include "workloads/workload.hpp"
 
@@ -147,9 +148,9 @@ TEST_CASE("TorchScript workloads load, train, and reject corrupt files", "[workl
   WorkloadConfig cfg;
   cfg.name = "torchscript";
   cfg.torchscript_path = model.string();
-  cfg.input_shape = {3, 16, 16};
-  cfg.target = "classes:10";
+  cfg.inputs = parse_model_inputs({"float:3,16,16"}, "--input");
   auto w = make_workload(cfg);
+  CHECK_FALSE(w->batch_dependence().any());
   CHECK(w->identity().kind == "torchscript");
   CHECK(w->identity().param_count > 0);
   auto b = w->make_batch(1, 0, 4);
@@ -162,8 +163,91 @@ TEST_CASE("TorchScript workloads load, train, and reject corrupt files", "[workl
   cfg.torchscript_path = corrupt.string();
   CHECK_THROWS_WITH(make_workload(cfg), Catch::Contains("not a loadable TorchScript file"));
   cfg.torchscript_path = model.string();
-  cfg.target = "classes:7";
+  cfg.target = parse_model_target("classes:7", "--target");
   auto w7 = make_workload(cfg);
   auto b7 = w7->make_batch(1, 0, 2);
   CHECK_THROWS_WITH(w7->loss_sum(w7->forward(b7), b7), Catch::Contains("--target"));
+
+  // A wrong input shape is the model's own error, with the micro_batch, never "internal error".
+  cfg.target = ModelTarget{};
+  cfg.inputs = parse_model_inputs({"float:5,16,16"}, "--input");
+  auto wrong = make_workload(cfg);
+  auto bw = wrong->make_batch(1, 0, 3);
+  try {
+    (void)wrong->forward(bw);
+    FAIL("a 5-channel input to a 3-channel conv must raise");
+  } catch (const ModelError& e) {
+    CHECK(e.micro_batch() == 3);
+    CHECK_THAT(std::string(e.what()), Catch::Contains("raised in forward at micro_batch 3"));
+    CHECK_THAT(e.model_message(), Catch::Contains("channels"));
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}
+
+// Models the test suite writes with torchvision / torch.nn (scripts/make-torchscript-fixture.py).
+TEST_CASE("stock models: BatchNorm and dropout are found, token inputs and masks are built", "[workloads][torchscript]") {
+  const char* dir = std::getenv("GACCUM_FIXTURE_DIR");
+  const auto resnet = dir ? std::filesystem::path(dir) / "resnet18.pt" : std::filesystem::path();
+  const auto encoder = dir ? std::filesystem::path(dir) / "token_encoder.pt" : std::filesystem::path();
+  if (!dir || !std::filesystem::exists(encoder)) {
+    WARN("skipped: no token_encoder.pt fixture (needs python3-torch)");
+    return;
+  }
+  WorkloadConfig cfg;
+  cfg.name = "torchscript";
+  cfg.torchscript_path = encoder.string();
+  cfg.inputs = parse_model_inputs({"tokens:1000:32", "pad-mask:32"}, "--input");
+  cfg.target = parse_model_target("tokens:1000", "--target");
+  auto enc = make_workload(cfg);
+  const auto dep = enc->batch_dependence();
+  CHECK(dep.batch_statistics.empty());
+  REQUIRE_FALSE(dep.dropout.empty());
+  CHECK_THAT(dep.dropout.front(), Catch::Contains("Dropout"));
+  auto b = enc->make_batch(3, 10, 4);
+  REQUIRE(b.more_inputs.size() == 1);
+  CHECK(b.input.scalar_type() == torch::kInt64);
+  CHECK(b.more_inputs[0].scalar_type() == torch::kBool);
+  // Padding: the mask is true exactly where the token is 0 and the target -100; every sample has
+  // between 16 and 32 real tokens; loss_terms counts them.
+  const auto real = b.more_inputs[0].logical_not().sum(1);
+  CHECK(real.min().item<std::int64_t>() >= 16);
+  CHECK(real.max().item<std::int64_t>() <= 32);
+  CHECK(b.loss_terms == real.sum().item<std::int64_t>());
+  CHECK(b.loss_terms == enc->loss_terms(3, 10, 4));
+  CHECK(torch::equal(b.input.eq(0), b.more_inputs[0]));
+  CHECK(torch::equal(b.target.eq(-100), b.more_inputs[0]));
+  CHECK(b.input.max().item<std::int64_t>() < 1000);
+  // Same micro-batch, same dropout masks: forward is deterministic per (seed, first, count) ...
+  auto o1 = enc->forward(b), o2 = enc->forward(b);
+  CHECK(torch::equal(o1, o2));
+  // ... and a different micro-batch of the same data draws different masks.
+  auto shifted = enc->make_batch(3, 10, 4);
+  shifted.first_sample = 11;
+  CHECK_FALSE(torch::equal(enc->forward(shifted), o1));
+  auto loss = enc->loss_sum(o1, b) / static_cast<double>(b.loss_terms);
+  CHECK(std::isfinite(loss.item<double>()));
+
+  // An embedding given ids beyond its vocabulary: the model's message, not "internal error".
+  cfg.inputs = parse_model_inputs({"tokens:5000:32", "pad-mask:32"}, "--input");
+  auto big = make_workload(cfg);
+  auto bb = big->make_batch(1, 0, 2);
+  CHECK_THROWS_WITH(big->forward(bb), Catch::Contains("index out of range"));
+
+  if (!std::filesystem::exists(resnet)) {
+    WARN("skipped: no resnet18.pt fixture (needs python3-torchvision)");
+    return;
+  }
+  WorkloadConfig rc;
+  rc.name = "torchscript";
+  rc.torchscript_path = resnet.string();
+  rc.inputs = parse_model_inputs({"float:3,32,32"}, "--input-shape");
+  auto rn = make_workload(rc);
+  CHECK(rn->identity().param_count == 11181642);  // torchvision resnet18, 10 classes
+  CHECK(rn->batch_dependence().batch_statistics.size() == 20);
+  CHECK(rn->batch_dependence().dropout.empty());
+  // BatchNorm at micro_batch 1 on a 1x1 map: the model's own words reach the user.
+  auto one = rn->make_batch(1, 0, 1);
+  CHECK_THROWS_WITH(rn->forward(one), Catch::Contains("Expected more than 1 value per channel when training"));
+  auto two = rn->make_batch(1, 0, 2);
+  CHECK(rn->forward(two).sizes() == torch::IntArrayRef({2, 10}));
 }
