@@ -2,6 +2,7 @@
 """Writes the scripted models of the TorchScript tests into OUT_DIR:
 
   tiny_cnn.pt      our tiny CNN: input [b, 3, 16, 16] -> [b, 10]
+  tiny_bn.pt       the same with a BatchNorm1d on the pooled features (raises at micro_batch 1)
   resnet18.pt      torchvision's ResNet-18 as shipped (BatchNorm), 10 classes: input [b, 3, 32, 32]
                    (needs python3-torchvision; skipped with a message without it)
   token_encoder.pt a torch.nn.TransformerEncoder over token ids with a key-padding mask and
@@ -31,6 +32,18 @@ class TinyCnn(nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
+class TinyBn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm1d(8)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.conv(x))
+        return self.fc(self.bn(x.mean(dim=(2, 3))))
+
+
 class TokenEncoder(nn.Module):
     def __init__(self, vocab: int = 1000, d_model: int = 64, heads: int = 4, layers: int = 2):
         super().__init__()
@@ -49,6 +62,9 @@ def main():
     torch.manual_seed(0)
     torch.jit.script(TinyCnn()).save(os.path.join(out, "tiny_cnn.pt"))
     print("wrote", os.path.join(out, "tiny_cnn.pt"))
+    torch.manual_seed(0)
+    torch.jit.script(TinyBn()).save(os.path.join(out, "tiny_bn.pt"))
+    print("wrote", os.path.join(out, "tiny_bn.pt"))
     torch.manual_seed(0)
     torch.jit.script(TokenEncoder()).save(os.path.join(out, "token_encoder.pt"))
     print("wrote", os.path.join(out, "token_encoder.pt"))

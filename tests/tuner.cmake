@@ -76,5 +76,5 @@ gaccum_cli_test(tune-torchscript-and-profile 2 "at most one of --workload / --to
   ${G} tune --torchscript model.pt --profile ${D}/small-profile.json --out ${T}/bad)
 gaccum_cli_test(tune-device-memory-with-profile 2 "--device-memory applies to the profile-first path" --one-line-stderr --
   ${G} tune --profile ${D}/small-profile.json --device-memory 1GiB --out ${T}/bad)
-gaccum_cli_test(predict-input-shape-without-torchscript 2 "--input-shape and --target apply to --torchscript only" --one-line-stderr --
+gaccum_cli_test(predict-input-shape-without-torchscript 2 "--input-shape, --input and --target apply to --torchscript only" --one-line-stderr --
   ${G} predict --workload gpt-tiny --input-shape 3,8,8 -b 1)

@@ -508,9 +508,14 @@ TEST_CASE("with a real profile, each figure sits beside its prediction", "[runne
   CHECK(rows["comm_buffer_bytes"].at("status") == "pass");
   CHECK(std::abs(rows["peak_memory"].at("error_pct").get<double>()) < 25);
   CHECK(r.out.find("predicted vs measured (tolerance 1000%)") != std::string::npos);
-  // The same run against a 0% tolerance fails on the timed figures: exit 1.
+  // The same run against a 0% tolerance misses on the timed figures while the accumulation is
+  // still correct: the two verdicts apart, exit 3 (README.md, "Exit codes").
   a.back() = "0%";
   auto strict = validate(a);
-  CHECK(strict.code == 1);
+  CHECK(strict.code == 3);
   CHECK(strict.out.find("prediction:step_time") != std::string::npos);
+  CHECK(strict.out.find("accumulation: CORRECT") != std::string::npos);
+  CHECK(strict.out.find("prediction:   MISSED (") != std::string::npos);
+  CHECK(strict.doc.at("accumulation") == "correct");
+  CHECK(strict.doc.at("prediction") == "missed");
 }

@@ -1,0 +1,45 @@
+# Models no one here wrote (included from tests/CMakeLists.txt): torchvision's ResNet-18 (20
+# BatchNorm layers, raises at micro_batch 1) and a scripted torch.nn.TransformerEncoder over
+# token ids with a key-padding mask and dropout, both written by the test suite
+# (scripts/make-torchscript-fixture.py). Each is profiled, tuned and validated with the defaults
+# only (the flags that describe the model, nothing else), and every correctness check must pass.
+# Without python3-torchvision the ResNet tests say so and pass (skip), as the fixture does.
+set(G $<TARGET_FILE:gaccum-tune>)
+set(M "${CMAKE_CURRENT_BINARY_DIR}/models")
+file(MAKE_DIRECTORY "${M}")
+set(_rn "${GACCUM_FIXTURE_DIR}/resnet18.pt")
+set(_enc "${GACCUM_FIXTURE_DIR}/token_encoder.pt")
+set(_cnn "${GACCUM_FIXTURE_DIR}/tiny_cnn.pt")
+set(_bn "${GACCUM_FIXTURE_DIR}/tiny_bn.pt")
+
+# The end-to-end scripts say what they check (tests/models/*.sh).
+gaccum_cli_test(models-resnet18-defaults 0 "RESNET-OK|SKIPPED: no resnet18.pt" --
+  "${CMAKE_CURRENT_SOURCE_DIR}/models/resnet18.sh" ${G} ${M}/resnet18 ${_rn})
+set_tests_properties("cli: models-resnet18-defaults" PROPERTIES FIXTURES_REQUIRED torchscript TIMEOUT 900)
+
+gaccum_cli_test(models-token-encoder-defaults 0 "ENCODER-OK" --
+  "${CMAKE_CURRENT_SOURCE_DIR}/models/token_encoder.sh" ${G} ${M}/encoder ${_enc})
+set_tests_properties("cli: models-token-encoder-defaults" PROPERTIES FIXTURES_REQUIRED torchscript TIMEOUT 600)
+
+# The model's own error reaches the user, one line, exit 2, never "internal error".
+gaccum_cli_test(models-wrong-input-shape 2 "raised in forward at micro_batch .*expected input.* to have 3 channels, but got 5 channels.*--input-shape" --one-line-stderr --
+  ${G} profile --torchscript ${_cnn} --input-shape 5,32,32 -o ${M}/wrong.json)
+set_tests_properties("cli: models-wrong-input-shape" PROPERTIES FIXTURES_REQUIRED torchscript)
+gaccum_cli_test(models-token-out-of-vocabulary 2 "the model .* raised in forward at micro_batch .*index out of range" --one-line-stderr --
+  ${G} profile --torchscript ${_enc} --input tokens:5000:32 --input pad-mask:32 --target tokens:1000 -o ${M}/oov.json)
+set_tests_properties("cli: models-token-out-of-vocabulary" PROPERTIES FIXTURES_REQUIRED torchscript)
+gaccum_cli_test(models-validate-model-raises 2 "raised in forward at micro_batch 1: .*Expected more than 1 value per channel" --
+  ${G} validate --torchscript ${_bn} --input-shape 3,16,16 -b 1 -k 2 -p 1 --steps 1 --warmup 1 -o ${M}/v-b1.json)
+set_tests_properties("cli: models-validate-model-raises" PROPERTIES FIXTURES_REQUIRED torchscript)
+
+# Input flags: errors name the flag and the fix.
+gaccum_cli_test(models-mask-without-tokens 2 "--input: 'mask:32' is a mask but no token input is given" --one-line-stderr --
+  ${G} predict --torchscript ${_enc} --input mask:32 -b 1)
+gaccum_cli_test(models-bad-input-kind 2 "--input: invalid value 'ints:3': expected float:" --one-line-stderr --
+  ${G} tune --torchscript ${_enc} --input ints:3 --out ${M}/bad)
+gaccum_cli_test(models-token-target-without-tokens 2 "--target: 'tokens:1000' predicts a token per position but no token input" --one-line-stderr --
+  ${G} check --torchscript ${_enc} --input-shape 3,8,8 --target tokens:1000 -b 1)
+gaccum_cli_test(models-input-shape-and-input 2 "--input-shape: give the model's inputs either as --input-shape" --one-line-stderr --
+  ${G} validate --torchscript ${_enc} --input-shape 3,8,8 --input tokens:10:4)
+gaccum_cli_test(models-input-without-torchscript 2 "--input-shape, --input and --target apply to --torchscript only" --one-line-stderr --
+  ${G} profile --input tokens:10:4 -o ${M}/x.json)
