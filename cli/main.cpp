@@ -9,6 +9,8 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <new>
+#include <string>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -92,7 +94,24 @@ int main(int argc, char** argv) {
   } catch (const gaccum::Error& e) {
     return error(e.what(), kExitFailed);
   } catch (const c10::Error& e) {
-    return error(std::string("LibTorch: ") + e.what_without_backtrace(), kExitFailed);
+    // One line: the last non-empty line of LibTorch's message is the error itself.
+    std::string msg = e.what_without_backtrace(), line;
+    for (std::size_t pos = 0; pos < msg.size();) {
+      const auto nl = msg.find('\n', pos);
+      std::string l = msg.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+      if (l.find_first_not_of(" \t\r") != std::string::npos) line = l.substr(l.find_first_not_of(" \t"));
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+    if (line.find("can't allocate memory") != std::string::npos)
+      return error("out of host memory (LibTorch: " + line + "): lower --micro-batch / --micro-batches or use a "
+                   "smaller model",
+                   kExitFailed);
+    return error("LibTorch: " + line, kExitFailed);
+  } catch (const std::bad_alloc&) {
+    return error("out of host memory (std::bad_alloc): the request needs more memory than this machine has; lower "
+                 "--micro-batch / --micro-batches or use a smaller model",
+                 kExitFailed);
   } catch (const std::exception& e) {
     return error(std::string("internal error: ") + e.what(), kExitFailed);
   }

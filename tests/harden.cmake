@@ -82,3 +82,7 @@ gaccum_cli_test(harden-dir-profile 2 "is a directory, not a file" --one-line-std
 gaccum_cli_test(harden-dir-job 2 "--job: '.*' is a directory, not a file" --one-line-stderr -- ${G} check --job ${H})
 gaccum_cli_test(harden-dir-deepspeed 2 "--deepspeed-config: '.*' is a directory, not a file" --one-line-stderr --
                 ${G} check --deepspeed-config ${H} --profile ${D}/small-profile.json)
+
+# A request larger than the host's memory is named as such, never "internal error".
+gaccum_cli_test(harden-micro-batches-beyond-host-memory 1 "out of host memory .*lower --micro-batch" --one-line-stderr --
+  ${G} profile --workload mlp-small --micro-batches 4000000000 --ranks 1 -o ${H}/huge.json)

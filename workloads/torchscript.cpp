@@ -253,7 +253,9 @@ class TorchScriptWorkload final : public Workload {
     if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || dynamic_cast<const std::bad_alloc*>(&e) ||
         dynamic_cast<const Error*>(&e))
       throw;
-    if (std::string(e.what()).find("out of memory") != std::string::npos) throw;
+    const std::string what = e.what();
+    if (what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos)
+      throw;
   }
 
   ModelError model_error(const std::exception& e, Count micro_batch, const char* where) const {
