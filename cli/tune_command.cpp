@@ -13,7 +13,8 @@
 //   --max-world-size         cluster size; CPU profile: cores / threads per rank (a rank stands
 //                            for a GPU, at most one rank per core group); GPU profile: the largest
 //                            rank count it measured
-//   --memory-cap 90%  --margin 10%  --max-accum-steps 64  --strategy auto
+//   --memory-cap 100%  --margin 10%  --max-accum-steps 64  --strategy auto  (cap and margin as in
+//   `check`: the device, less a 10% safety margin, which is also the profiler's 90% sweep cap)
 //   --objective throughput  --optimizer adam  --top 10  --out gaccum-out
 
 #include <chrono>
@@ -66,7 +67,7 @@ struct TuneOptions {
   std::string global_batch_range;  // "256-1024"
   std::string max_world_size;      // default: see the file comment
   std::string world_sizes;         // "1,2,4,8"
-  std::string memory_cap = "90%";
+  std::string memory_cap = "100%";
   std::string margin = "10%";
   std::string max_accum_steps = "64";
   std::string strategy = "auto";
@@ -278,7 +279,7 @@ void add_tune_command(CLI::App& app, Action& action) {
   sub->add_flag("--reprofile", o->reprofile, "Profile again even when a cached profile matches");
   sub->add_flag("--json", o->json, "Print the JSON result instead of the terminal report");
   sub->footer(
-      "Defaults: --workload gpt-tiny --global-batch 512 --memory-cap 90% --margin 10% --max-accum-steps 64\n"
+      "Defaults: --workload gpt-tiny --global-batch 512 --memory-cap 100% --margin 10% --max-accum-steps 64\n"
       "--strategy auto --sharding auto --precision auto --checkpointing auto --objective throughput --optimizer adam\n"
       "--top 10 --out gaccum-out; world sizes 1..N with N\n"
       "the cluster size, or on a CPU profile cores / threads per rank (each rank stands for one GPU).\n"

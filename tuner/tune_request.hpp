@@ -37,7 +37,7 @@ struct TuneRequest {
   Count global_batch_min = 0;  // == global_batch_max for an exact target
   Count global_batch_max = 0;
   std::vector<Count> world_sizes;  // allowed data-parallel sizes
-  MemoryCap memory_cap{std::nullopt, 0.9};
+  MemoryCap memory_cap{std::nullopt, 1.0};  // the device (as check); the margin is the safety
   double margin = 0.10;  // peak memory must stay <= cap x (1 - margin)
   Count max_accum_steps = 64;
   std::optional<Strategy> strategy;  // nullopt: auto (rank overlap and fused; price every-step)
