@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "check/verdict.hpp"
 #include "cli/command.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
@@ -78,9 +79,28 @@ int main(int argc, char** argv) {
                    kExitBadInput);
     }
     std::string hint;
-    for (const auto* sub : app.get_subcommands()) hint = fmt::format(" (see gaccum-tune {} --help)", sub->get_name());
+    bool check_json = false;
+    for (const auto* sub : app.get_subcommands()) {
+      hint = fmt::format(" (see gaccum-tune {} --help)", sub->get_name());
+      if (sub->get_name() == "check")
+        for (int i = 2; i < argc; ++i) check_json = check_json || std::string(argv[i]) == "--json";
+    }
     if (hint.empty()) hint = " (see gaccum-tune --help)";
-    return error(std::string(e.what()) + hint, kExitBadInput);
+    std::string what = e.what();
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      // CLI11 lists the unexpected arguments last-first; name them in the order they were typed.
+      std::vector<std::string> extras = app.remaining();
+      for (const auto* sub : app.get_subcommands())
+        for (const auto& r : sub->remaining()) extras.push_back(r);
+      if (!extras.empty())
+        what = fmt::format("unexpected argument{}: {}", extras.size() > 1 ? "s" : "", fmt::join(extras, " "));
+    }
+    // `check --json` always answers with a verdict, also when the flags themselves are bad.
+    if (check_json)
+      std::fputs(gaccum::check::print_error_json(what + hint, kExitBadInput, GACCUM_VERSION_STRING)
+                     .c_str(),
+                 stdout);
+    return error(what + hint, kExitBadInput);
   } catch (const gaccum::InputError& e) {
     return error(e.what(), kExitBadInput);
   }

@@ -173,3 +173,10 @@ gaccum_cli_test(check-deepspeed-auto-unfilled 2 "\"auto\" or absent and nothing 
   ${G} check --deepspeed-config ${C}/ds-hf-auto.json --profile ${P} -p 2)
 gaccum_cli_test(check-json-bad-input 2 "\"verdict\": \"error\".*\"exit_code\": 2" -- ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh
   ${G} check --deepspeed-config ${C}/ds-hf-auto.json --profile ${P} -p 2 --json)
+
+# `check --json` answers with an error verdict also when CLI11 rejects the flags, and unexpected
+# arguments are named in the order they were typed.
+gaccum_cli_test(check-json-bad-flag 2 "\"verdict\": \"error\".*\"error\": \"unexpected arguments: --bogus 1 " --
+  ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh ${G} check --json --bogus 1)
+gaccum_cli_test(validate-extras-in-order 2 "unexpected arguments: --bogus x extra \\(see gaccum-tune validate --help\\)" --one-line-stderr --
+  ${G} validate --bogus x -b 2 extra)
