@@ -47,7 +47,15 @@ double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::dura
 std::atomic<Count> g_step{-1}, g_micro{-1};
 
 std::string where() {
-  if (g_step.load() < 0) return "before step 0";
+  if (g_step.load() < 0) {
+    // Before step 0 a rank waits for its peers through MASTER_ADDR:MASTER_PORT: name them, a
+    // port that accepts but never answers is the usual cause.
+    const char* addr = std::getenv("MASTER_ADDR");
+    const char* port = std::getenv("MASTER_PORT");
+    return fmt::format("before step 0 (connecting through MASTER_ADDR={} MASTER_PORT={}: is the address right and the "
+                       "port free, and was every rank started?)",
+                       addr && *addr ? addr : "<unset>", port && *port ? port : "<unset>");
+  }
   return fmt::format("in step {} micro-step {}", g_step.load(), g_micro.load());
 }
 

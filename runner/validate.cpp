@@ -221,6 +221,19 @@ ValidateOutcome validate(ValidateOptions o) {
     s.validate();
   }
 
+  // A local launch starts world_size processes on this host: refuse a count no host runs before
+  // forking hundreds of ranks (correctness runs may oversubscribe the cores, up to 8 per core).
+  if (!joined) {
+    const Count cores = static_cast<Count>(std::max(1u, std::thread::hardware_concurrency()));
+    const Count most = std::max<Count>(64, 8 * cores);
+    for (const auto& s : specs)
+      if (s.world_size > most)
+        throw InputError(fmt::format("--world-size: {} ranks on one host with {} cores; a local launch runs at most {} "
+                                     "(8 per core): use fewer ranks, or launch across nodes with torchrun/Slurm/mpirun "
+                                     "(runner/MULTINODE.md)",
+                                     s.world_size, cores, most));
+  }
+
   // Fail before a long run, not after it, when the output cannot be written.
   const fs::path out_dir = fs::path(o.output).parent_path();
   if (!out_dir.empty() && !fs::is_directory(out_dir))

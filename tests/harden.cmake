@@ -86,3 +86,12 @@ gaccum_cli_test(harden-dir-deepspeed 2 "--deepspeed-config: '.*' is a directory,
 # A request larger than the host's memory is named as such, never "internal error".
 gaccum_cli_test(harden-micro-batches-beyond-host-memory 1 "out of host memory .*lower --micro-batch" --one-line-stderr --
   ${G} profile --workload mlp-small --micro-batches 4000000000 --ranks 1 -o ${H}/huge.json)
+
+# A local launch of more ranks than any host runs is refused before forking.
+gaccum_cli_test(harden-validate-world-size-beyond-host 2 "--world-size: 100000 ranks on one host with [0-9]+ cores; a local launch runs at most" --one-line-stderr --
+  ${G} validate --world-size 100000 -b 1 -k 1)
+
+# A MASTER_PORT that accepts but never answers: the hung rank names MASTER_ADDR and MASTER_PORT.
+find_program(GACCUM_PY3 NAMES python3)
+gaccum_cli_test(harden-hung-master-port 88 "no progress .* before step 0 \\(connecting through MASTER_ADDR=127.0.0.1 MASTER_PORT=[0-9]+" --
+  ${CMAKE_CURRENT_SOURCE_DIR}/cli/hung_master.sh ${G} ${GACCUM_PY3})
