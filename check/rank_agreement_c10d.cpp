@@ -11,6 +11,8 @@ std::vector<std::string> exchange_settings_c10d(const RankContext& ctx, const st
   opts.device = "cpu";
   opts.timeout = timeout;
   opts.key_prefix = "gaccum-check";
+  // Names a rank that never joins (instead of Gloo's "Socket Timeout").
+  opts.after_store = [&](comm::KeyValueStore& st) { comm::rendezvous(st, "check", ctx.rank, ctx.world_size, timeout); };
   auto c = comm::connect(ctx, opts);
   auto all = c->allgather_strings(mine);
   c->barrier();  // rank 0 may host the store: keep it up until every rank has read

@@ -24,7 +24,11 @@
 #include <gloo/config.h>
 #endif
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 
@@ -203,6 +207,24 @@ std::vector<std::string> Communicator::allgather_strings(const std::string& mine
   std::vector<std::string> out;
   for (int r = 0; r < world_size_; ++r) out.push_back(store_->get(fmt::format("allgather/{}/{}", seq, r)));
   return out;
+}
+
+void rendezvous(KeyValueStore& st, const std::string& tag, int rank, int world, Seconds timeout) {
+  st.add(fmt::format("{}/joined/{}", tag, rank), 1);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(timeout * 1000));
+  std::vector<int> missing;
+  while (true) {
+    missing.clear();
+    for (int q = 0; q < world; ++q)
+      if (st.add(fmt::format("{}/joined/{}", tag, q), 0) == 0) missing.push_back(q);
+    if (missing.empty()) return;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw RuntimeFailure(fmt::format("rendezvous: rank(s) {} of {} did not join within {} (was every rank started, "
+                                       "with the same MASTER_ADDR and MASTER_PORT?)",
+                                       fmt::join(missing, ","), world, format_seconds(timeout)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptions& opts) {

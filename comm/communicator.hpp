@@ -103,6 +103,11 @@ struct ConnectOptions {
   std::function<void(KeyValueStore&)> after_store;
 };
 
+// Every rank announces itself under "<tag>/joined/<rank>", then waits until all have;
+// RuntimeFailure naming the ranks that never came (and MASTER_ADDR/MASTER_PORT) after `timeout`.
+// For ConnectOptions::after_store, so a missing rank is named instead of "Socket Timeout".
+void rendezvous(KeyValueStore& store, const std::string& tag, int rank, int world, Seconds timeout);
+
 // A rank-0-hosted store (torchrun without the agent store, Slurm, mpirun) whose MASTER_PORT is
 // already taken throws InputError naming MASTER_PORT.
 std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptions& opts);

@@ -102,24 +102,6 @@ class Watchdog {
   std::thread thread_;
 };
 
-// Every rank announces itself, then waits until all have; names the ranks that never came.
-void rendezvous(comm::KeyValueStore& st, int rank, int world, Seconds timeout) {
-  st.add(fmt::format("validate/joined/{}", rank), 1);
-  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(timeout * 1000));
-  std::vector<int> missing;
-  while (true) {
-    missing.clear();
-    for (int q = 0; q < world; ++q)
-      if (st.add(fmt::format("validate/joined/{}", q), 0) == 0) missing.push_back(q);
-    if (missing.empty()) return;
-    if (Clock::now() > deadline)
-      throw RuntimeFailure(fmt::format("rendezvous: rank(s) {} of {} did not join within {} (was every rank started, "
-                                       "with the same MASTER_ADDR and MASTER_PORT?)",
-                                       fmt::join(missing, ","), world, format_seconds(timeout)));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
 std::vector<double> flat_double(const std::vector<torch::Tensor>& ts, const std::vector<torch::Tensor>& shapes) {
   std::vector<double> out;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
@@ -390,7 +372,7 @@ int run_validation_rank(const RunSpec& spec, const comm::RankContext& ctx, const
     co.device = wcfg.device;
     co.timeout = spec.timeout;
     co.key_prefix = opts.key_prefix;
-    co.after_store = [&](comm::KeyValueStore& st) { rendezvous(st, rank, world, spec.timeout); };
+    co.after_store = [&](comm::KeyValueStore& st) { comm::rendezvous(st, "validate", rank, world, spec.timeout); };
     comm = comm::connect(ctx, co);
   }
   wd.beat();
