@@ -149,7 +149,6 @@ class SpecModel final : public CostModel {
   TransformerSpec spec_;
   TransformerShape shape_;
   Cluster cluster_;
-  double mfu_ = 0.4;
   Count params_ = 0;
   Count units_ = 1;
   Count largest_unit_params_ = 0;
@@ -158,7 +157,7 @@ class SpecModel final : public CostModel {
 };
 
 SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, double mfu)
-    : spec_(spec), shape_(spec.shape()), cluster_(cluster), mfu_(mfu) {
+    : spec_(spec), shape_(spec.shape()), cluster_(cluster) {
   if (!(mfu > 0 && mfu <= 1)) throw InputError(fmt::format("--mfu: must be in (0, 1], got {}", mfu));
   if (!cluster.device_peak_flops)
     throw InputError(fmt::format("{}: device.peak_tflops is required to price a --spec (FLOPs / (peak x MFU))", cluster.name));

@@ -146,7 +146,8 @@ if(GACCUM_HAVE_LIBFUZZER)
     INSTALL_COMMAND "")
   add_test(NAME "fuzz: check parsers (20000 runs)"
            COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_fuzz.sh" "${CMAKE_CURRENT_BINARY_DIR}/fuzz/check_parsers_fuzz" 20000
-                   "${X}/jobs" "${X}/deepspeed" "${P}" "${C}")
+                   "${X}/jobs" "${X}/deepspeed" "${P}" "${C}" "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/seeds"
+                   "${PROJECT_SOURCE_DIR}/examples/specs" "${PROJECT_SOURCE_DIR}/examples/clusters")
   set_tests_properties("fuzz: check parsers (20000 runs)" PROPERTIES LABELS integration TIMEOUT 600
                        PASS_REGULAR_EXPRESSION "FUZZ-OK")
   message(STATUS "check: libFuzzer target check_parsers_fuzz (${GACCUM_CLANGXX})")

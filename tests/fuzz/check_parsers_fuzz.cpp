@@ -1,7 +1,8 @@
 // What: libFuzzer target for the parsers `gaccum-tune check` reads untrusted files with: every
 //       input is read as a JSON job, a YAML job, a DeepSpeed config (then DeepSpeed's batch rule
-//       at three world sizes and the merge/resolution of the inputs), a profile.json and a
-//       rank-settings line. InputError (bad input, exit 2) is the expected outcome of most
+//       at three world sizes and the merge/resolution of the inputs), a profile.json (then the
+//       profile cost model and a prediction), a transformer spec and a cluster (then the spec
+//       model and a prediction), a TorchScript input/target text and a rank-settings line. InputError (bad input, exit 2) is the expected outcome of most
 //       inputs; anything else escaping (another exception, a crash, an ASan/UBSan report) fails.
 // Why: the gate runs in CI on files from pull requests; no byte sequence may crash it.
 // Built with clang++ -fsanitize=fuzzer,address,undefined from the torch-free sources only
@@ -17,7 +18,11 @@
 #include "check/structured_text.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "core/model_inputs.hpp"
 #include "core/profile.hpp"
+#include "model/cluster.hpp"
+#include "model/profile_model.hpp"
+#include "model/spec_model.hpp"
 
 using namespace gaccum;
 using namespace gaccum::check;
@@ -59,6 +64,18 @@ void deepspeed_path(const std::string& text) {
   }
 }
 
+// A valid cluster for the spec path (examples/clusters/h100-8node-ib400.json without its notes).
+const model::Cluster& fixed_cluster() {
+  static const model::Cluster c = model::cluster_from_json(
+      nlohmann::json::parse(R"({"schema": "gaccum-tune/cluster", "name": "fuzz", "nodes": 8, "gpus_per_node": 8,
+        "device": {"name": "H100", "memory": "81559MiB", "peak_tflops": 989.4, "peak_tflops_fp32": 494.7,
+                   "memory_bandwidth_GBps": 3350, "cost_per_hour_usd": 12.29},
+        "intra_node": {"bandwidth_GBps": 370, "latency_us": 1.0},
+        "inter_node": {"bandwidth_GBps": 46, "latency_us": 5.0}})"),
+      "fuzz-cluster");
+  return c;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -66,7 +83,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   expect_input_errors_only([&] { job_path(text, TextFormat::json); });
   expect_input_errors_only([&] { job_path(text, TextFormat::yaml); });
   expect_input_errors_only([&] { deepspeed_path(text); });
-  expect_input_errors_only([&] { (void)profile_from_json(parse_json_text(text, "fuzz-profile"), "fuzz-profile"); });
+  expect_input_errors_only([&] {
+    const Profile prof = profile_from_json(parse_json_text(text, "fuzz-profile"), "fuzz-profile");
+    (void)model::make_profile_model(prof)->predict(model::Config(2, 4, 1, Strategy::overlap));
+  });
+  expect_input_errors_only([&] {
+    const auto spec = model::spec_from_json(parse_json_text(text, "fuzz-spec"), "fuzz-spec");
+    (void)model::make_spec_model(spec, fixed_cluster(), 0.4)->predict(model::Config(1, 8, 2, Strategy::overlap));
+  });
+  expect_input_errors_only([&] { (void)model::cluster_from_json(parse_json_text(text, "fuzz-cluster"), "fuzz-cluster"); });
+  expect_input_errors_only([&] { (void)parse_model_input(text, "--input"); });
+  expect_input_errors_only([&] { (void)parse_model_target(text, "--target"); });
   (void)decode_rank_settings(text, 0);
   return 0;
 }
