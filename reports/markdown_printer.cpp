@@ -51,7 +51,7 @@ std::string print_markdown_table(const std::vector<Row>& rows, const std::vector
 }
 
 std::string print_markdown(const tuner::TuneResult& result, const ReportContext& ctx) {
-  std::string out = fmt::format("# gaccum-tune: {}\n\n", result.info.workload_name);
+  std::string out = fmt::format("# gaccum-tune: {}\n\n", result.info.title_name());
   out += fmt::format("{}\n\n", headline(result));
   out += recommendation(result) + "\n\n";
   std::vector<std::string> cols = summary_columns();

@@ -55,7 +55,7 @@ std::string headline(const tuner::TuneResult& r) {
   return fmt::format(
       "{} on {}: {}, {}, memory limit {} (cap {} minus {:g}% margin), accum_steps <= {}, strategy {}, objective {}; {} "
       "configs evaluated, {} feasible, {} ranked.",
-      r.info.workload_name.empty() ? std::string("workload") : r.info.workload_name, device, target,
+      r.info.title_name().empty() ? std::string("workload") : r.info.title_name(), device, target,
       world_sizes_text(l.world_sizes), format_bytes(l.limit), format_bytes(l.cap), q.margin * 100, l.max_accum_steps,
       q.strategy ? std::string(to_string(*q.strategy)) : std::string("auto"), to_string(q.objective),
       r.search.candidates.size(), feasible, r.search.ranking.size());
