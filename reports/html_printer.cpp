@@ -93,11 +93,12 @@ std::string card(const std::string& k, const std::string& v) {
                      xml_escape(v));
 }
 
-std::string summary_section(const tuner::TuneResult& r) {
+std::string summary_section(const tuner::TuneResult& r, const ReportContext& ctx) {
   const auto& best = r.best();
   const auto& cfg = best.config();
   const auto& e = r.picks.front();
   std::string o = fmt::format("<p class=\"lead\">{}</p>", xml_escape(recommendation(r)));
+  if (!ctx.deepspeed_config.empty()) o += fmt::format("<p>{}</p>", xml_escape(deepspeed_config_line(r, ctx)));
   o += "<div class=\"cards\">";
   o += card("pick", fmt::format("b={} k={} p={}", cfg.micro_batch, cfg.accum_steps, cfg.world_size));
   o += card("strategy", std::string(to_string(cfg.strategy)));
@@ -504,7 +505,7 @@ std::string print_html(const tuner::TuneResult& r, const ReportContext& ctx) {
                    xml_escape(r.info.title_name()), kCss);
   o += fmt::format("<h1>gaccum-tune: {}</h1><p class=\"headline\">{}</p>\n", xml_escape(r.info.title_name()),
                    xml_escape(headline(r)));
-  o += summary_section(r);
+  o += summary_section(r, ctx);
   o += why_section(r);
   std::string charts = "<div class=\"grid2\">";
   charts += throughput_chart(r);

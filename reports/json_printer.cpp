@@ -58,6 +58,7 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
   j["generated_utc"] = ctx.generated_utc;
   j["command"] = ctx.command;
   j["source"] = oj::parse(ctx.source.dump());
+  if (!ctx.deepspeed_config.empty()) j["deepspeed_config"] = ctx.deepspeed_config;
 
   oj in;
   in["global_batch"] = {{"min", q.global_batch_min}, {"max", q.global_batch_max}};

@@ -105,4 +105,14 @@ std::string recommendation(const tuner::TuneResult& r) {
   return s;
 }
 
+std::string deepspeed_config_line(const tuner::TuneResult& r, const ReportContext& ctx) {
+  if (ctx.deepspeed_config.empty()) return "";
+  const auto& c = r.best().config();
+  return fmt::format(
+      "DeepSpeed config completed with the pick: {} (train_batch_size {} = train_micro_batch_size_per_gpu {} x "
+      "gradient_accumulation_steps {} x world_size {}; launch on {} rank{})",
+      ctx.deepspeed_config, c.global_batch(), c.micro_batch, c.accum_steps, c.world_size, c.world_size,
+      c.world_size == 1 ? "" : "s");
+}
+
 }  // namespace gaccum::reports

@@ -45,6 +45,12 @@ struct TuneRequest {
   std::optional<ShardingChoice> sharding;  // hsdp with group 0: the model's GPUs per node
   std::optional<Precision> precision;
   std::optional<Checkpointing> checkpointing;
+  // Pins a config file may set (tune --deepspeed-config: train_micro_batch_size_per_gpu,
+  // gradient_accumulation_steps); nullopt: searched.
+  std::optional<Count> micro_batch;
+  std::optional<Count> accum_steps;
+  bool offload_optimizer = false;  // DeepSpeed offload_optimizer (model/prediction.hpp Config)
+  bool offload_params = false;     // DeepSpeed offload_param
   bool allow_cap_above_device = false;  // --memory-cap above the device's memory (--force-memory-cap)
   bool allow_extrapolation = false;  // accept micro_batch above the measured range
   Objective objective = Objective::throughput;
@@ -83,6 +89,7 @@ struct Limits {
   std::vector<Checkpointing> checkpointings;
   bool strategy_pinned = false;
   std::optional<double> noise_scale;  // request override or ModelInfo::noise_scale
+  bool offload_optimizer = false, offload_params = false;  // every plan shape carries them
   std::vector<std::string> notes;     // e.g. world sizes dropped by the cluster size
 };
 Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r);

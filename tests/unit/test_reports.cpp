@@ -328,4 +328,8 @@ TEST_CASE("HTML: the title names the model, extrapolated points are in the legen
   // Consistent chart text: each chart keeps its own pixel width (no stretching to the column).
   CHECK_THAT(html, Catch::Contains("svg.chart{max-width:100%;height:auto"));
   CHECK_THAT(html, !Catch::Contains("svg.chart{width:100%"));
+  ReportContext ctx = golden_context();
+  ctx.deepspeed_config = "out/deepspeed_config.json";
+  CHECK_THAT(print_html(r, ctx), Catch::Contains("DeepSpeed config completed with the pick: out/deepspeed_config.json"));
+  CHECK_THAT(print_terminal(r, ctx), Catch::Contains("DeepSpeed config completed with the pick: out/deepspeed_config.json"));
 }

@@ -367,3 +367,37 @@ TEST_CASE("Pareto front: dominated world sizes and marginal efficiency", "[tuner
   CHECK(res.pareto[2].marginal_efficiency == Approx(0.182 / 0.118 - 1));
   CHECK(res.pareto[2].on_front);
 }
+
+TEST_CASE("pinned micro_batch and accum_steps restrict the search to them", "[tuner][pins]") {
+  FakeCostModel m;
+  auto r = base_request();
+  r.micro_batch = 16;
+  auto res = tune(m, r);
+  for (const auto& c : res.search.candidates) CHECK(c.config().micro_batch == 16);
+  CHECK(res.best().config().micro_batch == 16);
+  // b=16 at B=256: k = 16, 8, 4 at p = 1, 2, 4; the best is p = 4 (the third pick of the free search).
+  CHECK(res.best().config().world_size == 4);
+  CHECK(res.best().config().accum_steps == 4);
+
+  r = base_request();
+  r.accum_steps = 2;
+  res = tune(m, r);
+  for (const auto& c : res.search.candidates) CHECK(c.config().accum_steps == 2);
+  CHECK(res.best().config().micro_batch == 32);  // the free optimum has k = 2 already
+  CHECK(res.best().config().world_size == 4);
+
+  r = base_request();
+  r.accum_steps = 128;
+  CHECK_THROWS_WITH(validate(r), Catch::Contains("raise --max-accum-steps to 128"));
+  r = base_request();
+  r.micro_batch = 0;
+  CHECK_THROWS_AS(validate(r), InputError);
+}
+
+TEST_CASE("offload pins reach every evaluated plan shape", "[tuner][pins]") {
+  FakeCostModel m;
+  auto r = base_request();
+  r.offload_optimizer = true;
+  const auto res = tune(m, r);
+  for (const auto& c : res.search.candidates) CHECK(c.config().offload_optimizer);
+}
