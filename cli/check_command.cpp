@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "check/check_inputs.hpp"
@@ -31,6 +32,7 @@
 #include "check/rank_agreement_c10d.hpp"
 #include "check/verdict.hpp"
 #include "cli/command.hpp"
+#include "cli/noise_scale_cache.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/profile_source.hpp"
 #include "core/error.hpp"
@@ -258,6 +260,25 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
       check::require_profile_of(p, source.value("path", std::string()), std::nullopt, *in.workload_hash,
                                 in.workload_hash.source);
     out.model = model_from_profile(std::move(p), std::move(source), cluster);
+  }
+  if (out.model) {
+    // B_noise: --noise-scale or the job file's, else a stronger one validate measured for this
+    // workload, else the profile's (check 8); cli/noise_scale_cache.hpp.
+    std::string args;
+    if (in.torchscript) {
+      args = "--torchscript " + in.torchscript->path;
+      if (!in.torchscript->input_shape.empty())
+        args += fmt::format(" --input-shape {}", fmt::join(in.torchscript->input_shape, ","));
+      if (!in.torchscript->target.empty()) args += " --target " + in.torchscript->target;
+    } else if (in.workload) {
+      args = "--workload " + *in.workload;
+    }
+    const NoiseLookup noise = lookup_noise_scale(*out.model, args);
+    if (!out.job.noise_scale && noise.recorded) {
+      out.job.noise_scale = noise.recorded->noise_scale;
+      out.job.inputs.noise_scale.set(noise.recorded->noise_scale, noise.recorded->source);
+    }
+    out.job.noise_scale_hint = noise.validate_command;
   }
   out.files_hash = fmt::format("job={};deepspeed={};workload={}", job ? job->hash : "", ds_hash,
                                out.model ? out.model->model->info().workload_hash : "");

@@ -28,6 +28,7 @@
 
 #include "check/deepspeed_tune.hpp"
 #include "cli/command.hpp"
+#include "cli/noise_scale_cache.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/profile_source.hpp"
 #include "core/checked.hpp"
@@ -270,6 +271,24 @@ int run_tune(const TuneOptions& o) {
   LoadedModel l = load_model(o);
   tuner::TuneRequest req = make_request(o, l);
   if (ds) apply_deepspeed(o, *ds, req, &l.model->info());
+  {
+    // B_noise: --noise-scale, else a stronger one validate measured for this workload, else the
+    // profile's; without any, the report names the validate command (cli/noise_scale_cache.hpp).
+    std::string args;
+    if (!o.torchscript.empty()) {
+      args = "--torchscript " + o.torchscript;
+      if (!o.input_shape.empty()) args += " --input-shape " + o.input_shape;
+      if (!o.target.empty()) args += " --target " + o.target;
+    } else if (o.profile.empty() && o.spec.empty()) {
+      args = "--workload " + (o.workload.empty() ? std::string(kDefaultWorkload) : o.workload);
+    }
+    const NoiseLookup noise = lookup_noise_scale(l, args);
+    if (!req.noise_scale && noise.recorded) {
+      req.noise_scale = noise.recorded->noise_scale;
+      req.noise_scale_source = noise.recorded->source;
+    }
+    req.noise_scale_hint = noise.validate_command;
+  }
   const tuner::TuneResult result = tuner::tune(*l.model, req);
 
   reports::ReportContext ctx;

@@ -487,7 +487,9 @@ std::string inputs_section(const tuner::TuneResult& r, const ReportContext& ctx)
                                             r.request.allow_extrapolation ? " (extrapolation allowed)" : "")
                               : std::string("no measured range (analytic model)"));
   kv("world sizes", world_sizes_text(l.world_sizes));
-  kv("noise scale B_noise", l.noise_scale ? fmt::format("{:.0f} samples", *l.noise_scale) : std::string("unknown"));
+  kv("noise scale B_noise", l.noise_scale ? fmt::format("{:.0f} samples{}", *l.noise_scale,
+                                                       l.noise_scale_source.empty() ? "" : " (" + l.noise_scale_source + ")")
+                                          : std::string("unknown"));
   for (const auto& n : r.notes) kv("note", n);
   o += "</dl>";
   return section("inputs", "Inputs, model and notes", o);

@@ -1,6 +1,6 @@
 # Tuner tests (included from tests/CMakeLists.txt): the search on a closed-form fake cost model
 # (unit/fake_cost_model.hpp) against hand-computed optima and constraint edge cases.
-gaccum_test(unit_tuner LABEL unit SOURCES unit/test_tuner.cpp LIBS gaccum::tuner)
+gaccum_test(unit_tuner LABEL unit SOURCES unit/test_tuner.cpp unit/test_noise_source.cpp LIBS gaccum::tuner)
 
 # `gaccum-tune tune` end to end on the checked-in synthetic profile (tests/data/small-profile.json:
 # a CPU "device" of 4 GiB, so a cap in bytes makes memory bind), its reports and its errors.
@@ -99,3 +99,15 @@ gaccum_cli_test(tune-deepspeed-flag-clash 2 "--global-batch 128 contradicts .*nu
   --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --global-batch 128 --deepspeed-config ${DS}/numeric.json --force --out ${T}/ds-clash)
 gaccum_cli_test(tune-deepspeed-missing 2 "--deepspeed-config" --one-line-stderr --
   ${G} tune --profile ${D}/small-profile.json --deepspeed-config ${DS}/no-such.json --force --out ${T}/ds-missing)
+
+# Noise-scale reuse (cli/noise_scale_cache.hpp): without a measurement the report names the
+# validate command; validate records B_simple for the workload (b=2 vs B=32: a wider spread
+# than the profile's 8x sweep), and tune and check on the same workload then use it.
+gaccum_cli_test(noise-scale-reuse 0 "NOISE-REUSE-OK" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && export XDG_CACHE_HOME=\"$1/cache\" && \"$0\" validate --workload mlp-small -b 2 -k 8 -p 2 --steps 6 -o \"$1/v.json\" > \"$1/validate.txt\" && grep -q 'noise scale recorded in .*/gaccum-tune/profiles/noise-[0-9a-f]*\\.json' \"$1/validate.txt\" && \"$0\" tune --workload mlp-small --global-batch 64 --out \"$1/t\" > \"$1/tune.txt\" && tr -s '\\n ' ' ' < \"$1/tune.txt\" | grep -q 'B_noise ~ [0-9]* (McCandlish et al. 2018. B_noise from measured by .gaccum-tune validate -b 2 -k 8 -p 2.' && grep -q 'measured by `gaccum-tune validate -b 2 -k 8 -p 2`' \"$1/t/result.json\" && ( \"$0\" check --workload mlp-small -b 2 -k 8 -p 2 --json > \"$1/check.json\" || true ) && grep -q '\"noise_scale_source\": \"measured by `gaccum-tune validate -b 2 -k 8 -p 2`' \"$1/check.json\" && echo NOISE-REUSE-OK"
+  ${G} ${T}/noise-reuse)
+set_tests_properties("cli: noise-scale-reuse" PROPERTIES TIMEOUT 900)
+# A profile without gradient statistics (tests/data/small-profile.json less its grad_norms).
+gaccum_cli_test(noise-scale-hint 0 "critical batch size unknown: no gradient noise scale for this workload. measure it with .gaccum-tune validate --workload [^ ]* -b [0-9]* -k [0-9]* -p [0-9]*." --
+  sh -c "rm -rf \"$1\" && mkdir -p \"$1\" && sed '/\"grad_norms\": \\[/,/^ \\]/d' \"$2\" > \"$1/p.json\" && ! grep -q grad_norms \"$1/p.json\" && XDG_CACHE_HOME=\"$1/cache\" \"$0\" tune --profile \"$1/p.json\" --memory-cap 15MiB --out \"$1/t\" | tr -s '\\n ' ' '"
+  ${G} ${T}/noise-hint ${D}/small-profile.json)

@@ -164,6 +164,10 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
     l.checkpointings = plans.auto_checkpointings;
   }
   l.noise_scale = r.noise_scale ? r.noise_scale : info.noise_scale;
+  if (r.noise_scale)
+    l.noise_scale_source = r.noise_scale_source.empty() ? std::string("flag --noise-scale") : r.noise_scale_source;
+  else if (info.noise_scale)
+    l.noise_scale_source = "the profile's gradient statistics";
   l.offload_optimizer = r.offload_optimizer;
   l.offload_params = r.offload_params;
   return l;

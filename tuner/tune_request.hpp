@@ -55,6 +55,10 @@ struct TuneRequest {
   bool allow_extrapolation = false;  // accept micro_batch above the measured range
   Objective objective = Objective::throughput;
   std::optional<double> noise_scale;  // B_noise override (samples); else ModelInfo::noise_scale
+  std::string noise_scale_source;     // where the override came from, e.g. "flag --noise-scale"
+  // How to measure B_noise when none is known: a `gaccum-tune validate` command without
+  // -b/-k/-p (the critical-batch advice appends the best pick's); "" to say only --noise-scale.
+  std::string noise_scale_hint;
   double cost_per_device_hour = 0;    // > 0: also price configs in currency per sample
   std::optional<LrReference> lr_reference;
   std::string optimizer = "adam";     // for the LR rule: sgd | adam | adamw | lamb
@@ -89,6 +93,7 @@ struct Limits {
   std::vector<Checkpointing> checkpointings;
   bool strategy_pinned = false;
   std::optional<double> noise_scale;  // request override or ModelInfo::noise_scale
+  std::string noise_scale_source;     // the request's source, or "the profile's gradient statistics"
   bool offload_optimizer = false, offload_params = false;  // every plan shape carries them
   std::vector<std::string> notes;     // e.g. world sizes dropped by the cluster size
 };

@@ -401,3 +401,29 @@ TEST_CASE("offload pins reach every evaluated plan shape", "[tuner][pins]") {
   const auto res = tune(m, r);
   for (const auto& c : res.search.candidates) CHECK(c.config().offload_optimizer);
 }
+
+TEST_CASE("critical batch: the noise scale's source, or the command that measures one", "[tuner][critical]") {
+  auto a = critical_batch_advice(1000.0, 500, "measured by `gaccum-tune validate -b 4 -k 8 -p 2`");
+  CHECK(a.source == "measured by `gaccum-tune validate -b 4 -k 8 -p 2`");
+  CHECK_THAT(a.text, Catch::Contains("B_noise ~ 1000 (McCandlish et al. 2018; B_noise from measured by `gaccum-tune validate -b 4 -k 8 -p 2`)"));
+  auto none = critical_batch_advice(std::nullopt, 500, "", "gaccum-tune validate --workload gpt-tiny -b 8 -k 4 -p 2");
+  CHECK_FALSE(none.available);
+  CHECK_THAT(none.text, Catch::Contains("`gaccum-tune validate --workload gpt-tiny -b 8 -k 4 -p 2`"));
+  CHECK(noise_scale_command("gaccum-tune validate --workload w", 8, 4, 2) ==
+        "gaccum-tune validate --workload w -b 8 -k 4 -p 2");
+  // k x p = 1 measures one batch size only: validate needs two, so k becomes 2.
+  CHECK(noise_scale_command("gaccum-tune validate --workload w", 64, 1, 1) ==
+        "gaccum-tune validate --workload w -b 64 -k 2 -p 1");
+
+  // tune: the request's source reaches the advice; without a noise scale the hint gets the pick's b, k, p.
+  FakeCostModel m;  // no noise scale
+  auto r = base_request();
+  r.noise_scale_hint = "gaccum-tune validate --workload fake";
+  auto res = tune(m, r);
+  CHECK_THAT(res.critical.text, Catch::Contains("gaccum-tune validate --workload fake -b 32 -k 2 -p 4"));
+  r.noise_scale = 500.0;
+  r.noise_scale_source = "a test";
+  res = tune(m, r);
+  CHECK(res.search.limits.noise_scale_source == "a test");
+  CHECK_THAT(res.critical.text, Catch::Contains("B_noise ~ 500 (McCandlish et al. 2018; B_noise from a test)"));
+}
