@@ -205,9 +205,9 @@ void apply_deepspeed(const TuneOptions& o, const DeepSpeedInput& d, tuner::TuneR
   const auto& p = d.pins;
   const std::string& path = d.config.path;
   auto clash = [&](const char* flag, const std::string& given, const std::string& field, const std::string& value) {
-    throw InputError(fmt::format("{} {} contradicts {}: {} {}: drop the flag or change the field (\"auto\" lets tune "
-                                 "pick it)",
-                                 flag, given, path, field, value));
+    const bool batch_field = field.find("batch") != std::string::npos;  // these may be "auto"
+    throw InputError(fmt::format("{} {} contradicts {}: {} {}: drop the flag or change the field{}", flag, given, path,
+                                 field, value, batch_field ? " (\"auto\" lets tune pick it)" : ""));
   };
   if (p.global_batch) {
     if (!o.global_batch_range.empty()) clash("--global-batch-range", o.global_batch_range, "train_batch_size", std::to_string(*p.global_batch));
@@ -229,7 +229,10 @@ void apply_deepspeed(const TuneOptions& o, const DeepSpeedInput& d, tuner::TuneR
   }
   const auto& plan = p.plan;
   if (o.strategy != "auto" && r.strategy != plan.strategy)
-    clash("--strategy", o.strategy, "(strategy)", plan.strategy_source);
+    clash("--strategy", o.strategy,
+          fmt::format("zero_optimization.stage {}{}", d.config.zero_stage,
+                      d.config.overlap_comm ? " with overlap_comm" : ""),
+          fmt::format("runs strategy {}", to_string(plan.strategy)));
   r.strategy = plan.strategy;
   if (o.sharding != "auto" && !(r.sharding && r.sharding->sharding == plan.sharding.sharding))
     clash("--sharding", o.sharding, "zero_optimization.stage", std::to_string(d.config.zero_stage));

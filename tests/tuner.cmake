@@ -111,3 +111,5 @@ set_tests_properties("cli: noise-scale-reuse" PROPERTIES TIMEOUT 900)
 gaccum_cli_test(noise-scale-hint 0 "critical batch size unknown: no gradient noise scale for this workload. measure it with .gaccum-tune validate --workload [^ ]* -b [0-9]* -k [0-9]* -p [0-9]*." --
   sh -c "rm -rf \"$1\" && mkdir -p \"$1\" && sed '/\"grad_norms\": \\[/,/^ \\]/d' \"$2\" > \"$1/p.json\" && ! grep -q grad_norms \"$1/p.json\" && XDG_CACHE_HOME=\"$1/cache\" \"$0\" tune --profile \"$1/p.json\" --memory-cap 15MiB --out \"$1/t\" | tr -s '\\n ' ' '"
   ${G} ${T}/noise-hint ${D}/small-profile.json)
+gaccum_cli_test(tune-deepspeed-strategy-clash 2 "--strategy every-step contradicts .*numeric.json: zero_optimization.stage 0 with overlap_comm runs strategy overlap"
+  --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --strategy every-step --deepspeed-config ${DS}/numeric.json --force --out ${T}/ds-clash2)
