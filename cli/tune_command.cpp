@@ -247,6 +247,17 @@ void apply_deepspeed(const TuneOptions& o, const DeepSpeedInput& d, tuner::TuneR
   r.checkpointing = p.checkpointing;
   r.offload_optimizer = p.offload_optimizer;
   r.offload_params = p.offload_params;
+  std::string pinned;
+  if (p.global_batch) pinned += fmt::format("global_batch {} (train_batch_size), ", *p.global_batch);
+  if (p.micro_batch) pinned += fmt::format("micro_batch {} (train_micro_batch_size_per_gpu), ", *p.micro_batch);
+  if (p.accum_steps) pinned += fmt::format("accum_steps {} (gradient_accumulation_steps), ", *p.accum_steps);
+  if (p.world_size) pinned += fmt::format("world_size {} (train / (micro x gas)), ", *p.world_size);
+  r.notes.push_back(fmt::format(
+      "{} pins {}sharding {} (zero_optimization.stage {}), strategy {}, precision {}, checkpointing {}{}; \"auto\" or "
+      "absent fields were searched",
+      path, pinned, to_string(plan.sharding), d.config.zero_stage, to_string(plan.strategy),
+      p.precision ? std::string(to_string(*p.precision)) : std::string("searched (\"auto\")"),
+      to_string(p.checkpointing), p.offload_optimizer || p.offload_params ? ", offload (state off the device)" : ""));
   if (!info) return;
   const auto& plans = info->plans;
   if (r.precision && std::find(plans.precisions.begin(), plans.precisions.end(), *r.precision) == plans.precisions.end())

@@ -95,6 +95,7 @@ Bytes apply_margin(Bytes cap, double margin) {
 
 Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
   Limits l;
+  l.notes = r.notes;
   l.device_memory = info.device_memory;
   if (!r.memory_cap.absolute && info.device_memory == 0)
     throw InputError(

@@ -64,6 +64,7 @@ struct TuneRequest {
   std::string optimizer = "adam";     // for the LR rule: sgd | adam | adamw | lamb
   std::optional<Count> dataset_size;  // samples per epoch, for warm-up steps
   Count top = 10;                     // picks explained and shown
+  std::vector<std::string> notes;     // the caller's, e.g. what a DeepSpeed config pinned (reports' notes)
 
   bool exact() const { return global_batch_min == global_batch_max; }
 };

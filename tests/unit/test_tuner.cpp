@@ -3,6 +3,7 @@
 // config with the smallest change), objectives, LR rules, critical batch and Pareto front.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -372,7 +373,9 @@ TEST_CASE("pinned micro_batch and accum_steps restrict the search to them", "[tu
   FakeCostModel m;
   auto r = base_request();
   r.micro_batch = 16;
+  r.notes = {"micro_batch pinned by a test"};
   auto res = tune(m, r);
+  CHECK(std::find(res.notes.begin(), res.notes.end(), "micro_batch pinned by a test") != res.notes.end());
   for (const auto& c : res.search.candidates) CHECK(c.config().micro_batch == 16);
   CHECK(res.best().config().micro_batch == 16);
   // b=16 at B=256: k = 16, 8, 4 at p = 1, 2, 4; the best is p = 4 (the third pick of the free search).
