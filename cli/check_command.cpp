@@ -21,7 +21,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "check/check_inputs.hpp"
@@ -264,16 +263,7 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
   if (out.model) {
     // B_noise: --noise-scale or the job file's, else a stronger one validate measured for this
     // workload, else the profile's (check 8); cli/noise_scale_cache.hpp.
-    std::string args;
-    if (in.torchscript) {
-      args = "--torchscript " + in.torchscript->path;
-      if (!in.torchscript->input_shape.empty())
-        args += fmt::format(" --input-shape {}", fmt::join(in.torchscript->input_shape, ","));
-      if (!in.torchscript->target.empty()) args += " --target " + in.torchscript->target;
-    } else if (in.workload) {
-      args = "--workload " + *in.workload;
-    }
-    const NoiseLookup noise = lookup_noise_scale(*out.model, args);
+    const NoiseLookup noise = lookup_noise_scale(*out.model, in.workload ? "--workload " + *in.workload : std::string());
     if (!out.job.noise_scale && noise.recorded) {
       out.job.noise_scale = noise.recorded->noise_scale;
       out.job.inputs.noise_scale.set(noise.recorded->noise_scale, noise.recorded->source);

@@ -29,12 +29,17 @@ std::vector<tuner::MeasuredNoiseScale> read_record(const fs::path& path, const s
 }
 
 // The validate flags that name the profile's workload: a preset by name, a TorchScript model by
-// its file, input shape and target (core/profile.hpp WorkloadIdentity::hyper).
+// its file, inputs (hyper.inputs: one --input each; hyper.input_shape: --input-shape) and target
+// (core/profile.hpp WorkloadIdentity::hyper).
 std::string workload_args_of(const WorkloadIdentity& id) {
   if (id.kind != "torchscript") return "--workload " + id.name;
   std::string args = "--torchscript " + id.hyper.value("file", std::string("MODEL.pt"));
-  if (id.hyper.contains("input_shape") && id.hyper.at("input_shape").is_array())
+  if (id.hyper.contains("inputs") && id.hyper.at("inputs").is_array()) {
+    for (const auto& in : id.hyper.at("inputs"))
+      if (in.is_string()) args += " --input " + in.get<std::string>();
+  } else if (id.hyper.contains("input_shape") && id.hyper.at("input_shape").is_array()) {
     args += fmt::format(" --input-shape {}", fmt::join(id.hyper.at("input_shape").get<std::vector<Count>>(), ","));
+  }
   if (id.hyper.contains("target") && id.hyper.at("target").is_string())
     args += " --target " + id.hyper.at("target").get<std::string>();
   return args;
@@ -69,7 +74,8 @@ NoiseLookup lookup_noise_scale(const LoadedModel& l, const std::string& workload
   NoiseLookup out;
   if (!l.profile) return out;
   const auto& id = l.profile->workload;
-  out.validate_command = "gaccum-tune validate " + (workload_args.empty() ? workload_args_of(id) : workload_args);
+  out.validate_command =
+      "gaccum-tune validate " + (workload_args.empty() || id.kind == "torchscript" ? workload_args_of(id) : workload_args);
   fs::path path;
   try {
     path = noise_scale_record_path(id.hash);

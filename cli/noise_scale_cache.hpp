@@ -34,8 +34,9 @@ struct NoiseLookup {
   std::string validate_command;                // "gaccum-tune validate --workload gpt-tiny" ("" for specs)
 };
 // For a model built from a profile: the recorded measurement for its workload, and the validate
-// command that measures one. `workload_args` are the validate flags naming the workload (e.g.
-// "--workload gpt-tiny"); "" derives them from the profile's workload identity.
+// command that measures one. `workload_args` are the validate flags naming a preset as the user
+// typed it (e.g. "--workload gpt:layers=4"); "" (and any TorchScript workload) derives them from
+// the profile's workload identity.
 NoiseLookup lookup_noise_scale(const LoadedModel& l, const std::string& workload_args);
 
 }  // namespace gaccum::cli

@@ -288,15 +288,7 @@ int run_tune(const TuneOptions& o) {
   {
     // B_noise: --noise-scale, else a stronger one validate measured for this workload, else the
     // profile's; without any, the report names the validate command (cli/noise_scale_cache.hpp).
-    std::string args;
-    if (!o.torchscript.empty()) {
-      args = "--torchscript " + o.torchscript;
-      if (!o.input_shape.empty()) args += " --input-shape " + o.input_shape;
-      if (!o.target.empty()) args += " --target " + o.target;
-    } else if (o.profile.empty() && o.spec.empty()) {
-      args = "--workload " + (o.workload.empty() ? std::string(kDefaultWorkload) : o.workload);
-    }
-    const NoiseLookup noise = lookup_noise_scale(l, args);
+    const NoiseLookup noise = lookup_noise_scale(l, o.workload.empty() ? std::string() : "--workload " + o.workload);
     if (!req.noise_scale && noise.recorded) {
       req.noise_scale = noise.recorded->noise_scale;
       req.noise_scale_source = noise.recorded->source;
