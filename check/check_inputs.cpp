@@ -139,22 +139,11 @@ CheckInputs inputs_from_deepspeed(const DeepSpeedConfig& ds, const DeepSpeedBatc
     in.optimizer.set(rule ? *rule : raw, fmt::format("{} optimizer.type \"{}\"", src, *ds.optimizer_type));
   }
   if (ds.lr) in.lr.set(*ds.lr, src + " optimizer.params.lr");
-  if (ds.zero_stage >= 2)
-    in.strategy.set(Strategy::every_step, fmt::format("{} (zero_optimization.stage {}: DeepSpeed reduce-scatters the "
-                                                      "gradients into their partitions on every micro-step)",
-                                                      src, ds.zero_stage));
-  else if (ds.overlap_comm)
-    in.strategy.set(Strategy::overlap, src + " (zero_optimization.overlap_comm: reduction overlaps the last backward)");
-  else
-    in.strategy.set(Strategy::fused, src + " (DeepSpeed reduces gradients once, at the accumulation boundary)");
-  static const Sharding kStage[] = {Sharding::none, Sharding::zero1, Sharding::zero2, Sharding::zero3};
-  in.sharding.set(ShardingChoice{kStage[ds.zero_stage], 0},
-                  fmt::format("{} zero_optimization.stage {}", src, ds.zero_stage) +
-                      (ds.zero_stage == 0 ? std::string(" (or absent): plain data parallelism") : std::string()));
-  if (ds.precision) in.precision.set(*ds.precision, src + " " + ds.precision_source);
-  if (ds.activation_checkpointing)
-    in.checkpointing.set(Checkpointing::full, src + " activation_checkpointing (deepspeed.checkpointing of every layer "
-                                                    "assumed: full recomputation)");
+  const DeepSpeedPlan plan = deepspeed_plan(ds);
+  in.strategy.set(plan.strategy, plan.strategy_source);
+  in.sharding.set(plan.sharding, plan.sharding_source);
+  if (plan.precision) in.precision.set(*plan.precision, plan.precision_source);
+  if (plan.checkpointing) in.checkpointing.set(*plan.checkpointing, plan.checkpointing_source);
   if (ds.offload_optimizer) in.offload_optimizer.set(true, src + " zero_optimization.offload_optimizer");
   if (ds.offload_params) in.offload_params.set(true, src + " zero_optimization.offload_param");
   if (ds.dataloader_drop_last) in.drop_last.set(*ds.dataloader_drop_last, src + " dataloader_drop_last");

@@ -92,6 +92,7 @@ struct ResolvedJob {
   std::optional<Count> dataset_size;
   bool drop_last = false;
   std::optional<double> noise_scale;
+  std::string noise_scale_hint;  // validate command (no -b/-k/-p) that measures B_noise; "" unknown
   MemoryCap memory_cap;
   double margin = 0.1, tolerance = 0.05, lr_tolerance = 0.1;
   std::optional<Count> max_accum_steps;

@@ -518,7 +518,12 @@ CheckResult check_critical_batch(const ResolvedJob& j, const model::CostModel* m
     source = "the profile's gradient statistics";
   }
   if (!noise) {
-    r.reason = "no gradient noise scale: pass --noise-scale N or use a profile with gradient statistics";
+    r.reason = j.noise_scale_hint.empty()
+                   ? std::string("no gradient noise scale: pass --noise-scale N or use a profile with gradient statistics")
+                   : fmt::format("no gradient noise scale for this workload: measure it with `{}` (check and tune on "
+                                 "this workload then use it) or pass --noise-scale N",
+                                 tuner::noise_scale_command(j.noise_scale_hint, j.micro_batch, j.accum_steps,
+                                                            j.world_size));
     return r;
   }
   const tuner::CriticalBatchAdvice a = tuner::critical_batch_advice(noise, j.product);

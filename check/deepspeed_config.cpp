@@ -103,6 +103,7 @@ DeepSpeedConfig deepspeed_from_json(const json& doc, const std::string& what) {
     const json& en = o->at("enabled");
     if (en.is_string() && lower(en.get<std::string>()) == "auto") {
       c.warnings.push_back(fmt::format("{}.{}.enabled: \"auto\" counts as not given", what, key));
+      c.precision_auto = true;
       continue;
     }
     if (!en.is_boolean())
@@ -216,6 +217,37 @@ DeepSpeedBatch derive_deepspeed_batch(const DeepSpeedConfig& c, Count p, const s
                                  overflow ? " (overflows 64 bits)" : fmt::format(" = {}", product), fix));
   }
   return d;
+}
+
+DeepSpeedPlan deepspeed_plan(const DeepSpeedConfig& ds) {
+  DeepSpeedPlan p;
+  const std::string src = "deepspeed " + ds.path;
+  if (ds.zero_stage >= 2) {
+    p.strategy = Strategy::every_step;
+    p.strategy_source = fmt::format("{} (zero_optimization.stage {}: DeepSpeed reduce-scatters the gradients into their "
+                                    "partitions on every micro-step)",
+                                    src, ds.zero_stage);
+  } else if (ds.overlap_comm) {
+    p.strategy = Strategy::overlap;
+    p.strategy_source = src + " (zero_optimization.overlap_comm: reduction overlaps the last backward)";
+  } else {
+    p.strategy = Strategy::fused;
+    p.strategy_source = src + " (DeepSpeed reduces gradients once, at the accumulation boundary)";
+  }
+  static const Sharding kStage[] = {Sharding::none, Sharding::zero1, Sharding::zero2, Sharding::zero3};
+  p.sharding = ShardingChoice{kStage[ds.zero_stage], 0};
+  p.sharding_source = fmt::format("{} zero_optimization.stage {}", src, ds.zero_stage) +
+                      (ds.zero_stage == 0 ? std::string(" (or absent): plain data parallelism") : std::string());
+  if (ds.precision) {
+    p.precision = *ds.precision;
+    p.precision_source = src + " " + ds.precision_source;
+  }
+  if (ds.activation_checkpointing) {
+    p.checkpointing = Checkpointing::full;
+    p.checkpointing_source =
+        src + " activation_checkpointing (deepspeed.checkpointing of every layer assumed: full recomputation)";
+  }
+  return p;
 }
 
 std::optional<std::string> optimizer_rule_name(const std::string& type) {

@@ -48,6 +48,7 @@ struct DeepSpeedConfig {
   bool overlap_comm = false;
   std::optional<Precision> precision;  // bf16.enabled / fp16.enabled; nullopt: neither (fp32)
   std::string precision_source;        // e.g. "bf16.enabled"
+  bool precision_auto = false;         // bf16.enabled or fp16.enabled is "auto" (to be filled)
   bool activation_checkpointing = false;  // an activation_checkpointing section is present
   bool offload_optimizer = false, offload_params = false;  // device "cpu" or "nvme"
   std::optional<bool> dataloader_drop_last;
@@ -70,6 +71,20 @@ DeepSpeedBatch derive_deepspeed_batch(const DeepSpeedConfig& c, Count world_size
 // Trainer fills them from its arguments; fields given as numbers are kept (the merge decides).
 DeepSpeedConfig fill_auto_fields(DeepSpeedConfig c, std::optional<Count> global_batch, std::optional<Count> micro_batch,
                                  std::optional<Count> accum_steps);
+
+// The plan the config runs, each axis with the field it came from ("deepspeed <path> <field>"):
+// zero_optimization.stage s -> sharding zero<s> (0: none); strategy every-step for stages 2 and
+// 3 (gradients reduce-scattered into their partitions on every micro-step), overlap with
+// overlap_comm, else fused; precision from bf16/fp16.enabled (nullopt: neither enabled);
+// checkpointing full when an activation_checkpointing section is present (nullopt: absent).
+struct DeepSpeedPlan {
+  ShardingChoice sharding;
+  Strategy strategy = Strategy::fused;
+  std::optional<Precision> precision;
+  std::optional<Checkpointing> checkpointing;
+  std::string sharding_source, strategy_source, precision_source, checkpointing_source;
+};
+DeepSpeedPlan deepspeed_plan(const DeepSpeedConfig& c);
 
 // DeepSpeed optimizer type -> our LR-rule name (sgd | adam | adamw | lamb), nullopt when it has
 // no scaling rule here (e.g. Adagrad, Lion).

@@ -142,7 +142,7 @@ std::string print_table(const Verdict& v) {
       from += " " + value_text(v.ctx.model_source["path"]);
     if (v.ctx.model_source.is_object() && v.ctx.model_source.contains("cached"))
       from += v.ctx.model_source["cached"] == true ? " (cached)" : " (measured now)";
-    line(fmt::format("gaccum-tune check: {} ({}; {} {})", i.workload_name, from, i.device_kind, i.device_name));
+    line(fmt::format("gaccum-tune check: {} ({}; {} {})", i.title_name(), from, i.device_kind, i.device_name));
   } else {
     line("gaccum-tune check: no cost model (memory, efficiency and strategy checks skipped)");
   }

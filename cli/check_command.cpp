@@ -33,6 +33,7 @@
 #include "cli/model_flags.hpp"
 #include "core/model_inputs.hpp"
 #include "cli/command.hpp"
+#include "cli/noise_scale_cache.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/profile_source.hpp"
 #include "core/error.hpp"
@@ -263,6 +264,16 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
       check::require_profile_of(p, source.value("path", std::string()), std::nullopt, *in.workload_hash,
                                 in.workload_hash.source);
     out.model = model_from_profile(std::move(p), std::move(source), cluster);
+  }
+  if (out.model) {
+    // B_noise: --noise-scale or the job file's, else a stronger one validate measured for this
+    // workload, else the profile's (check 8); cli/noise_scale_cache.hpp.
+    const NoiseLookup noise = lookup_noise_scale(*out.model, in.workload ? "--workload " + *in.workload : std::string());
+    if (!out.job.noise_scale && noise.recorded) {
+      out.job.noise_scale = noise.recorded->noise_scale;
+      out.job.inputs.noise_scale.set(noise.recorded->noise_scale, noise.recorded->source);
+    }
+    out.job.noise_scale_hint = noise.validate_command;
   }
   out.files_hash = fmt::format("job={};deepspeed={};workload={}", job ? job->hash : "", ds_hash,
                                out.model ? out.model->model->info().workload_hash : "");

@@ -60,6 +60,8 @@ Profile run_profiler(const workloads::WorkloadConfig& cfg, const std::string& op
 
 }  // namespace
 
+fs::path profile_cache_directory() { return profile_cache_dir(); }
+
 std::string profiled_optimizer(const std::string& optimizer) { return optimizer == "lamb" ? "adam" : optimizer; }
 
 std::string find_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer,

@@ -9,6 +9,7 @@
 //      to the engine binary; cli/profile_source.hpp is the torch-free rest.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,9 @@
 #include "workloads/workload.hpp"
 
 namespace gaccum::cli {
+
+// ${XDG_CACHE_HOME:-~/.cache}/gaccum-tune/profiles (InputError when neither variable is set).
+std::filesystem::path profile_cache_directory();
 
 // The optimizer whose state the profile measures: LAMB keeps Adam's two moments.
 std::string profiled_optimizer(const std::string& optimizer);

@@ -17,6 +17,7 @@
 //   `check`: the device, less a 10% safety margin, which is also the profiler's 90% sweep cap)
 //   --objective throughput  --optimizer adam  --top 10  --out gaccum-out
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -26,8 +27,10 @@
 
 #include <fmt/format.h>
 
+#include "check/deepspeed_tune.hpp"
 #include "cli/command.hpp"
 #include "cli/model_flags.hpp"
+#include "cli/noise_scale_cache.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/profile_source.hpp"
 #include "core/checked.hpp"
@@ -88,6 +91,7 @@ struct TuneOptions {
   bool reprofile = false;
   bool json = false;
   std::string command;  // reconstructed for the reports
+  std::string deepspeed_config;  // --deepspeed-config: pins what it fixes, written back completed
 };
 
 // ---- model ---------------------------------------------------------------------------------
@@ -178,18 +182,122 @@ tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {
   return r;
 }
 
+// ---- --deepspeed-config (check/deepspeed_tune.hpp) -------------------------------------------
+inline constexpr const char* kDeepSpeedOutput = "deepspeed_config.json";
+
+struct DeepSpeedInput {
+  check::DeepSpeedConfig config;
+  check::DeepSpeedTunePins pins;
+  nlohmann::ordered_json document;
+};
+
+std::optional<DeepSpeedInput> load_deepspeed(const TuneOptions& o) {
+  if (o.deepspeed_config.empty()) return std::nullopt;
+  DeepSpeedInput d;
+  d.config = check::load_deepspeed_config(o.deepspeed_config);
+  for (const auto& w : d.config.warnings)
+    if (w.find("\"auto\"") == std::string::npos) std::cerr << "gaccum-tune: warning: " << w << "\n";
+  d.pins = check::deepspeed_tune_pins(d.config);
+  d.document = check::load_deepspeed_document(o.deepspeed_config);
+  return d;
+}
+
+// What the config fixes joins the request; a flag that says otherwise is an InputError naming both.
+void apply_deepspeed(const TuneOptions& o, const DeepSpeedInput& d, tuner::TuneRequest& r,
+                     const model::ModelInfo* info) {
+  const auto& p = d.pins;
+  const std::string& path = d.config.path;
+  auto clash = [&](const char* flag, const std::string& given, const std::string& field, const std::string& value) {
+    const bool batch_field = field.find("batch") != std::string::npos;  // these may be "auto"
+    throw InputError(fmt::format("{} {} contradicts {}: {} {}: drop the flag or change the field{}", flag, given, path,
+                                 field, value, batch_field ? " (\"auto\" lets tune pick it)" : ""));
+  };
+  if (p.global_batch) {
+    if (!o.global_batch_range.empty()) clash("--global-batch-range", o.global_batch_range, "train_batch_size", std::to_string(*p.global_batch));
+    if (!o.global_batch.empty() && r.global_batch_min != *p.global_batch)
+      clash("--global-batch", o.global_batch, "train_batch_size", std::to_string(*p.global_batch));
+    r.global_batch_min = r.global_batch_max = *p.global_batch;
+  }
+  r.micro_batch = p.micro_batch;
+  r.accum_steps = p.accum_steps;
+  if (p.accum_steps) r.max_accum_steps = std::max(r.max_accum_steps, *p.accum_steps);
+  if (p.world_size) {
+    if ((!o.world_sizes.empty() || !o.max_world_size.empty()) &&
+        std::find(r.world_sizes.begin(), r.world_sizes.end(), *p.world_size) == r.world_sizes.end())
+      clash(o.world_sizes.empty() ? "--max-world-size" : "--world-sizes",
+            o.world_sizes.empty() ? o.max_world_size : o.world_sizes,
+            "train_batch_size / (train_micro_batch_size_per_gpu x gradient_accumulation_steps) = world_size",
+            std::to_string(*p.world_size));
+    r.world_sizes = {*p.world_size};
+  }
+  const auto& plan = p.plan;
+  if (o.strategy != "auto" && r.strategy != plan.strategy)
+    clash("--strategy", o.strategy,
+          fmt::format("zero_optimization.stage {}{}", d.config.zero_stage,
+                      d.config.overlap_comm ? " with overlap_comm" : ""),
+          fmt::format("runs strategy {}", to_string(plan.strategy)));
+  r.strategy = plan.strategy;
+  if (o.sharding != "auto" && !(r.sharding && r.sharding->sharding == plan.sharding.sharding))
+    clash("--sharding", o.sharding, "zero_optimization.stage", std::to_string(d.config.zero_stage));
+  r.sharding = plan.sharding;
+  if (p.precision) {
+    if (o.precision != "auto" && r.precision != p.precision)
+      clash("--precision", o.precision, "bf16/fp16.enabled", std::string(to_string(*p.precision)));
+    r.precision = p.precision;
+  }
+  if (o.checkpointing != "auto" && r.checkpointing != p.checkpointing)
+    clash("--checkpointing", o.checkpointing, "activation_checkpointing", std::string(to_string(p.checkpointing)));
+  r.checkpointing = p.checkpointing;
+  r.offload_optimizer = p.offload_optimizer;
+  r.offload_params = p.offload_params;
+  std::string pinned;
+  if (p.global_batch) pinned += fmt::format("global_batch {} (train_batch_size), ", *p.global_batch);
+  if (p.micro_batch) pinned += fmt::format("micro_batch {} (train_micro_batch_size_per_gpu), ", *p.micro_batch);
+  if (p.accum_steps) pinned += fmt::format("accum_steps {} (gradient_accumulation_steps), ", *p.accum_steps);
+  if (p.world_size) pinned += fmt::format("world_size {} (train / (micro x gas)), ", *p.world_size);
+  r.notes.push_back(fmt::format(
+      "{} pins {}sharding {} (zero_optimization.stage {}), strategy {}, precision {}, checkpointing {}{}; \"auto\" or "
+      "absent fields were searched",
+      path, pinned, to_string(plan.sharding), d.config.zero_stage, to_string(plan.strategy),
+      p.precision ? std::string(to_string(*p.precision)) : std::string("searched (\"auto\")"),
+      to_string(p.checkpointing), p.offload_optimizer || p.offload_params ? ", offload (state off the device)" : ""));
+  if (!info) return;
+  const auto& plans = info->plans;
+  if (r.precision && std::find(plans.precisions.begin(), plans.precisions.end(), *r.precision) == plans.precisions.end())
+    throw InputError(fmt::format("{}: precision {} ({}) is not available for this model: {}", path,
+                                 to_string(*r.precision), p.precision_source, plans.limits));
+  if (std::find(plans.checkpointings.begin(), plans.checkpointings.end(), p.checkpointing) == plans.checkpointings.end())
+    throw InputError(fmt::format("{}: checkpointing {} ({}) is not available for this model: {}", path,
+                                 to_string(p.checkpointing), p.checkpointing_source, plans.limits));
+}
+
 int run_tune(const TuneOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const fs::path out(o.out);
-  reports::check_outputs(out, kOutputNames, o.force);  // refuse before any expensive work
+  std::vector<std::string> output_names = kOutputNames;
+  if (!o.deepspeed_config.empty()) output_names.push_back(kDeepSpeedOutput);
+  reports::check_outputs(out, output_names, o.force);  // refuse before any expensive work
+  const std::optional<DeepSpeedInput> ds = load_deepspeed(o);
   {
     // Every flag that does not need the model is checked before profiling or loading.
     tuner::TuneRequest early = make_request(o, LoadedModel{});
+    if (ds) apply_deepspeed(o, *ds, early, nullptr);
     tuner::validate(early);
   }
 
   LoadedModel l = load_model(o);
   tuner::TuneRequest req = make_request(o, l);
+  if (ds) apply_deepspeed(o, *ds, req, &l.model->info());
+  {
+    // B_noise: --noise-scale, else a stronger one validate measured for this workload, else the
+    // profile's; without any, the report names the validate command (cli/noise_scale_cache.hpp).
+    const NoiseLookup noise = lookup_noise_scale(l, o.workload.empty() ? std::string() : "--workload " + o.workload);
+    if (!req.noise_scale && noise.recorded) {
+      req.noise_scale = noise.recorded->noise_scale;
+      req.noise_scale_source = noise.recorded->source;
+    }
+    req.noise_scale_hint = noise.validate_command;
+  }
   const tuner::TuneResult result = tuner::tune(*l.model, req);
 
   reports::ReportContext ctx;
@@ -197,6 +305,7 @@ int run_tune(const TuneOptions& o) {
   ctx.generated_utc = utc_now();
   ctx.command = o.command;
   ctx.source = l.source;
+  if (ds) ctx.deepspeed_config = (out / kDeepSpeedOutput).string();
   const std::string json = reports::print_json(result, ctx);
   std::vector<reports::OutputFile> files = {
       {"result.csv", reports::print_csv(reports::make_rows(result))},
@@ -204,6 +313,7 @@ int run_tune(const TuneOptions& o) {
       {"result.md", reports::print_markdown(result, ctx)},
       {"report.html", reports::print_html(result, ctx)},
   };
+  if (ds) files.push_back({kDeepSpeedOutput, check::complete_deepspeed_config(ds->document, result.best().config()).dump(2) + "\n"});
   const auto written = reports::write_outputs(out, files, o.force);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -248,6 +358,9 @@ void add_tune_command(CLI::App& app, Action& action) {
                   "CPU profile-first path: the emulated device's memory, e.g. 512MiB [default: the profiler's]");
   sub->add_option("--profile", o->profile, "Measured profile.json (from `gaccum-tune profile`)");
   sub->add_option("--spec", o->spec, "Analytic transformer spec.json (needs --cluster)");
+  sub->add_option("--deepspeed-config", o->deepspeed_config,
+                  "DeepSpeed config: its numeric batch fields, ZeRO stage, bf16/fp16, activation_checkpointing and "
+                  "offload pin the search; \"auto\" fields are filled with the pick in --out/deepspeed_config.json");
   sub->add_option("--cluster", o->cluster, "Cluster description (nodes, GPUs per node, links, memory, price)");
   sub->add_option("--mfu", o->mfu, "Model FLOP utilisation for --spec [default: 0.4]");
   sub->add_option("--global-batch", o->global_batch, "Target global batch B = b*k*p, at most 2^40 [default: 512]");

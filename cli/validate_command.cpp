@@ -15,6 +15,7 @@
 #include "cli/model_flags.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/command.hpp"
+#include "cli/noise_scale_cache.hpp"
 #include "core/atomic_file.hpp"
 #include "core/checked.hpp"
 #include "core/error.hpp"
@@ -119,11 +120,11 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
       s.workload = cfg;
     }
   }
-  (void)workloads::make_workload([&] {
+  const std::string workload_hash = workloads::make_workload([&] {
     auto cfg = s.workload;
     cfg.device = "cpu";
     return cfg;
-  }());  // unknown workloads and bad overrides fail here (exit 2)
+  }())->identity().hash;  // unknown workloads and bad overrides fail here (exit 2)
 
   auto outcome = runner::validate(o);
   if (!outcome.wrote_output) return outcome.exit_code;  // a rank other than 0 of a joined job
@@ -137,6 +138,8 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
       std::cout << fmt::format("hint: a profile of this workload is cached; compare with it: --profile {}\n", cached);
   }
   std::cout << fmt::format("wrote {}\n", o.output);
+  if (const auto noise = record_validated_noise_scales(workload_hash, outcome.runs))
+    std::cout << fmt::format("noise scale recorded in {}: tune and check on this workload use it\n", noise->string());
   std::cout.flush();
   if (!outcome.failures.empty()) throw RankFailure(outcome.failures.front(), outcome.exit_code);
   return outcome.exit_code;

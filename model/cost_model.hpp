@@ -47,6 +47,8 @@ struct PlanSupport {
 struct ModelInfo {
   std::string source;                 // "profile" or "spec"
   std::string workload_name;
+  std::string model_name;             // what report titles call it: the preset, the spec's name, or the
+                                      // TorchScript file's name (workload_name is "torchscript" there)
   std::string workload_hash;
   std::string device_kind;            // "cpu" or "cuda"
   std::string device_name;
@@ -65,6 +67,7 @@ struct ModelInfo {
   PlanSupport plans;
   std::vector<std::string> notes;     // rules used, fit quality, warnings (for reports)
   nlohmann::json fit = nlohmann::json::object();  // fitted parameters and residuals (JSON reports)
+  const std::string& title_name() const { return model_name.empty() ? workload_name : model_name; }
 };
 
 class CostModel {

@@ -107,6 +107,13 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   const bool gpu = prof.hardware.device_kind == "cuda";
   info_.source = "profile";
   info_.workload_name = w.name;
+  info_.model_name = w.name;
+  if (w.kind == "torchscript" && w.hyper.contains("file") && w.hyper.at("file").is_string()) {
+    // The file's name without folders, e.g. "resnet18.pt" (core/profile.hpp WorkloadIdentity::hyper).
+    const std::string file = w.hyper.at("file").get<std::string>();
+    const auto slash = file.find_last_of('/');
+    info_.model_name = slash == std::string::npos ? file : file.substr(slash + 1);
+  }
   info_.workload_hash = w.hash;
   info_.device_kind = prof.hardware.device_kind;
   info_.device_name = prof.hardware.device_name;

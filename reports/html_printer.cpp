@@ -32,7 +32,7 @@ h3{font-size:14.5px;margin:14px 0 4px}
 figure{margin:0;border:1px solid #e3e3e3;border-radius:6px;padding:10px;break-inside:avoid}
 figcaption{font-weight:600;margin-bottom:2px}
 figure p.note{color:#555;font-size:12.5px;margin:2px 0 6px}
-svg.chart{width:100%;height:auto;display:block}
+svg.chart{max-width:100%;height:auto;display:block}
 svg .plot{fill:#fafafa;stroke:#ccc}
 svg .grid{stroke:#e6e6e6}
 svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;fill:#333}
@@ -93,11 +93,12 @@ std::string card(const std::string& k, const std::string& v) {
                      xml_escape(v));
 }
 
-std::string summary_section(const tuner::TuneResult& r) {
+std::string summary_section(const tuner::TuneResult& r, const ReportContext& ctx) {
   const auto& best = r.best();
   const auto& cfg = best.config();
   const auto& e = r.picks.front();
   std::string o = fmt::format("<p class=\"lead\">{}</p>", xml_escape(recommendation(r)));
+  if (!ctx.deepspeed_config.empty()) o += fmt::format("<p>{}</p>", xml_escape(deepspeed_config_line(r, ctx)));
   o += "<div class=\"cards\">";
   o += card("pick", fmt::format("b={} k={} p={}", cfg.micro_batch, cfg.accum_steps, cfg.world_size));
   o += card("strategy", std::string(to_string(cfg.strategy)));
@@ -195,28 +196,48 @@ std::string memory_chart(const tuner::TuneResult& r) {
   ch.x_label = "micro_batch (b)";
   ch.y_label = fmt::format("peak memory per rank ({})", unit_name);
   ch.log2_x = true;
+  // Filled markers on solid lines: within the measured micro_batch range; hollow markers on
+  // dashed lines: extrapolated above it (one legend entry each for the two styles).
   std::size_t ci = 0;
+  bool any_measured = false, any_extrapolated = false;
   for (const auto& [ps, pts] : groups) {
     const std::string col = chart_color(ci++);
     ChartSeries measured, extra;
     measured.name = world_sizes_text(ps);
     measured.color = extra.color = col;
-    extra.name = measured.name + " (extrapolated)";
     extra.dashed = extra.hollow = true;
+    extra.legend = false;
     for (const auto& m : pts) {
       ChartPoint pt{double(m.micro_batch), double(m.peak) / unit};
       if (!m.extrapolated) {
         measured.points.push_back(pt);
       } else {
-        if (extra.points.empty() && !measured.points.empty()) extra.points.push_back(measured.points.back());
+        if (extra.points.empty() && !measured.points.empty()) {
+          extra.points.push_back(measured.points.back());  // joins the lines; its marker is the measured one
+          extra.markers_from = 1;
+        }
         extra.points.push_back(pt);
       }
     }
+    any_measured = any_measured || !measured.points.empty();
+    any_extrapolated = any_extrapolated || extra.points.size() > extra.markers_from;
     if (!measured.points.empty()) ch.series.push_back(measured);
-    if (!extra.points.empty()) {
-      extra.legend = measured.points.empty() || ci == 1;
-      ch.series.push_back(extra);
+    if (!extra.points.empty()) ch.series.push_back(extra);
+  }
+  if (any_extrapolated) {
+    ChartSeries key;  // legend only: the marker style of every extrapolated point
+    key.name = r.info.measured_max_micro_batch > 0
+                   ? fmt::format("extrapolated (micro_batch above the measured {})", r.info.measured_max_micro_batch)
+                   : std::string("extrapolated");
+    key.color = "#7f7f7f";
+    key.dashed = key.hollow = true;
+    if (any_measured) {
+      ChartSeries m;
+      m.name = "measured range";
+      m.color = "#7f7f7f";
+      ch.series.push_back(m);
     }
+    ch.series.push_back(key);
   }
   ch.hlines.push_back({double(l.cap) / unit, fmt::format("cap {}", format_bytes(l.cap)), "#D55E00", false});
   ch.hlines.push_back(
@@ -358,6 +379,7 @@ std::string pareto_chart(const tuner::TuneResult& r) {
   ch.y_label = "samples/s";
   const auto& ws = r.search.limits.world_sizes;
   ch.log2_x = ws.back() >= 8 * ws.front() && ws.size() > 2;
+  ch.integer_x = true;  // world sizes are counts
   ChartSeries front, dominated, ideal;
   front.name = "Pareto front (best at each world_size)";
   front.color = chart_color(0);
@@ -431,7 +453,7 @@ std::string table_section(const tuner::TuneResult& r) {
                                                    : "-" + format_bytes(Bytes(-row.headroom_bytes));
     o += fmt::format(
         "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>"
-        "{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td></tr>",
+        "{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td></tr>",
         cls, row.rank > 0 ? std::to_string(row.rank) : "", row.micro_batch, row.accum_steps, row.world_size,
         row.global_batch, xml_escape(row.strategy), format_seconds(row.step_time_s), fmt_rate(row.throughput_samples_s),
         format_seconds(row.compute_s), format_seconds(row.comm_exposed_s), format_bytes(row.peak_memory_bytes),
@@ -451,7 +473,9 @@ std::string inputs_section(const tuner::TuneResult& r, const ReportContext& ctx)
   kv("command", ctx.command);
   kv("model source", info.source);
   if (ctx.source.contains("path")) kv("source file", ctx.source["path"].get<std::string>());
-  kv("workload", fmt::format("{} (hash {})", info.workload_name, info.workload_hash));
+  kv("workload", info.model_name.empty() || info.model_name == info.workload_name
+                     ? fmt::format("{} (hash {})", info.workload_name, info.workload_hash)
+                     : fmt::format("{} {} (hash {})", info.workload_name, info.model_name, info.workload_hash));
   kv("device", fmt::format("{} {}, {}", info.device_kind, info.device_name, format_bytes(info.device_memory)));
   if (info.device_kind == "cpu")
     kv("CPU ranks", fmt::format("each rank stands for one GPU; {} thread{} per rank", info.threads_per_rank,
@@ -463,7 +487,9 @@ std::string inputs_section(const tuner::TuneResult& r, const ReportContext& ctx)
                                             r.request.allow_extrapolation ? " (extrapolation allowed)" : "")
                               : std::string("no measured range (analytic model)"));
   kv("world sizes", world_sizes_text(l.world_sizes));
-  kv("noise scale B_noise", l.noise_scale ? fmt::format("{:.0f} samples", *l.noise_scale) : std::string("unknown"));
+  kv("noise scale B_noise", l.noise_scale ? fmt::format("{:.0f} samples{}", *l.noise_scale,
+                                                       l.noise_scale_source.empty() ? "" : " (" + l.noise_scale_source + ")")
+                                          : std::string("unknown"));
   for (const auto& n : r.notes) kv("note", n);
   o += "</dl>";
   return section("inputs", "Inputs, model and notes", o);
@@ -478,10 +504,10 @@ std::string print_html(const tuner::TuneResult& r, const ReportContext& ctx) {
   o += fmt::format("<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n", kHtmlCsp);
   o += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   o += fmt::format("<title>gaccum-tune: {}</title>\n<style>{}</style></head>\n<body><main>\n",
-                   xml_escape(r.info.workload_name), kCss);
-  o += fmt::format("<h1>gaccum-tune: {}</h1><p class=\"headline\">{}</p>\n", xml_escape(r.info.workload_name),
+                   xml_escape(r.info.title_name()), kCss);
+  o += fmt::format("<h1>gaccum-tune: {}</h1><p class=\"headline\">{}</p>\n", xml_escape(r.info.title_name()),
                    xml_escape(headline(r)));
-  o += summary_section(r);
+  o += summary_section(r, ctx);
   o += why_section(r);
   std::string charts = "<div class=\"grid2\">";
   charts += throughput_chart(r);

@@ -58,6 +58,7 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
   j["generated_utc"] = ctx.generated_utc;
   j["command"] = ctx.command;
   j["source"] = oj::parse(ctx.source.dump());
+  if (!ctx.deepspeed_config.empty()) j["deepspeed_config"] = ctx.deepspeed_config;
 
   oj in;
   in["global_batch"] = {{"min", q.global_batch_min}, {"max", q.global_batch_max}};
@@ -193,6 +194,7 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
       {"available", cb.available},
       {"formula", "S(B) = S_min (1 + B_noise/B); E(B) = E_min (1 + B/B_noise) (McCandlish et al. 2018)"},
       {"noise_scale", round_sig(cb.noise_scale)},
+      {"noise_scale_source", cb.source},
       {"global_batch", cb.global_batch},
       {"exceeds", cb.exceeds},
       {"steps_factor", round_sig(cb.steps_factor)},

@@ -16,6 +16,7 @@ struct ReportContext {
   std::string generated_utc;                         // ISO 8601
   std::string command;                               // as typed, for reproduction
   nlohmann::json source = nlohmann::json::object();  // {"kind": "profile", "path": ..., ...}
+  std::string deepspeed_config;  // tune --deepspeed-config: where the completed config is written ("" if none)
 };
 
 }  // namespace gaccum::reports

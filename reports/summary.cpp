@@ -55,7 +55,7 @@ std::string headline(const tuner::TuneResult& r) {
   return fmt::format(
       "{} on {}: {}, {}, memory limit {} (cap {} minus {:g}% margin), accum_steps <= {}, strategy {}, objective {}; {} "
       "configs evaluated, {} feasible, {} ranked.",
-      r.info.workload_name.empty() ? std::string("workload") : r.info.workload_name, device, target,
+      r.info.title_name().empty() ? std::string("workload") : r.info.title_name(), device, target,
       world_sizes_text(l.world_sizes), format_bytes(l.limit), format_bytes(l.cap), q.margin * 100, l.max_accum_steps,
       q.strategy ? std::string(to_string(*q.strategy)) : std::string("auto"), to_string(q.objective),
       r.search.candidates.size(), feasible, r.search.ranking.size());
@@ -103,6 +103,16 @@ std::string recommendation(const tuner::TuneResult& r) {
     s += fmt::format(" On this CPU each rank stands for one GPU ({} thread{} per rank).", r.info.threads_per_rank,
                      r.info.threads_per_rank == 1 ? "" : "s");
   return s;
+}
+
+std::string deepspeed_config_line(const tuner::TuneResult& r, const ReportContext& ctx) {
+  if (ctx.deepspeed_config.empty()) return "";
+  const auto& c = r.best().config();
+  return fmt::format(
+      "DeepSpeed config completed with the pick: {} (train_batch_size {} = train_micro_batch_size_per_gpu {} x "
+      "gradient_accumulation_steps {} x world_size {}; launch on {} rank{})",
+      ctx.deepspeed_config, c.global_batch(), c.micro_batch, c.accum_steps, c.world_size, c.world_size,
+      c.world_size == 1 ? "" : "s");
 }
 
 }  // namespace gaccum::reports

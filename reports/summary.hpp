@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "reports/report_context.hpp"
 #include "tuner/tuner.hpp"
 
 namespace gaccum::reports {
@@ -24,5 +25,9 @@ std::string objective_value_text(const tuner::TuneResult& result, const tuner::C
 bool plans_searched(const tuner::TuneResult& r);
 // "zero3 bf16 full" / "none fp32 none": sharding, precision, checkpointing.
 std::string plan_cell(const model::Config& c);
+
+// "DeepSpeed config completed with the pick: <path> (train_batch_size 512 = ... x world_size 2;
+//  launch on 2 ranks)"; "" when ctx.deepspeed_config is empty.
+std::string deepspeed_config_line(const tuner::TuneResult& r, const ReportContext& ctx);
 
 }  // namespace gaccum::reports

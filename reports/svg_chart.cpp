@@ -29,9 +29,11 @@ struct Legend {
   double height = 0;
 };
 
+enum class Swatch { none, filled, hollow };  // the marker drawn on a line swatch
+
 // A wrapping row of legend entries starting at (x0, y0) within `width`.
 Legend legend(const std::vector<std::pair<std::string, std::string>>& entries, double x0, double y0, double width,
-              bool line_swatch, const std::vector<bool>& dashed = {}) {
+              bool line_swatch, const std::vector<bool>& dashed = {}, const std::vector<Swatch>& markers = {}) {
   Legend l;
   double x = x0, y = y0;
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -45,6 +47,10 @@ Legend legend(const std::vector<std::pair<std::string, std::string>>& entries, d
       bool d = i < dashed.size() && dashed[i];
       l.svg += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="2.5"{}/>)", num(x),
                            num(y - 4), num(x + 16), num(y - 4), col, d ? R"( stroke-dasharray="5 3")" : "");
+      const Swatch m = i < markers.size() ? markers[i] : Swatch::none;
+      if (m != Swatch::none)
+        l.svg += fmt::format(R"(<circle cx="{}" cy="{}" r="3.5" fill="{}" stroke="{}" stroke-width="1.5"/>)", num(x + 8),
+                             num(y - 4), m == Swatch::hollow ? "#ffffff" : col, col);
     } else {
       l.svg += fmt::format(R"(<rect x="{}" y="{}" width="12" height="12" fill="{}"/>)", num(x), num(y - 10), col);
     }
@@ -130,7 +136,13 @@ std::string line_chart(const LineChart& c, int width, int height) {
     ax0 = e0, ax1 = e1;
   } else {
     if (!(ax1 > ax0)) ax0 -= 0.5, ax1 += 0.5;
+    if (c.integer_x && ax1 - ax0 < 2) ax0 -= 0.5, ax1 += 0.5;  // room beside the outer counts
     xticks = nice_ticks(ax0, ax1, 6);
+    if (c.integer_x && xticks.size() > 1 && xticks[1] - xticks[0] < 1) {
+      // A step below 1 would label fractions of a count: one tick per whole number instead.
+      xticks.clear();
+      for (double t = std::ceil(ax0); t <= std::floor(ax1) + 1e-9; t += 1) xticks.push_back(t);
+    }
     ax0 = std::min(ax0, xticks.front()), ax1 = std::max(ax1, xticks.back());
   }
   auto yticks = nice_ticks(ymin, ymax * 1.04 + (ymax == ymin ? 1 : 0), 5);
@@ -139,18 +151,28 @@ std::string line_chart(const LineChart& c, int width, int height) {
   const double left = 78, right = 16, top = 14;
   std::vector<std::pair<std::string, std::string>> entries;
   std::vector<bool> dashes;
-  for (const auto& s : c.series)
-    if (s.legend) entries.emplace_back(s.name, s.color), dashes.push_back(s.dashed);
-  for (const auto& h : c.hlines) entries.emplace_back(h.label, h.color), dashes.push_back(h.dashed);
+  std::vector<Swatch> swatches;
+  for (const auto& s : c.series) {
+    if (!s.legend) continue;
+    entries.emplace_back(s.name, s.color);
+    dashes.push_back(s.dashed);
+    swatches.push_back(s.hollow ? Swatch::hollow : Swatch::filled);
+  }
+  for (const auto& h : c.hlines) {
+    entries.emplace_back(h.label, h.color);
+    dashes.push_back(h.dashed);
+    swatches.push_back(Swatch::none);
+  }
   const double plot_w = width - left - right;
-  Legend leg = legend(entries, left, 0, plot_w, true, dashes);  // measure
+  Legend leg = legend(entries, left, 0, plot_w, true, dashes, swatches);  // measure
   const double bottom = 46 + leg.height;
   const double plot_h = height - top - bottom;
   auto X = [&](double x) { return left + (fx(x) - ax0) / (ax1 - ax0) * plot_w; };
   auto Y = [&](double y) { return top + plot_h - (y - ay0) / (ay1 - ay0) * plot_h; };
 
-  std::string o = fmt::format(R"(<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>)",
-                              width, height, xml_escape(c.title), xml_escape(c.title));
+  std::string o = fmt::format(
+      R"(<svg class="chart" width="{}" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>)", width, width,
+      height, xml_escape(c.title), xml_escape(c.title));
   o += fmt::format(R"(<rect class="plot" x="{}" y="{}" width="{}" height="{}"/>)", num(left), num(top), num(plot_w),
                    num(plot_h));
   for (double t : yticks) {
@@ -182,7 +204,8 @@ std::string line_chart(const LineChart& c, int width, int height) {
     if (s.points.size() > 1)
       o += fmt::format(R"(<polyline fill="none" stroke="{}" stroke-width="2"{} points="{}"/>)", s.color,
                        s.dashed ? R"( stroke-dasharray="5 3")" : "", pts);
-    for (const auto& p : s.points) {
+    for (std::size_t i = s.markers_from; i < s.points.size(); ++i) {
+      const auto& p = s.points[i];
       if (c.log2_x && !(p.x > 0)) continue;
       o += fmt::format(
           R"(<circle cx="{}" cy="{}" r="3.5" fill="{}" stroke="{}" stroke-width="1.5"><title>{}: {}, {}</title></circle>)",
@@ -200,7 +223,7 @@ std::string line_chart(const LineChart& c, int width, int height) {
                      num(X(m.at.x) + (right_side ? -12 : 12)), num(Y(m.at.y) + (below ? 22 : -10)),
                      right_side ? "end" : "start", xml_escape(m.label));
   }
-  o += legend(entries, left, top + plot_h + 56, plot_w, true, dashes).svg;
+  o += legend(entries, left, top + plot_h + 56, plot_w, true, dashes, swatches).svg;
   o += "</svg>";
   return o;
 }
@@ -231,8 +254,9 @@ std::string bar_chart(const BarChart& c, int width) {
   Legend leg = legend(entries, left, 0, plot_w, false);
   const double height = top + plot_h + 40 + leg.height + 8;
 
-  std::string o = fmt::format(R"(<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>)",
-                              width, num(height), xml_escape(c.title), xml_escape(c.title));
+  std::string o = fmt::format(
+      R"(<svg class="chart" width="{}" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>)", width, width,
+      num(height), xml_escape(c.title), xml_escape(c.title));
   o += fmt::format(R"(<rect class="plot" x="{}" y="{}" width="{}" height="{}"/>)", num(left), num(top), num(plot_w),
                    num(plot_h));
   for (double t : ticks) {

@@ -2,7 +2,9 @@
 //       lines, a highlighted point) and horizontal bar charts (stacked or grouped), with axes,
 //       "nice" ticks, a legend and a <title> for screen readers.
 // Why: the HTML report must be one self-contained file with no scripts, fonts or URLs, so
-//      charts are drawn here in C++ as SVG markup; text inherits the page's system font.
+//      charts are drawn here in C++ as SVG markup; text inherits the page's system font. Each
+//      <svg> carries its width in CSS pixels, so text has the same size in every chart (the
+//      page only shrinks a chart wider than its column).
 // Units: coordinates are data units; width/height are CSS pixels of the viewBox.
 #pragma once
 
@@ -24,7 +26,9 @@ struct ChartSeries {
   std::string color;
   bool dashed = false;
   bool hollow = false;  // hollow markers (e.g. extrapolated)
-  bool legend = true;
+  bool legend = true;   // an entry in the legend, its swatch the line and the marker as drawn
+  std::size_t markers_from = 0;  // points before this index get no marker (e.g. a joining point
+                                 // that belongs to another series, drawn there with its own marker)
 };
 
 struct ChartLine {
@@ -45,6 +49,7 @@ struct LineChart {
   std::string title;
   std::string x_label, y_label;
   bool log2_x = false;
+  bool integer_x = false;  // ticks on whole numbers only (counts such as world_size)
   bool y_from_zero = true;
   std::vector<ChartSeries> series;
   std::vector<ChartLine> hlines;

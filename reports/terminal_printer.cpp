@@ -31,7 +31,7 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent)
 
 }  // namespace
 
-std::string print_terminal(const tuner::TuneResult& r, const ReportContext&) {
+std::string print_terminal(const tuner::TuneResult& r, const ReportContext& ctx) {
   std::string o = wrap(headline(r), 100, 2) + "\n\n";
   const bool plans = plans_searched(r);
   o += fmt::format("{:>4} {:>6} {:>5} {:>3} {:>6} {:<10} {}{:>10} {:>11} {:>11} {:>10} {:>8}  {}\n", "rank", "b", "k",
@@ -73,6 +73,7 @@ std::string print_terminal(const tuner::TuneResult& r, const ReportContext&) {
                      skipped == 1 ? "" : "s");
   o += wrap("Learning rate: " + r.lr.text, 100, 2) + "\n";
   o += wrap("Critical batch: " + r.critical.text, 100, 2) + "\n";
+  if (!ctx.deepspeed_config.empty()) o += wrap(deepspeed_config_line(r, ctx), 100, 2) + "\n";
   if (!r.notes.empty()) {
     o += "Notes:\n";
     for (const auto& n : r.notes) o += wrap("  - " + n, 100, 4) + "\n";

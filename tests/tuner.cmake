@@ -1,6 +1,6 @@
 # Tuner tests (included from tests/CMakeLists.txt): the search on a closed-form fake cost model
 # (unit/fake_cost_model.hpp) against hand-computed optima and constraint edge cases.
-gaccum_test(unit_tuner LABEL unit SOURCES unit/test_tuner.cpp LIBS gaccum::tuner)
+gaccum_test(unit_tuner LABEL unit SOURCES unit/test_tuner.cpp unit/test_noise_source.cpp LIBS gaccum::tuner)
 
 # `gaccum-tune tune` end to end on the checked-in synthetic profile (tests/data/small-profile.json:
 # a CPU "device" of 4 GiB, so a cap in bytes makes memory bind), its reports and its errors.
@@ -78,3 +78,38 @@ gaccum_cli_test(tune-device-memory-with-profile 2 "--device-memory applies to th
   ${G} tune --profile ${D}/small-profile.json --device-memory 1GiB --out ${T}/bad)
 gaccum_cli_test(predict-input-shape-without-torchscript 2 "--input-shape, --input and --target apply to --torchscript only" --one-line-stderr --
   ${G} predict --workload gpt-tiny --input-shape 3,8,8 -b 1)
+
+# tune --deepspeed-config (check/deepspeed_tune.hpp): "auto" fields filled with the pick, numeric
+# ones pinned, every other field kept in its order; a config no world size satisfies is exit 2.
+set(DS "${CMAKE_CURRENT_SOURCE_DIR}/data/deepspeed")
+gaccum_cli_test(tune-deepspeed-auto 0 "DS-AUTO-OK" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --deepspeed-config \"$3/auto.json\" --out \"$1\" > \"$1/stdout.txt\" && grep -q 'Use micro_batch 4 with accum_steps 64 on 2 ranks' \"$1/stdout.txt\" && tr -s '\\n ' ' ' < \"$1/stdout.txt\" | grep -q 'DeepSpeed config completed with the pick: [^ ]*/deepspeed_config.json (train_batch_size 512 = train_micro_batch_size_per_gpu 4 x gradient_accumulation_steps 64 x world_size 2' && f=\"$1/deepspeed_config.json\" && head -2 \"$f\" | grep -q '\"train_batch_size\": 512' && grep -q '\"train_micro_batch_size_per_gpu\": 4' \"$f\" && grep -q '\"gradient_accumulation_steps\": 64' \"$f\" && grep -q '\"enabled\": false' \"$f\" && grep -q '\"lr\": \"auto\"' \"$f\" && grep -q '\"weight_decay\": 0.01' \"$f\" && tail -2 \"$f\" | grep -q '\"steps_per_print\": 7' && grep -q 'deepspeed_config.json' \"$1/report.html\" && grep -q '\"deepspeed_config\"' \"$1/result.json\" && echo DS-AUTO-OK"
+  ${G} ${T}/ds-auto ${D} ${DS})
+gaccum_cli_test(tune-deepspeed-numeric 0 "DS-NUMERIC-OK" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --deepspeed-config \"$3/numeric.json\" --out \"$1\" > \"$1/stdout.txt\" && grep -q 'Use micro_batch 4 with accum_steps 32 on 2 ranks (overlap), global_batch 256' \"$1/stdout.txt\" && f=\"$1/deepspeed_config.json\" && head -2 \"$f\" | grep -q '\"steps_per_print\": 100' && grep -q '\"train_batch_size\": 256' \"$f\" && grep -q '\"gradient_accumulation_steps\": 32' \"$f\" && tr -s '\\n ' ' ' < \"$1/stdout.txt\" | grep -q 'numeric.json pins global_batch 256 (train_batch_size), micro_batch 4 (train_micro_batch_size_per_gpu), sharding none (zero_optimization.stage 0), strategy overlap' && echo DS-NUMERIC-OK"
+  ${G} ${T}/ds-numeric ${D} ${DS})
+# All three numeric: world_size = 256 / (4 x 32) = 2 is pinned too; the search has one setting.
+gaccum_cli_test(tune-deepspeed-all-numeric 0 "Use micro_batch 4 with accum_steps 32 on 2 ranks \\(fused\\).*world_size 2 " --
+  ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh ${G} tune --profile ${D}/small-profile.json --memory-cap 15MiB
+  --deepspeed-config ${DS}/all-numeric.json --force --out ${T}/ds-all-numeric)
+gaccum_cli_test(tune-deepspeed-indivisible 2
+  "indivisible.json: train_batch_size 100 is not a multiple of train_micro_batch_size_per_gpu x gradient_accumulation_steps = 32.*e\\.g\\. 96"
+  --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --deepspeed-config ${DS}/indivisible.json --force --out ${T}/ds-bad)
+gaccum_cli_test(tune-deepspeed-flag-clash 2 "--global-batch 128 contradicts .*numeric.json: train_batch_size 256"
+  --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --global-batch 128 --deepspeed-config ${DS}/numeric.json --force --out ${T}/ds-clash)
+gaccum_cli_test(tune-deepspeed-missing 2 "--deepspeed-config" --one-line-stderr --
+  ${G} tune --profile ${D}/small-profile.json --deepspeed-config ${DS}/no-such.json --force --out ${T}/ds-missing)
+
+# Noise-scale reuse (cli/noise_scale_cache.hpp): without a measurement the report names the
+# validate command; validate records B_simple for the workload (b=2 vs B=32: a wider spread
+# than the profile's 8x sweep), and tune and check on the same workload then use it.
+gaccum_cli_test(noise-scale-reuse 0 "NOISE-REUSE-OK" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && export XDG_CACHE_HOME=\"$1/cache\" && \"$0\" validate --workload mlp-small -b 2 -k 8 -p 2 --steps 6 -o \"$1/v.json\" > \"$1/validate.txt\" && grep -q 'noise scale recorded in .*/gaccum-tune/profiles/noise-[0-9a-f]*\\.json' \"$1/validate.txt\" && \"$0\" tune --workload mlp-small --global-batch 64 --out \"$1/t\" > \"$1/tune.txt\" && tr -s '\\n ' ' ' < \"$1/tune.txt\" | grep -q 'B_noise ~ [0-9]* (McCandlish et al. 2018. B_noise from measured by .gaccum-tune validate -b 2 -k 8 -p 2.' && grep -q 'measured by `gaccum-tune validate -b 2 -k 8 -p 2`' \"$1/t/result.json\" && ( \"$0\" check --workload mlp-small -b 2 -k 8 -p 2 --json > \"$1/check.json\" || true ) && grep -q '\"noise_scale_source\": \"measured by `gaccum-tune validate -b 2 -k 8 -p 2`' \"$1/check.json\" && echo NOISE-REUSE-OK"
+  ${G} ${T}/noise-reuse)
+set_tests_properties("cli: noise-scale-reuse" PROPERTIES TIMEOUT 900)
+# A profile without gradient statistics (tests/data/small-profile.json less its grad_norms).
+gaccum_cli_test(noise-scale-hint 0 "critical batch size unknown: no gradient noise scale for this workload. measure it with .gaccum-tune validate --workload [^ ]* -b [0-9]* -k [0-9]* -p [0-9]*." --
+  sh -c "rm -rf \"$1\" && mkdir -p \"$1\" && sed '/\"grad_norms\": \\[/,/^ \\]/d' \"$2\" > \"$1/p.json\" && ! grep -q grad_norms \"$1/p.json\" && XDG_CACHE_HOME=\"$1/cache\" \"$0\" tune --profile \"$1/p.json\" --memory-cap 15MiB --out \"$1/t\" | tr -s '\\n ' ' '"
+  ${G} ${T}/noise-hint ${D}/small-profile.json)
+gaccum_cli_test(tune-deepspeed-strategy-clash 2 "--strategy every-step contradicts .*numeric.json: zero_optimization.stage 0 with overlap_comm runs strategy overlap"
+  --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --strategy every-step --deepspeed-config ${DS}/numeric.json --force --out ${T}/ds-clash2)

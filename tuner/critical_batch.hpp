@@ -24,9 +24,18 @@ struct CriticalBatchAdvice {
   double steps_factor = 0;    // S(B) / S_min = 1 + B_noise / B
   double samples_factor = 0;  // E(B) / E_min = 1 + B / B_noise
   double extra_samples = 0;   // (E(B) - E_min) / E_min = B / B_noise
+  std::string source;         // where B_noise came from ("" when unknown)
   std::string text;
 };
 
-CriticalBatchAdvice critical_batch_advice(std::optional<double> noise_scale, Count global_batch);
+// `source` is quoted beside B_noise; `hint`, when there is no noise scale, is the command that
+// measures one (e.g. "gaccum-tune validate --workload gpt-tiny -b 8 -k 4 -p 2").
+CriticalBatchAdvice critical_batch_advice(std::optional<double> noise_scale, Count global_batch,
+                                          const std::string& source = "", const std::string& hint = "");
+
+// The command that measures B_noise for a setting: `validate_command` (no -b/-k/-p) with the
+// setting's b, k, p; k is raised to 2 when k x p = 1 (validate needs two batch sizes).
+std::string noise_scale_command(const std::string& validate_command, Count micro_batch, Count accum_steps,
+                                Count world_size);
 
 }  // namespace gaccum::tuner

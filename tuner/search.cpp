@@ -99,6 +99,8 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
             model::Config c{1, 1, 1, s};
             c.precision = pr;
             c.checkpointing = ck;
+            c.offload_optimizer = limits.offload_optimizer;
+            c.offload_params = limits.offload_params;
             shapes.push_back(c);
           }
       return shapes;
@@ -124,6 +126,8 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
       divs = divisors(B / p);
       for (Count b : divs) {
         const Count k = B / p / b;
+        if ((request.micro_batch && b != *request.micro_batch) || (request.accum_steps && k != *request.accum_steps))
+          continue;  // pinned (TuneRequest::micro_batch / accum_steps)
         for (const model::Config& shape : shapes_by_p[pi]) {
           model::Config cfg = shape;
           cfg.micro_batch = b;

@@ -63,6 +63,11 @@ void validate(TuneRequest& r) {
   if (!(r.margin >= 0 && r.margin < 1))
     throw InputError(fmt::format("--margin: invalid value {}: expected a fraction in [0%, 100%)", r.margin));
   if (r.max_accum_steps < 1) throw InputError("--max-accum-steps: expected a positive integer");
+  if (r.micro_batch && *r.micro_batch < 1) throw InputError("micro_batch: a pinned micro_batch must be positive");
+  if (r.accum_steps && *r.accum_steps < 1) throw InputError("accum_steps: pinned accum_steps must be positive");
+  if (r.accum_steps && *r.accum_steps > r.max_accum_steps)
+    throw InputError(fmt::format("accum_steps {} is pinned but --max-accum-steps is {}: raise --max-accum-steps to {}",
+                                 *r.accum_steps, r.max_accum_steps, *r.accum_steps));
   if (r.noise_scale && !(*r.noise_scale > 0 && std::isfinite(*r.noise_scale)))
     throw InputError("--noise-scale: expected a positive number of samples");
   if (!(r.cost_per_device_hour >= 0 && std::isfinite(r.cost_per_device_hour)))
@@ -90,6 +95,7 @@ Bytes apply_margin(Bytes cap, double margin) {
 
 Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
   Limits l;
+  l.notes = r.notes;
   l.device_memory = info.device_memory;
   if (!r.memory_cap.absolute && info.device_memory == 0)
     throw InputError(
@@ -161,6 +167,12 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
     l.checkpointings = plans.auto_checkpointings;
   }
   l.noise_scale = r.noise_scale ? r.noise_scale : info.noise_scale;
+  if (r.noise_scale)
+    l.noise_scale_source = r.noise_scale_source.empty() ? std::string("flag --noise-scale") : r.noise_scale_source;
+  else if (info.noise_scale)
+    l.noise_scale_source = "the profile's gradient statistics";
+  l.offload_optimizer = r.offload_optimizer;
+  l.offload_params = r.offload_params;
   return l;
 }
 
@@ -180,6 +192,8 @@ std::vector<model::Config> plan_shapes(const Limits& l, Count p, bool ranked_onl
           c.sharding = sh;
           c.precision = pr;
           c.checkpointing = ck;
+          c.offload_optimizer = l.offload_optimizer;
+          c.offload_params = l.offload_params;
           if (model::plan_rejection(c)) continue;
           if (ranked_only && !strategy_rankable(l, s, sh.sharding)) continue;
           out.push_back(c);

@@ -45,15 +45,26 @@ struct TuneRequest {
   std::optional<ShardingChoice> sharding;  // hsdp with group 0: the model's GPUs per node
   std::optional<Precision> precision;
   std::optional<Checkpointing> checkpointing;
+  // Pins a config file may set (tune --deepspeed-config: train_micro_batch_size_per_gpu,
+  // gradient_accumulation_steps); nullopt: searched.
+  std::optional<Count> micro_batch;
+  std::optional<Count> accum_steps;
+  bool offload_optimizer = false;  // DeepSpeed offload_optimizer (model/prediction.hpp Config)
+  bool offload_params = false;     // DeepSpeed offload_param
   bool allow_cap_above_device = false;  // --memory-cap above the device's memory (--force-memory-cap)
   bool allow_extrapolation = false;  // accept micro_batch above the measured range
   Objective objective = Objective::throughput;
   std::optional<double> noise_scale;  // B_noise override (samples); else ModelInfo::noise_scale
+  std::string noise_scale_source;     // where the override came from, e.g. "flag --noise-scale"
+  // How to measure B_noise when none is known: a `gaccum-tune validate` command without
+  // -b/-k/-p (the critical-batch advice appends the best pick's); "" to say only --noise-scale.
+  std::string noise_scale_hint;
   double cost_per_device_hour = 0;    // > 0: also price configs in currency per sample
   std::optional<LrReference> lr_reference;
   std::string optimizer = "adam";     // for the LR rule: sgd | adam | adamw | lamb
   std::optional<Count> dataset_size;  // samples per epoch, for warm-up steps
   Count top = 10;                     // picks explained and shown
+  std::vector<std::string> notes;     // the caller's, e.g. what a DeepSpeed config pinned (reports' notes)
 
   bool exact() const { return global_batch_min == global_batch_max; }
 };
@@ -85,6 +96,8 @@ struct Limits {
   std::vector<Checkpointing> checkpointings;
   bool strategy_pinned = false;
   std::optional<double> noise_scale;  // request override or ModelInfo::noise_scale
+  std::string noise_scale_source;     // the request's source, or "the profile's gradient statistics"
+  bool offload_optimizer = false, offload_params = false;  // every plan shape carries them
   std::vector<std::string> notes;     // e.g. world sizes dropped by the cluster size
 };
 Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r);

@@ -177,7 +177,12 @@ TuneResult tune(const model::CostModel& model, TuneRequest request) {
   for (std::size_t i = 0; i < n; ++i) r.picks.push_back(explain(model, r.search, r.pareto, i, req.margin));
   const Count B = r.best().config().global_batch();
   r.lr = recommend_lr(req.lr_reference, req.optimizer, B, req.dataset_size);
-  r.critical = critical_batch_advice(limits.noise_scale, B);
+  const auto& bc = r.best().config();
+  r.critical = critical_batch_advice(
+      limits.noise_scale, B, limits.noise_scale_source,
+      req.noise_scale_hint.empty()
+          ? std::string()
+          : noise_scale_command(req.noise_scale_hint, bc.micro_batch, bc.accum_steps, bc.world_size));
   r.memory_curve = memory_curve(model, r.search, r.best().config());
   r.plan_alternatives = plan_alternatives(r.search);
   r.strategy_prices = strategy_prices(model, r.search, 6);

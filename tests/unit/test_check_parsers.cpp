@@ -11,6 +11,7 @@
 
 #include "check/check_inputs.hpp"
 #include "check/deepspeed_config.hpp"
+#include "check/deepspeed_tune.hpp"
 #include "check/job.hpp"
 #include "check/profile_match.hpp"
 #include "check/structured_text.hpp"
@@ -339,4 +340,66 @@ TEST_CASE("a profile of another workload, other overrides or another hash is a P
   CHECK_NOTHROW(require_profile_of(q, "q.json", std::string("gpt-tiny:layers=4"), std::nullopt, "flag"));
   CHECK_THROWS_WITH(require_profile_of(q, "q.json", std::string("gpt-tiny"), std::nullopt, "flag"),
                     Contains("the profile overrides layers = 4"));
+}
+
+TEST_CASE("tune --deepspeed-config: numeric fields pin, \"auto\" fields are left to the tuner") {
+  // HF style: everything "auto"; ZeRO-2 with bf16 "auto" (precision searched), no checkpointing.
+  auto p = deepspeed_tune_pins(ds(R"({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+      "gradient_accumulation_steps": "auto", "bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 2}})"));
+  CHECK_FALSE(p.global_batch);
+  CHECK_FALSE(p.micro_batch);
+  CHECK_FALSE(p.accum_steps);
+  CHECK_FALSE(p.world_size);
+  CHECK_FALSE(p.precision);
+  CHECK(p.plan.sharding.sharding == Sharding::zero2);
+  CHECK(p.plan.strategy == Strategy::every_step);
+  CHECK(p.checkpointing == Checkpointing::none);
+  // Numbers: all three give the world size; no bf16/fp16 section means fp32.
+  p = deepspeed_tune_pins(ds(R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 8,
+      "gradient_accumulation_steps": 4, "activation_checkpointing": {},
+      "zero_optimization": {"stage": 1, "overlap_comm": true, "offload_optimizer": {"device": "cpu"}}})"));
+  CHECK(p.global_batch == Count(64));
+  CHECK(p.micro_batch == Count(8));
+  CHECK(p.accum_steps == Count(4));
+  CHECK(p.world_size == Count(2));
+  CHECK(p.precision == Precision::fp32);
+  CHECK(p.checkpointing == Checkpointing::full);
+  CHECK(p.plan.strategy == Strategy::overlap);
+  CHECK(p.offload_optimizer);
+  // A train_batch_size no world size can satisfy is bad input naming the fields and the fix.
+  CHECK_THROWS_WITH(
+      deepspeed_tune_pins(ds(R"({"train_batch_size": 100, "train_micro_batch_size_per_gpu": 8,
+          "gradient_accumulation_steps": 4})")),
+      Catch::Contains("ds.json: train_batch_size 100 is not a multiple of train_micro_batch_size_per_gpu x "
+                      "gradient_accumulation_steps = 32") &&
+          Catch::Contains("(e.g. 96)"));
+  CHECK_THROWS_WITH(deepspeed_tune_pins(ds(R"({"train_batch_size": 100, "train_micro_batch_size_per_gpu": 3})")),
+                    Catch::Contains("not a multiple of train_micro_batch_size_per_gpu = 3"));
+  CHECK_THROWS_AS(deepspeed_tune_pins(ds(R"({"train_batch_size": 10, "gradient_accumulation_steps": 4})")), InputError);
+}
+
+TEST_CASE("the completed DeepSpeed config keeps every other field and its order (golden)") {
+  const auto doc = nlohmann::ordered_json::parse(R"({
+    "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": [0.9, 0.95]}},
+    "train_batch_size": "auto",
+    "bf16": {"enabled": "auto"},
+    "fp16": {"enabled": "auto", "loss_scale": 0},
+    "zero_optimization": {"stage": 3, "overlap_comm": true},
+    "gradient_accumulation_steps": "auto",
+    "steps_per_print": 100
+  })");
+  model::Config pick{8, 4, 16, Strategy::every_step};
+  pick.precision = Precision::bf16;
+  const std::string expected =
+      R"({"optimizer":{"type":"AdamW","params":{"lr":"auto","betas":[0.9,0.95]}},"train_batch_size":512,)"
+      R"("bf16":{"enabled":true},"fp16":{"enabled":false,"loss_scale":0},"zero_optimization":{"stage":3,)"
+      R"("overlap_comm":true},"gradient_accumulation_steps":4,"steps_per_print":100,)"
+      R"("train_micro_batch_size_per_gpu":8})";
+  const auto done = complete_deepspeed_config(doc, pick);
+  CHECK(done.dump() == expected);
+  // train_batch_size = micro x accum x world_size, and the result reads back as consistent.
+  const auto back = deepspeed_from_json(nlohmann::json::parse(done.dump()), "done.json");
+  CHECK(derive_deepspeed_batch(back, 16, "p").train_batch_size == 512);
+  CHECK(back.precision == Precision::bf16);
+  CHECK_THROWS_AS(complete_deepspeed_config(nlohmann::ordered_json::array(), pick), InputError);
 }

@@ -265,3 +265,71 @@ TEST_CASE("output directory: atomic writes, no silent clobbering", "[reports][ou
   std::filesystem::remove_all(other);
   std::filesystem::remove(file);
 }
+
+TEST_CASE("SVG: whole-number ticks for counts, markers as drawn in the legend, fixed pixel width", "[reports][svg]") {
+  // Tick labels of the x axis: <text class="tick" ... text-anchor="middle">LABEL</text>.
+  auto x_ticks = [](const std::string& svg) {
+    std::vector<std::string> out;
+    const std::string open = "text-anchor=\"middle\">";
+    for (auto pos = svg.find("<text class=\"tick\""); pos != std::string::npos;
+         pos = svg.find("<text class=\"tick\"", pos + 1)) {
+      const auto a = svg.find('>', pos), b = svg.find("</text>", pos);
+      if (svg.compare(a - open.size() + 1, open.size(), open) == 0) out.push_back(svg.substr(a + 1, b - a - 1));
+    }
+    return out;
+  };
+  LineChart c;
+  c.title = "t";
+  c.x_label = "world_size (p)";
+  c.y_label = "samples/s";
+  c.series.push_back({"a", {{1, 10}, {2, 19}}, "#000"});
+  const auto fractional = x_ticks(line_chart(c));
+  CHECK(std::find(fractional.begin(), fractional.end(), "1.2") != fractional.end());  // why integer_x exists
+  c.integer_x = true;
+  const auto whole = x_ticks(line_chart(c));
+  REQUIRE_FALSE(whole.empty());
+  for (const auto& t : whole) CHECK(t.find('.') == std::string::npos);
+  CHECK(std::find(whole.begin(), whole.end(), "1") != whole.end());
+  CHECK(std::find(whole.begin(), whole.end(), "2") != whole.end());
+  // One world size only: still whole numbers around it.
+  c.series[0].points = {{4, 10}};
+  for (const auto& t : x_ticks(line_chart(c))) CHECK(t.find('.') == std::string::npos);
+
+  // A hollow series shows a hollow marker in its legend swatch; markers_from skips the join point.
+  LineChart m;
+  m.title = "m";
+  ChartSeries measured{"measured", {{1, 1}, {2, 2}}, "#123456"};
+  ChartSeries extra{"extrapolated", {{2, 2}, {4, 4}}, "#123456", true, true};
+  extra.markers_from = 1;
+  m.series = {measured, extra};
+  const std::string svg = line_chart(m);
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto pos = svg.find(needle); pos != std::string::npos; pos = svg.find(needle, pos + 1)) ++n;
+    return n;
+  };
+  // Data markers: 2 filled + 1 hollow (x=2 is drawn once, filled); legend: 1 filled + 1 hollow.
+  CHECK(count(R"(fill="#ffffff" stroke="#123456")") == 2);
+  CHECK(count(R"(fill="#123456" stroke="#123456")") == 3);
+  CHECK_THAT(svg, Catch::StartsWith("<svg class=\"chart\" width=\"600\" viewBox=\"0 0 600 330\""));
+}
+
+TEST_CASE("HTML: the title names the model, extrapolated points are in the legend, reasons wrap", "[reports][html]") {
+  auto r = golden_result();
+  r.info.model_name = "resnet18.pt";
+  const auto html = print_html(r, golden_context());
+  CHECK_THAT(html, Catch::Contains("<title>gaccum-tune: resnet18.pt</title>") &&
+                       Catch::Contains("<h1>gaccum-tune: resnet18.pt</h1>"));
+  CHECK_THAT(print_markdown(r, golden_context()), Catch::StartsWith("# gaccum-tune: resnet18.pt"));
+  CHECK_THAT(headline(r), Catch::StartsWith("resnet18.pt on "));
+  // The reason column wraps (td.wrap: white-space normal), so the table needs no horizontal scroll.
+  CHECK_THAT(html, Catch::Contains("td.wrap{white-space:normal"));
+  CHECK_THAT(html, Catch::Contains("</td><td class=\"wrap\">"));
+  // Consistent chart text: each chart keeps its own pixel width (no stretching to the column).
+  CHECK_THAT(html, Catch::Contains("svg.chart{max-width:100%;height:auto"));
+  CHECK_THAT(html, !Catch::Contains("svg.chart{width:100%"));
+  ReportContext ctx = golden_context();
+  ctx.deepspeed_config = "out/deepspeed_config.json";
+  CHECK_THAT(print_html(r, ctx), Catch::Contains("DeepSpeed config completed with the pick: out/deepspeed_config.json"));
+  CHECK_THAT(print_terminal(r, ctx), Catch::Contains("DeepSpeed config completed with the pick: out/deepspeed_config.json"));
+}

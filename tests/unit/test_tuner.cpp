@@ -3,6 +3,7 @@
 // config with the smallest change), objectives, LR rules, critical batch and Pareto front.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -366,4 +367,66 @@ TEST_CASE("Pareto front: dominated world sizes and marginal efficiency", "[tuner
   CHECK(res.pareto[1].marginal_efficiency == Approx(0.341 / 0.182 - 1));
   CHECK(res.pareto[2].marginal_efficiency == Approx(0.182 / 0.118 - 1));
   CHECK(res.pareto[2].on_front);
+}
+
+TEST_CASE("pinned micro_batch and accum_steps restrict the search to them", "[tuner][pins]") {
+  FakeCostModel m;
+  auto r = base_request();
+  r.micro_batch = 16;
+  r.notes = {"micro_batch pinned by a test"};
+  auto res = tune(m, r);
+  CHECK(std::find(res.notes.begin(), res.notes.end(), "micro_batch pinned by a test") != res.notes.end());
+  for (const auto& c : res.search.candidates) CHECK(c.config().micro_batch == 16);
+  CHECK(res.best().config().micro_batch == 16);
+  // b=16 at B=256: k = 16, 8, 4 at p = 1, 2, 4; the best is p = 4 (the third pick of the free search).
+  CHECK(res.best().config().world_size == 4);
+  CHECK(res.best().config().accum_steps == 4);
+
+  r = base_request();
+  r.accum_steps = 2;
+  res = tune(m, r);
+  for (const auto& c : res.search.candidates) CHECK(c.config().accum_steps == 2);
+  CHECK(res.best().config().micro_batch == 32);  // the free optimum has k = 2 already
+  CHECK(res.best().config().world_size == 4);
+
+  r = base_request();
+  r.accum_steps = 128;
+  CHECK_THROWS_WITH(validate(r), Catch::Contains("raise --max-accum-steps to 128"));
+  r = base_request();
+  r.micro_batch = 0;
+  CHECK_THROWS_AS(validate(r), InputError);
+}
+
+TEST_CASE("offload pins reach every evaluated plan shape", "[tuner][pins]") {
+  FakeCostModel m;
+  auto r = base_request();
+  r.offload_optimizer = true;
+  const auto res = tune(m, r);
+  for (const auto& c : res.search.candidates) CHECK(c.config().offload_optimizer);
+}
+
+TEST_CASE("critical batch: the noise scale's source, or the command that measures one", "[tuner][critical]") {
+  auto a = critical_batch_advice(1000.0, 500, "measured by `gaccum-tune validate -b 4 -k 8 -p 2`");
+  CHECK(a.source == "measured by `gaccum-tune validate -b 4 -k 8 -p 2`");
+  CHECK_THAT(a.text, Catch::Contains("B_noise ~ 1000 (McCandlish et al. 2018; B_noise from measured by `gaccum-tune validate -b 4 -k 8 -p 2`)"));
+  auto none = critical_batch_advice(std::nullopt, 500, "", "gaccum-tune validate --workload gpt-tiny -b 8 -k 4 -p 2");
+  CHECK_FALSE(none.available);
+  CHECK_THAT(none.text, Catch::Contains("`gaccum-tune validate --workload gpt-tiny -b 8 -k 4 -p 2`"));
+  CHECK(noise_scale_command("gaccum-tune validate --workload w", 8, 4, 2) ==
+        "gaccum-tune validate --workload w -b 8 -k 4 -p 2");
+  // k x p = 1 measures one batch size only: validate needs two, so k becomes 2.
+  CHECK(noise_scale_command("gaccum-tune validate --workload w", 64, 1, 1) ==
+        "gaccum-tune validate --workload w -b 64 -k 2 -p 1");
+
+  // tune: the request's source reaches the advice; without a noise scale the hint gets the pick's b, k, p.
+  FakeCostModel m;  // no noise scale
+  auto r = base_request();
+  r.noise_scale_hint = "gaccum-tune validate --workload fake";
+  auto res = tune(m, r);
+  CHECK_THAT(res.critical.text, Catch::Contains("gaccum-tune validate --workload fake -b 32 -k 2 -p 4"));
+  r.noise_scale = 500.0;
+  r.noise_scale_source = "a test";
+  res = tune(m, r);
+  CHECK(res.search.limits.noise_scale_source == "a test");
+  CHECK_THAT(res.critical.text, Catch::Contains("B_noise ~ 500 (McCandlish et al. 2018; B_noise from a test)"));
 }
