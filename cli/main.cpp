@@ -18,6 +18,7 @@
 #include "check/verdict.hpp"
 #include "cli/command.hpp"
 #include "core/error.hpp"
+#include "core/text_lines.hpp"
 #include "core/version.hpp"
 
 namespace {
@@ -115,14 +116,7 @@ int main(int argc, char** argv) {
     return error(e.what(), kExitFailed);
   } catch (const c10::Error& e) {
     // One line: the last non-empty line of LibTorch's message is the error itself.
-    std::string msg = e.what_without_backtrace(), line;
-    for (std::size_t pos = 0; pos < msg.size();) {
-      const auto nl = msg.find('\n', pos);
-      std::string l = msg.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-      if (l.find_first_not_of(" \t\r") != std::string::npos) line = l.substr(l.find_first_not_of(" \t"));
-      if (nl == std::string::npos) break;
-      pos = nl + 1;
-    }
+    const std::string line = gaccum::last_nonempty_line(e.what_without_backtrace());
     if (line.find("can't allocate memory") != std::string::npos)
       return error("out of host memory (LibTorch: " + line + "): lower --micro-batch / --micro-batches or use a "
                    "smaller model",

@@ -64,14 +64,19 @@ fs::path profile_cache_directory() { return profile_cache_dir(); }
 
 std::string profiled_optimizer(const std::string& optimizer) { return optimizer == "lamb" ? "adam" : optimizer; }
 
+// Where the profile of (workload, optimizer, device memory) is cached.
+static fs::path cached_profile_path(const WorkloadIdentity& id, const std::string& device, const std::string& optimizer,
+                             std::optional<Bytes> device_memory) {
+  return profile_cache_dir() /
+         fmt::format("{}-{}.json", id.name, profile_cache_key(id, device, profiled_optimizer(optimizer), device_memory));
+}
+
 std::string find_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer,
                                 std::optional<Bytes> device_memory) {
   const auto workload = workloads::make_workload(cfg);
-  const auto& id = workload->identity();
   fs::path path;
   try {
-    path = profile_cache_dir() /
-           fmt::format("{}-{}.json", id.name, profile_cache_key(id, cfg.device, profiled_optimizer(optimizer), device_memory));
+    path = cached_profile_path(workload->identity(), cfg.device, optimizer, device_memory);
   } catch (const InputError&) {
     return "";  // no cache directory at all
   }
@@ -84,8 +89,7 @@ Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, const std::s
   const auto workload = workloads::make_workload(cfg);
   const auto& id = workload->identity();
   const std::string optimizer = profiled_optimizer(optimizer_in);
-  const fs::path path =
-      profile_cache_dir() / fmt::format("{}-{}.json", id.name, profile_cache_key(id, cfg.device, optimizer, device_memory));
+  const fs::path path = cached_profile_path(id, cfg.device, optimizer, device_memory);
   source = {{"kind", "profile"}, {"path", path.string()}, {"workload", id.name}, {"cache_key", path.stem().string()}};
   std::error_code ec;
   if (!reprofile && fs::exists(path, ec)) {

@@ -30,6 +30,7 @@
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/json_fields.hpp"
+#include "core/text_lines.hpp"
 #include "workloads/module_workload.hpp"
 #include "workloads/synthetic_rng.hpp"
 
@@ -40,19 +41,7 @@ namespace {
 // model's own error ("RuntimeError: Expected more than 1 value per channel when training, ...").
 std::string last_message_line(const std::exception& e) {
   const auto* c10e = dynamic_cast<const c10::Error*>(&e);
-  const std::string msg = c10e ? c10e->what_without_backtrace() : e.what();
-  std::string last;
-  std::size_t pos = 0;
-  while (pos <= msg.size()) {
-    auto nl = msg.find('\n', pos);
-    std::string line = msg.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
-    if (!line.empty()) last = line;
-    if (nl == std::string::npos) break;
-    pos = nl + 1;
-  }
-  auto first = last.find_first_not_of(' ');
-  return first == std::string::npos ? msg : last.substr(first);
+  return last_nonempty_line(c10e ? c10e->what_without_backtrace() : e.what());
 }
 
 // Does the graph (inlined, so functional calls count) run one of `ops`?
