@@ -46,16 +46,6 @@ Count largest_divisor_at_most(Count n, Count cap) {
 
 }  // namespace
 
-std::string_view to_string(Status s) {
-  switch (s) {
-    case Status::pass: return "PASS";
-    case Status::warn: return "WARN";
-    case Status::fail: return "FAIL";
-    case Status::skip: return "SKIP";
-  }
-  return "?";
-}
-
 model::Config job_config(const ResolvedJob& j) {
   model::Config c{j.micro_batch, j.accum_steps, j.world_size, j.strategy};
   c.sharding = j.sharding;

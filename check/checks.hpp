@@ -32,12 +32,13 @@
 #include <nlohmann/json.hpp>
 
 #include "check/check_inputs.hpp"
+#include "core/status.hpp"
 #include "model/cost_model.hpp"
 
 namespace gaccum::check {
 
-enum class Status { pass, warn, fail, skip };
-std::string_view to_string(Status s);  // "PASS", "WARN", "FAIL", "SKIP"
+using gaccum::Status;  // core/status.hpp: to_string gives "PASS", "WARN", "FAIL", "SKIP"
+using gaccum::to_string;
 
 struct CheckResult {
   int number = 0;

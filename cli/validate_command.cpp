@@ -138,7 +138,9 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
       std::cout << fmt::format("hint: a profile of this workload is cached; compare with it: --profile {}\n", cached);
   }
   std::cout << fmt::format("wrote {}\n", o.output);
-  if (const auto noise = record_validated_noise_scales(workload_hash, outcome.runs))
+  std::vector<nlohmann::json> runs;
+  for (const auto& run : outcome.runs) runs.push_back(runner::to_json(run));
+  if (const auto noise = record_validated_noise_scales(workload_hash, runs))
     std::cout << fmt::format("noise scale recorded in {}: tune and check on this workload use it\n", noise->string());
   std::cout.flush();
   if (!outcome.failures.empty()) throw RankFailure(outcome.failures.front(), outcome.exit_code);

@@ -26,7 +26,7 @@ struct Role {
 
 // Registered roles (add one line per role).
 const Role kRoles[] = {
-    {"validate-rank", runner::validate_rank_role},
+    {runner::kValidateRankRole, runner::validate_rank_role},
     {profiler::kProfileRankRole, &profiler::run_profile_rank},
     {nullptr, nullptr},
 };

@@ -79,7 +79,7 @@ class AllreduceProbe final : public Probe {
         auto expect = pattern * p_ranks + p_ranks * (p_ranks + 1) / 2;
         wrong = buf.ne(expect).sum().item<std::int64_t>();
         buf.zero_();
-        auto timed = s.driver.run(1, s.plan.comm_warmup, s.plan.comm_iters, [&](PhaseClock& clock, int) {
+        auto timed = s.driver.run(1, s.plan.comm_warmup, s.plan.comm_iters, [&](engine::PhaseClock& clock, int) {
           s.comm->allreduce_sum(buf);
           clock.mark();
         });
@@ -90,8 +90,8 @@ class AllreduceProbe final : public Probe {
       const auto stats = TimingStats::from_samples(samples);
       p.time = stats.mean;
       p.samples = samples;
-      p.algbw = algbw(p.bytes, p.time);
-      p.busbw = busbw(p.bytes, p.time, s.world_size);
+      p.algbw = engine::algbw(p.bytes, p.time);
+      p.busbw = engine::busbw(p.bytes, p.time, s.world_size);
       p.wrong = wrong_all;
       out.allreduce.push_back(p);
     }

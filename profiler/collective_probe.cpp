@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <set>
 
-#include "profiler/iteration_driver.hpp"
+#include "engine/iteration_driver.hpp"
 #include "profiler/probe.hpp"
 
 namespace gaccum::profiler {
@@ -67,7 +67,7 @@ class CollectiveProbe final : public Probe {
           wrong = res.ne(pattern.repeat({p}) + ranks).sum().item<std::int64_t>();
         }
         in.zero_();
-        auto timed = s.driver.run(1, s.plan.comm_warmup, s.plan.comm_iters, [&](PhaseClock& clock, int) {
+        auto timed = s.driver.run(1, s.plan.comm_warmup, s.plan.comm_iters, [&](engine::PhaseClock& clock, int) {
           if (rs)
             s.comm->reduce_scatter_sum(in, res);
           else
@@ -79,8 +79,8 @@ class CollectiveProbe final : public Probe {
         const auto stats = TimingStats::from_samples(timed.total.samples);
         pt.time = stats.mean;
         pt.samples = timed.total.samples;
-        pt.algbw = algbw(pt.bytes, pt.time);
-        pt.busbw = busbw_scatter_gather(pt.bytes, pt.time, p);
+        pt.algbw = engine::algbw(pt.bytes, pt.time);
+        pt.busbw = engine::busbw_scatter_gather(pt.bytes, pt.time, p);
         pt.wrong = wrong_all;
         out.collectives.push_back(pt);
       }

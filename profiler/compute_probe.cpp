@@ -28,7 +28,7 @@ class ComputeProbe final : public Probe {
     workloads::zero_grad(s.params);
     nlohmann::json local = nlohmann::json::array();
     for (Count b : s.plan.micro_batches) {
-      auto timed = s.driver.run(3, [&](PhaseClock& clock, int it) {
+      auto timed = s.driver.run(3, [&](engine::PhaseClock& clock, int it) {
         const Count first = (static_cast<Count>(it) * s.world_size + s.rank) * b;
         auto batch = s.workload.make_batch(s.plan.seed, first, b);
         clock.mark();

@@ -10,7 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
-#include "profiler/cuda_support.hpp"
+#include "engine/cuda_support.hpp"
 #include "profiler/progress.hpp"
 #include "workloads/optimizer.hpp"
 
@@ -43,7 +43,7 @@ std::string does_not_fit_message(const std::string& workload, Count micro_batch,
 
 MemorySweep::MemorySweep(const workloads::WorkloadConfig& cfg, const std::string& optimizer, double lr) {
   const torch::Device device(cfg.device);
-  mem_ = memory_for(device);
+  mem_ = engine::memory_for(device);
   sync_device(device);
   base_ = mem_->snapshot().allocated;
   workload_ = workloads::make_workload(cfg);
@@ -91,9 +91,9 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
     workloads::zero_grad(params_);
     throw;
   } catch (const std::exception& e) {
-    if (!is_out_of_memory(e)) throw;
+    if (!engine::is_out_of_memory(e)) throw;
     workloads::zero_grad(params_);
-    cuda_release_cache();
+    engine::cuda_release_cache();
     return std::nullopt;
   }
   const auto snap = mem_->snapshot();

@@ -1,5 +1,5 @@
 // What: the memory probe and the micro-batch sweep, run in the parent process with the exact
-//       tracker (profiler::memory_for: byte-exact tracking allocator on CPU, the caching
+//       tracker (engine::memory_for: byte-exact tracking allocator on CPU, the caching
 //       allocator's statistics on CUDA).
 //   static parts, measured once as exact deltas of allocated bytes:
 //     weights          building the workload: its parameters, plus any buffers or data-stream
@@ -35,7 +35,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "core/profile.hpp"
-#include "profiler/memory_tracker.hpp"
+#include "engine/memory_tracker.hpp"
 #include "profiler/sweep_plan.hpp"
 #include "workloads/workload.hpp"
 
@@ -86,7 +86,7 @@ class MemorySweep {
   double predicted_peak_at(Count micro_batch, std::uint64_t seed);
 
  private:
-  std::unique_ptr<DeviceMemory> mem_;
+  std::unique_ptr<engine::DeviceMemory> mem_;
   Bytes base_ = 0;  // allocated before the workload existed
   std::unique_ptr<workloads::Workload> workload_;
   std::vector<torch::Tensor> params_;

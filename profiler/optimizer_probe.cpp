@@ -19,7 +19,7 @@ class OptimizerProbe final : public Probe {
   void run(RankSession& s, RankResults& out) override {
     workloads::zero_grad(s.params);
     s.optimizer.step();  // allocates the state
-    auto timed = s.driver.run(1, [&](PhaseClock& clock, int) {
+    auto timed = s.driver.run(1, [&](engine::PhaseClock& clock, int) {
       workloads::zero_grad(s.params);
       s.optimizer.step();
       clock.mark();

@@ -50,18 +50,18 @@ class OverlapProbe final : public Probe {
       return pending;
     };
 
-    auto bwd = s.driver.run(2, [&](PhaseClock& clock, int it) {
+    auto bwd = s.driver.run(2, [&](engine::PhaseClock& clock, int it) {
       auto loss = forward_loss(it);
       clock.mark();
       loss.backward();
       clock.mark();
     });
-    auto comm = s.driver.run(1, [&](PhaseClock& clock, int) {
+    auto comm = s.driver.run(1, [&](engine::PhaseClock& clock, int) {
       auto pending = issue_all();
       for (auto& w : pending) w->wait();
       clock.mark();
     });
-    auto both = s.driver.run(2, [&](PhaseClock& clock, int it) {
+    auto both = s.driver.run(2, [&](engine::PhaseClock& clock, int it) {
       auto loss = forward_loss(it);
       clock.mark();
       auto pending = issue_all();

@@ -22,7 +22,7 @@
 
 #include "comm/communicator.hpp"
 #include "core/profile.hpp"
-#include "profiler/iteration_driver.hpp"
+#include "engine/iteration_driver.hpp"
 #include "workloads/workload.hpp"
 
 namespace gaccum::profiler {
@@ -43,7 +43,7 @@ struct RankPlan {
   Bytes fused = 0;                      // the whole gradient as one message (tag "fused")
   bool raw_nccl = false;                // CUDA: time allreduce with the raw NCCL probe (gpu/)
   Seconds timeout = 60;                 // rendezvous and collective timeout
-  std::string result_dir;               // rank r writes rank<r>.json and rank<r>.log here
+  std::string job_dir;                  // set by engine::run_rank_job: rank r writes rank<r>.json, rank<r>.log
 
   nlohmann::json to_json() const;
   static RankPlan from_json(const nlohmann::json& j);
@@ -56,7 +56,7 @@ struct RankSession {
   std::vector<torch::Tensor> params;
   torch::optim::Optimizer& optimizer;
   comm::Communicator* comm;   // null at world_size 1
-  IterationDriver& driver;
+  engine::IterationDriver& driver;
   int rank = 0;
   int world_size = 1;
 };

@@ -10,19 +10,17 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "comm/launcher.hpp"
 #include "core/atomic_file.hpp"
 #include "core/buckets.hpp"
 #include "core/error.hpp"
-#include "core/scratch_dir.hpp"
 #include "core/utc_time.hpp"
-#include "profiler/cuda_support.hpp"
+#include "engine/cuda_support.hpp"
+#include "engine/rank_job.hpp"
 #include "profiler/grad_norm_probe.hpp"
 #include "profiler/hardware.hpp"
 #include "profiler/memory_sweep.hpp"
@@ -36,14 +34,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string last_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  return last;
-}
-
 // Estimated seconds of the rank-group work, for the time budget (not a measurement).
 struct CostEstimate {
   std::vector<std::pair<Count, Seconds>> step;  // micro-step seconds at threads_per_rank, alone
@@ -55,9 +45,7 @@ struct CostEstimate {
   }
 };
 
-void merge_rank_group(Profile& prof, const std::string& dir, Count p, int threads) {
-  std::vector<RankFile> files;
-  for (int r = 0; r < p; ++r) files.push_back(read_rank_file(rank_file_path(dir, r)));
+void merge_rank_group(Profile& prof, const std::vector<RankFile>& files, Count p, int threads) {
   for (const auto& f : files) {
     if (f.world_size != p || f.workload_hash != prof.workload.hash || f.threads != threads)
       throw RuntimeFailure(fmt::format("profile: rank {} of world_size {} reported world_size {}, workload {}, {} "
@@ -172,7 +160,7 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
   }
   if (!device_note.empty()) prof.notes.push_back(device_note);
   prof.hardware = describe_hardware(device, threads, device_memory);
-  if (cuda && prof.hardware.device_memory == 0) prof.hardware.device_memory = cuda_total_memory(torch::Device(device));
+  if (cuda && prof.hardware.device_memory == 0) prof.hardware.device_memory = engine::cuda_total_memory(torch::Device(device));
   device_memory = prof.hardware.device_memory;
   const Bytes cap = req.memory_cap.resolve(device_memory);
   if (cap == 0) throw InputError(fmt::format("--memory-cap: {} of {} is zero bytes", req.memory_cap.to_string(),
@@ -296,30 +284,29 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
   rp.raw_nccl = cuda;
   rp.timeout = req.rank_timeout;
 
-  const std::string self = req.worker_executable.empty() ? comm::self_executable() : req.worker_executable;
   for (Count p : ranks) {
-    ScratchDir dir("gaccum-profile");  // the rank result files; removed also on a signal
-    rp.result_dir = dir.path();
-    const std::string args_path = dir.path() + "/args.json";
-    write_file_atomic(args_path, rp.to_json().dump(1) + "\n");
     Seconds planned = group_fixed(p);
     for (Count b : points) planned += est.point(b, p);
     progress.status(fmt::format("world_size {}: compute at {} micro_batch sizes{} (about {})", p, points.size(),
                                 p > 1 ? ", optimizer, allreduce, overlap" : ", optimizer", format_seconds(planned)));
-    comm::LaunchOptions lo;
-    lo.argv = {self, "_worker", "--role", kProfileRankRole, "--args", args_path};
-    lo.world_size = static_cast<int>(p);
-    lo.deadline = std::max<Seconds>(120, 5 * planned);
-    lo.store_timeout = req.rank_timeout;
-    lo.env["OMP_NUM_THREADS"] = std::to_string(threads);
-    lo.env["MKL_NUM_THREADS"] = std::to_string(threads);
-    auto res = comm::launch_local(lo);
-    if (!res.ok) {
-      std::string why = res.failed_rank >= 0 ? last_line(rank_log_path(dir.path(), res.failed_rank)) : "";
-      throw RuntimeFailure(fmt::format("profile: world_size {} rank group failed: {}{}", p, res.failure,
-                                       why.empty() ? "" : ": " + why));
-    }
-    merge_rank_group(prof, dir.path(), p, threads);
+    engine::RankJob job;
+    job.role = kProfileRankRole;
+    job.args = rp.to_json();
+    job.world_size = static_cast<int>(p);
+    job.deadline = std::max<Seconds>(120, 5 * planned);
+    job.store_timeout = req.rank_timeout;
+    job.env["OMP_NUM_THREADS"] = std::to_string(threads);
+    job.env["MKL_NUM_THREADS"] = std::to_string(threads);
+    job.executable = req.worker_executable;
+    job.scratch_prefix = "gaccum-profile";
+    std::vector<RankFile> files;
+    const auto outcome = engine::run_rank_job(job, [&](const std::string& dir, const engine::RankJobOutcome& o) {
+      if (!o.ok) return;
+      for (int r = 0; r < p; ++r) files.push_back(read_rank_file(engine::rank_result_path(dir, r)));
+    });
+    if (!outcome.ok)
+      throw RuntimeFailure(fmt::format("profile: world_size {} rank group failed: {}", p, outcome.failure));
+    merge_rank_group(prof, files, p, threads);
     lap(fmt::format("world_size {} group (planned {:.1f} s)", p, planned));
   }
   if (std::find_if(ranks.begin(), ranks.end(), [](Count p) { return p > 1; }) == ranks.end() && !(cuda && gpus == 1))

@@ -1,7 +1,7 @@
 // What: `gaccum-tune profile` as a library call: resolves the device, rank counts, threads and
 //       memory cap; runs the memory sweep and the gradient norms in this process; plans the
 //       compute points under the time budget; launches one rank group per rank count
-//       (comm::launch_local re-executing this binary as `_worker --role profile-rank`); merges
+//       (engine::run_rank_job re-executing this binary as `_worker --role profile-rank`); merges
 //       the rank result files; returns the complete Profile (core/profile.hpp).
 //
 // Contracts the cost model relies on (see also probe.hpp and each probe's header comment):

@@ -15,7 +15,9 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
-#include "profiler/memory_tracker.hpp"
+#include "engine/memory_tracker.hpp"
+#include "engine/rank_error.hpp"
+#include "engine/rank_job.hpp"
 #include "workloads/optimizer.hpp"
 
 namespace gaccum::profiler {
@@ -45,7 +47,7 @@ json RankPlan::to_json() const {
               {"fused", fused},
               {"raw_nccl", raw_nccl},
               {"timeout_s", timeout},
-              {"result_dir", result_dir}};
+              {"job_dir", job_dir}};
 }
 
 RankPlan RankPlan::from_json(const json& j) {
@@ -72,15 +74,12 @@ RankPlan RankPlan::from_json(const json& j) {
   p.fused = f.bytes("fused");
   p.raw_nccl = f.boolean("raw_nccl");
   p.timeout = f.num("timeout_s");
-  p.result_dir = f.str("result_dir");
+  p.job_dir = f.str("job_dir");
   return p;
 }
 
-std::string rank_file_path(const std::string& result_dir, int rank) {
-  return fmt::format("{}/rank{}.json", result_dir, rank);
-}
-std::string rank_log_path(const std::string& result_dir, int rank) {
-  return fmt::format("{}/rank{}.log", result_dir, rank);
+std::string rank_log_path(const std::string& job_dir, int rank) {
+  return fmt::format("{}/rank{}.log", job_dir, rank);
 }
 
 namespace {
@@ -94,9 +93,6 @@ void redirect_output(const std::string& path) {
   ::dup2(fd, STDERR_FILENO);
   ::close(fd);
 }
-
-// c10d failures arrive as RuntimeFailure("c10d <op> failed ...") from comm/communicator.cpp.
-bool is_collective_failure(const RuntimeFailure& e) { return std::string(e.what()).rfind("c10d ", 0) == 0; }
 
 json results_json(const RankResults& r, const workloads::Workload& w, const RankPlan& plan) {
   Profile frag;
@@ -126,7 +122,7 @@ int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
     // device the user chose (e.g. cuda:1).
     if (ctx.world_size > 1 || cfg.device == "cuda") cfg.device = fmt::format("cuda:{}", ctx.local_rank);
   } else {
-    install_cpu_tracking_allocator();
+    engine::install_cpu_tracking_allocator();
   }
   auto workload = workloads::make_workload(cfg);
   auto params = workload->parameters();
@@ -142,7 +138,7 @@ int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
     co.key_prefix = "profile";
     comm = comm::connect(ctx, co);
   }
-  IterationDriver driver(comm.get(), workload->device(), plan.warmup, plan.iters);
+  engine::IterationDriver driver(comm.get(), workload->device(), plan.warmup, plan.iters);
   RankSession session{plan, *workload, params, *optimizer, comm.get(), driver, ctx.rank, ctx.world_size};
   RankResults results;
   std::unique_ptr<Probe> probes[] = {make_compute_probe(), make_optimizer_probe(), make_allreduce_probe(),
@@ -158,22 +154,22 @@ int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
            {"interop_threads", torch::get_num_interop_threads()},
            {"fragment", results_json(results, *workload, plan)},
            {"local", results.local}};
-  write_file_atomic(rank_file_path(plan.result_dir, ctx.rank), out.dump(1) + "\n");
+  write_file_atomic(engine::rank_result_path(plan.job_dir, ctx.rank), out.dump(1) + "\n");
   return 0;
 }
 
 }  // namespace
 
 int run_profile_rank(const json& args) {
-  const RankPlan plan = RankPlan::from_json(args);
-  const auto ctx = comm::detect_rank_context();
-  redirect_output(rank_log_path(plan.result_dir, ctx.rank));
+  int rank = 0;
   try {
+    const auto ctx = comm::detect_rank_context();
+    rank = ctx.rank;
+    const RankPlan plan = RankPlan::from_json(args);
+    redirect_output(rank_log_path(plan.job_dir, ctx.rank));
     return run_rank(plan, ctx);
-  } catch (const RuntimeFailure& e) {
-    if (!is_collective_failure(e)) throw;
-    std::fprintf(stderr, "gaccum-tune: error: %s\n", e.what());
-    return comm::kExitPeerLost;
+  } catch (...) {
+    return engine::rank_failure_exit_code(rank, std::current_exception());
   }
 }
 

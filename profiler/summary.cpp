@@ -68,7 +68,7 @@ void print_summary(const Profile& p, std::FILE* out) {
     fmt::print(out, "\n# Allreduce, {} world_size {}: time = mean over iterations of the max over ranks; "
                "algbw = size/time, busbw = algbw * 2(p-1)/p\n", backend, world);
     fmt::print(out, "# {:>12} {:>10} {:>6} {:>6} {:>11} {:>11} {:>11} {:>7}\n", "size(B)", "count", "type", "tag",
-               "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+               "time(us)", "engine::algbw(GB/s)", "engine::busbw(GB/s)", "#wrong");
     for (const auto& a : p.allreduce) {
       if (a.backend != backend || a.world_size != world) continue;
       fmt::print(out, "  {:>12} {:>10} {:>6} {:>6} {:>11.1f} {:>11.3f} {:>11.3f} {:>7}\n", a.bytes, a.bytes / 4,
@@ -85,7 +85,7 @@ void print_summary(const Profile& p, std::FILE* out) {
     fmt::print(out, "\n# {}, {} world_size {} ({}): size = the full message; algbw = size/time, busbw = algbw * "
                "(p-1)/p\n", op == "reduce_scatter" ? "Reduce-scatter" : "All-gather", backend, world, method);
     fmt::print(out, "# {:>12} {:>10} {:>6} {:>6} {:>11} {:>11} {:>11} {:>7}\n", "size(B)", "count", "type", "tag",
-               "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+               "time(us)", "engine::algbw(GB/s)", "engine::busbw(GB/s)", "#wrong");
     for (const auto& c : p.collectives) {
       if (c.op != op || c.backend != backend || c.world_size != world) continue;
       fmt::print(out, "  {:>12} {:>10} {:>6} {:>6} {:>11.1f} {:>11.3f} {:>11.3f} {:>7}\n", c.bytes, c.bytes / 4,

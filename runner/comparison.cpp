@@ -8,42 +8,32 @@
 
 namespace gaccum::runner {
 
-using nlohmann::json;
-
-json compare_to_prediction(const json& measured, const model::Prediction& p, double tolerance_pct) {
-  json rows = json::array();
-  bool ok = true;
-  auto add = [&](const std::string& figure, const std::string& unit, double m, double pred, const std::string& gate) {
-    const double err = error_pct(m, pred);
-    std::string status = "info";
-    if (gate == "tolerance") status = std::fabs(err) <= tolerance_pct ? "pass" : "fail";
-    if (gate == "exact") status = m == pred ? "pass" : "fail";
-    if (status == "fail") ok = false;
-    rows.push_back(json{{"figure", figure},
-                        {"unit", unit},
-                        {"measured", m},
-                        {"predicted", pred},
-                        {"error_pct", std::isfinite(err) ? json(err) : json(nullptr)},
-                        {"gate", gate},
-                        {"status", status}});
+Comparison compare_to_prediction(const Measured& m, const model::Prediction& p, double tolerance_pct) {
+  Comparison c;
+  c.tolerance_pct = tolerance_pct;
+  auto add = [&](const char* figure, const char* unit, double measured, double predicted, Gate gate) {
+    ComparisonRow row{figure, unit, measured, predicted, std::nullopt, gate, std::nullopt};
+    const double err = error_pct(measured, predicted);
+    if (std::isfinite(err)) row.error_pct = err;
+    if (gate == Gate::tolerance) row.status = std::fabs(err) <= tolerance_pct ? Status::pass : Status::fail;
+    if (gate == Gate::exact) row.status = measured == predicted ? Status::pass : Status::fail;
+    if (row.status == Status::fail) c.ok = false;
+    c.rows.push_back(std::move(row));
   };
-  const auto& st = measured.at("step_time");
-  add("step_time", "s", st.at("median").get<double>(), p.time.step_time, "tolerance");
-  add("throughput", "samples/s", measured.at("throughput_samples_per_s").get<double>(), p.throughput, "tolerance");
-  add("peak_memory", "bytes", measured.at("peak_memory").get<double>(), static_cast<double>(p.memory.peak),
-      "tolerance");
-  add("collectives_per_step", "count", measured.at("collectives_per_step").get<double>(),
-      static_cast<double>(p.collectives_per_step), "exact");
-  add("comm_buffer_bytes", "bytes", measured.at("comm_buffer_bytes").get<double>(),
-      static_cast<double>(p.memory.comm_buffers), "exact");
-  add("step_time_p90", "s", st.at("p90").get<double>(), p.step_time_hi > 0 ? p.step_time_hi : p.time.step_time,
-      "info");
-  add("compute", "s", measured.at("compute").get<double>(), p.time.compute, "info");
-  add("comm_exposed", "s", measured.at("comm_exposed").get<double>(), p.time.comm_exposed, "info");
-  add("comm_total", "s", measured.at("comm_total").get<double>(), p.time.comm_total, "info");
-  add("optimizer", "s", measured.at("optimizer").get<double>(), p.time.optimizer, "info");
-  if (p.tokens_per_s > 0) add("tokens_per_s", "tokens/s", measured.at("tokens_per_s").get<double>(), p.tokens_per_s, "info");
-  return json{{"tolerance_pct", tolerance_pct}, {"ok", ok}, {"rows", rows}};
+  add("step_time", "s", m.step_time.median, p.time.step_time, Gate::tolerance);
+  add("throughput", "samples/s", m.throughput_samples_per_s, p.throughput, Gate::tolerance);
+  add("peak_memory", "bytes", static_cast<double>(m.peak_memory), static_cast<double>(p.memory.peak), Gate::tolerance);
+  add("collectives_per_step", "count", static_cast<double>(m.collectives_per_step),
+      static_cast<double>(p.collectives_per_step), Gate::exact);
+  add("comm_buffer_bytes", "bytes", static_cast<double>(m.comm_buffer_bytes), static_cast<double>(p.memory.comm_buffers),
+      Gate::exact);
+  add("step_time_p90", "s", m.step_time.p90, p.step_time_hi > 0 ? p.step_time_hi : p.time.step_time, Gate::info);
+  add("compute", "s", m.compute, p.time.compute, Gate::info);
+  add("comm_exposed", "s", m.comm_exposed, p.time.comm_exposed, Gate::info);
+  add("comm_total", "s", m.comm_total, p.time.comm_total, Gate::info);
+  add("optimizer", "s", m.optimizer, p.time.optimizer, Gate::info);
+  if (p.tokens_per_s > 0) add("tokens_per_s", "tokens/s", m.tokens_per_s, p.tokens_per_s, Gate::info);
+  return c;
 }
 
 }  // namespace gaccum::runner

@@ -7,19 +7,15 @@
 //     step_time p90 vs the upper band, compute, comm_exposed, comm_total, optimizer, tokens/s.
 // Why: the runner is the proof of a recommendation: a prediction off by more than the
 //      tolerance fails the validation (exit 1).
-// No LibTorch (plain JSON + model/prediction.hpp).
+// No LibTorch (the typed record + model/prediction.hpp).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include "model/prediction.hpp"
+#include "runner/run_record.hpp"
 
 namespace gaccum::runner {
 
-// `measured` is the run record's "measured" object. Returns {"tolerance_pct", "ok", "rows":
-// [{"figure", "unit", "measured", "predicted", "error_pct", "gate": "tolerance"|"exact"|"info",
-// "status": "pass"|"fail"|"info"}]}.
-nlohmann::json compare_to_prediction(const nlohmann::json& measured, const model::Prediction& predicted,
-                                     double tolerance_pct);
+// One row per figure above (JSON: runner/run_record.cpp, "comparison").
+Comparison compare_to_prediction(const Measured& measured, const model::Prediction& predicted, double tolerance_pct);
 
 }  // namespace gaccum::runner

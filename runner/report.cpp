@@ -33,21 +33,20 @@ std::string rate(double v) {
 
 }  // namespace
 
-Verdicts run_verdicts(const json& run) {
+Verdicts run_verdicts(const RunRecord& run) {
   Verdicts v;
-  v.accumulation_correct = !run.contains("failure") && run.contains("checks");
-  if (run.contains("checks"))
-    for (const auto& c : run.at("checks"))
-      if (c.at("status") == "fail") v.accumulation_correct = false;
-  if (run.contains("comparison")) {
+  v.accumulation_correct = !run.failure && !run.checks.empty();
+  for (const auto& c : run.checks)
+    if (c.status == Status::fail) v.accumulation_correct = false;
+  if (run.comparison) {
     v.prediction_held = true;
-    for (const auto& r : run.at("comparison").at("rows"))
-      if (r.at("status") == "fail") v.prediction_held = false;
+    for (const auto& r : run.comparison->rows)
+      if (r.status == Status::fail) v.prediction_held = false;
   }
   return v;
 }
 
-int runs_exit_code(const std::vector<json>& runs) {
+int runs_exit_code(const std::vector<RunRecord>& runs) {
   int code = 0;
   for (const auto& r : runs) {
     const auto v = run_verdicts(r);
@@ -57,16 +56,18 @@ int runs_exit_code(const std::vector<json>& runs) {
   return code;
 }
 
-json validation_document(const std::vector<json>& runs, int exit_code) {
+json validation_document(const std::vector<RunRecord>& runs, int exit_code) {
   bool ok = !runs.empty(), correct = !runs.empty(), any_prediction = false, held = true;
+  json records = json::array();
   for (const auto& r : runs) {
-    ok = ok && r.value("ok", false);
+    ok = ok && r.ok;
     const auto v = run_verdicts(r);
     correct = correct && v.accumulation_correct;
     if (v.prediction_held) {
       any_prediction = true;
       held = held && *v.prediction_held;
     }
+    records.push_back(to_json(r));
   }
   return json{{"schema_version", kValidationSchemaVersion},
               {"kind", "gaccum-tune/validation"},
@@ -76,115 +77,114 @@ json validation_document(const std::vector<json>& runs, int exit_code) {
               {"exit_code", exit_code},
               {"accumulation", correct ? "correct" : "incorrect"},
               {"prediction", !any_prediction ? "not_checked" : held ? "held" : "missed"},
-              {"runs", runs}};
+              {"runs", records}};
 }
 
-std::vector<std::string> failed_items(const json& run) {
+std::vector<std::string> failed_items(const RunRecord& run) {
   std::vector<std::string> out;
-  if (run.contains("failure")) out.push_back("run");
-  if (run.contains("checks"))
-    for (const auto& c : run.at("checks"))
-      if (c.at("status") == "fail") out.push_back(c.at("name").get<std::string>());
-  if (run.contains("comparison"))
-    for (const auto& r : run.at("comparison").at("rows"))
-      if (r.at("status") == "fail") out.push_back("prediction:" + r.at("figure").get<std::string>());
+  if (run.failure) out.push_back("run");
+  for (const auto& c : run.checks)
+    if (c.status == Status::fail) out.push_back(c.name);
+  if (run.comparison)
+    for (const auto& r : run.comparison->rows)
+      if (r.status == Status::fail) out.push_back("prediction:" + r.figure);
   return out;
 }
 
-std::string format_run(const json& run) {
-  std::string out;
-  const auto& cfg = run.at("config");
-  const auto& w = cfg.at("workload");
-  const Count b = cfg.at("micro_batch"), k = cfg.at("accum_steps"), p = cfg.at("world_size");
-  out += fmt::format("validate {}  micro_batch {}  accum_steps {}  world_size {}  (global_batch {})  strategy {}  {}\n",
-                     w.at("name").get<std::string>(), b, k, p, b * k * p, cfg.at("strategy").get<std::string>(),
-                     w.at("dtype").get<std::string>());
-  if (run.contains("failure")) {
-    out += fmt::format("  FAILED: {}\n", run.at("failure").get<std::string>());
-    return out;
-  }
-  const auto& env = run.at("environment");
-  out += fmt::format("  {} on {}, {} rank(s) x {} thread(s), launcher {}\n", env.at("backend").get<std::string>(),
-                     env.at("device").get<std::string>(), env.at("world_size").get<int>(),
-                     env.at("threads_per_rank").get<int>(), env.at("launcher").get<std::string>());
-  for (const auto& wmsg : run.value("warnings", json::array())) out += fmt::format("  WARNING: {}\n", wmsg.get<std::string>());
-  for (const auto& n : run.value("model_notes", json::array())) out += fmt::format("  NOTE: {}\n", n.get<std::string>());
+namespace {
 
-  out += "checks\n";
-  for (const auto& c : run.at("checks")) {
-    const std::string st = c.at("status").get<std::string>();
-    out += fmt::format("  {:<5} {:<27} {}\n", st == "pass" ? "PASS" : st == "fail" ? "FAIL" : "n/a",
-                       c.at("name").get<std::string>(), c.at("detail").get<std::string>());
-  }
-  if (run.contains("measured")) {
-    const auto& m = run.at("measured");
-    const auto& st = m.at("step_time");
-    out += fmt::format("measured ({} timed steps, step time = slowest rank per step)\n", m.at("timed_steps").get<Count>());
-    out += fmt::format("  step_time     median {}  p90 {}  (min {}, max {})\n", format_seconds(st.at("median")),
-                       format_seconds(st.at("p90")), format_seconds(st.at("min")), format_seconds(st.at("max")));
-    std::string tput = fmt::format("{} samples/s", rate(m.at("throughput_samples_per_s")));
-    if (m.at("tokens_per_s").get<double>() > 0) tput += fmt::format("  {} tokens/s", rate(m.at("tokens_per_s")));
-    out += fmt::format("  throughput    {}\n", tput);
-    std::vector<std::string> per;
-    for (const auto& v : m.at("peak_memory_per_rank")) per.push_back(format_bytes(v.get<Bytes>()));
-    out += fmt::format("  peak_memory   {} per rank (max; ranks: {}), comm buffers {}\n",
-                       format_bytes(m.at("peak_memory").get<Bytes>()), fmt::join(per, ", "),
-                       format_bytes(m.at("comm_buffer_bytes").get<Bytes>()));
-    out += fmt::format("  breakdown     compute {}, exposed comm {}, comm in flight {}, optimizer {}, rank skew {}\n",
-                       format_seconds(m.at("compute")), format_seconds(m.at("comm_exposed")),
-                       format_seconds(m.at("comm_total")), format_seconds(m.at("optimizer")),
-                       format_seconds(m.at("rank_skew")));
-    out += fmt::format("  collectives   {} per step, per micro-step {}\n", m.at("collectives_per_step").get<Count>(),
-                       m.at("collectives_per_micro_step").dump());
-    const auto& ns = m.at("noise_scale");
-    if (ns.at("valid").get<bool>())
-      out += fmt::format("  noise scale   B_simple {:.4g} samples (|G_b|^2 {:.4g} at b={}, |G_B|^2 {:.4g} at B={})\n",
-                         ns.at("b_simple").get<double>(), ns.at("mean_sq_norm_small").get<double>(), b,
-                         ns.at("mean_sq_norm_big").get<double>(), b * k * p);
-    else
-      out += fmt::format("  noise scale   n/a: {}\n", ns.value("note", std::string("not measured")));
-  }
-  if (run.contains("comparison")) {
-    const auto& cmp = run.at("comparison");
-    out += fmt::format("predicted vs measured (tolerance {}%)\n", cmp.at("tolerance_pct").get<double>());
-    out += fmt::format("  {:<22} {:>14} {:>14} {:>9}  {}\n", "figure", "measured", "predicted", "error", "status");
-    for (const auto& r : cmp.at("rows")) {
-      const std::string unit = r.at("unit");
-      std::string err = r.at("error_pct").is_null() ? "inf" : fmt::format("{:+.1f}%", r.at("error_pct").get<double>());
-      out += fmt::format("  {:<22} {:>14} {:>14} {:>9}  {}\n", r.at("figure").get<std::string>(),
-                         fmt_value(r.at("measured"), unit), fmt_value(r.at("predicted"), unit), err,
-                         r.at("status").get<std::string>());
-    }
-  }
-  // The two verdicts, apart: is the accumulation correct, did the prediction hold.
+std::string error_text(const ComparisonRow& r) {
+  return r.error_pct ? fmt::format("{:+.1f}%", *r.error_pct) : std::string("inf");
+}
+
+std::string format_measured(const RunSpec& spec, const Measured& m) {
+  std::string out;
+  const auto& st = m.step_time;
+  out += fmt::format("measured ({} timed steps, step time = slowest rank per step)\n", m.timed_steps);
+  out += fmt::format("  step_time     median {}  p90 {}  (min {}, max {})\n", format_seconds(st.median),
+                     format_seconds(st.p90), format_seconds(st.min), format_seconds(st.max));
+  std::string tput = fmt::format("{} samples/s", rate(m.throughput_samples_per_s));
+  if (m.tokens_per_s > 0) tput += fmt::format("  {} tokens/s", rate(m.tokens_per_s));
+  out += fmt::format("  throughput    {}\n", tput);
+  std::vector<std::string> per;
+  for (const auto v : m.peak_memory_per_rank) per.push_back(format_bytes(v));
+  out += fmt::format("  peak_memory   {} per rank (max; ranks: {}), comm buffers {}\n", format_bytes(m.peak_memory),
+                     fmt::join(per, ", "), format_bytes(m.comm_buffer_bytes));
+  out += fmt::format("  breakdown     compute {}, exposed comm {}, comm in flight {}, optimizer {}, rank skew {}\n",
+                     format_seconds(m.compute), format_seconds(m.comm_exposed), format_seconds(m.comm_total),
+                     format_seconds(m.optimizer), format_seconds(m.rank_skew));
+  out += fmt::format("  collectives   {} per step, per micro-step {}\n", m.collectives_per_step,
+                     json(m.collectives_per_micro_step).dump());
+  const auto& ns = m.noise_scale;
+  if (ns.valid)
+    out += fmt::format("  noise scale   B_simple {:.4g} samples (|G_b|^2 {:.4g} at b={}, |G_B|^2 {:.4g} at B={})\n",
+                       ns.b_simple, ns.g_small_sq, spec.micro_batch, ns.g_big_sq, spec.global_batch());
+  else
+    out += fmt::format("  noise scale   n/a: {}\n", ns.note.empty() ? std::string("not measured") : ns.note);
+  return out;
+}
+
+std::string format_comparison(const Comparison& cmp) {
+  std::string out = fmt::format("predicted vs measured (tolerance {}%)\n", cmp.tolerance_pct);
+  out += fmt::format("  {:<22} {:>14} {:>14} {:>9}  {}\n", "figure", "measured", "predicted", "error", "status");
+  for (const auto& r : cmp.rows)
+    out += fmt::format("  {:<22} {:>14} {:>14} {:>9}  {}\n", r.figure, fmt_value(r.measured, r.unit),
+                       fmt_value(r.predicted, r.unit), error_text(r),
+                       r.status ? std::string(record_name(*r.status)) : std::string("info"));
+  return out;
+}
+
+// The two verdicts, apart: is the accumulation correct, did the prediction hold.
+std::string format_verdicts(const RunRecord& run) {
+  std::string out;
   const auto v = run_verdicts(run);
   std::vector<std::string> bad_checks, missed_rows;
   Count checks_run = 0;
-  for (const auto& c : run.at("checks")) {
-    if (c.at("status") == "fail") bad_checks.push_back(c.at("name").get<std::string>());
-    if (c.at("status") != "n/a") ++checks_run;
+  for (const auto& c : run.checks) {
+    if (c.status == Status::fail) bad_checks.push_back(c.name);
+    if (c.status != Status::skip) ++checks_run;
   }
-  out += v.accumulation_correct
-             ? fmt::format("accumulation: CORRECT ({} checks pass)\n", checks_run)
-             : fmt::format("accumulation: INCORRECT ({})\n", fmt::join(bad_checks, ", "));
+  out += v.accumulation_correct ? fmt::format("accumulation: CORRECT ({} checks pass)\n", checks_run)
+                                : fmt::format("accumulation: INCORRECT ({})\n", fmt::join(bad_checks, ", "));
   if (!v.prediction_held) {
     out += "prediction:   not checked (no profile to predict from: pass --profile profile.json, or validate "
            "--from-tune)\n";
   } else {
-    const auto& cmp = run.at("comparison");
-    for (const auto& r : cmp.at("rows"))
-      if (r.at("status") == "fail")
-        missed_rows.push_back(fmt::format(
-            "{} {}", r.at("figure").get<std::string>(),
-            r.at("error_pct").is_null() ? std::string("inf") : fmt::format("{:+.1f}%", r.at("error_pct").get<double>())));
+    const auto& cmp = *run.comparison;
+    for (const auto& r : cmp.rows)
+      if (r.status == Status::fail) missed_rows.push_back(fmt::format("{} {}", r.figure, error_text(r)));
     out += *v.prediction_held
-               ? fmt::format("prediction:   HELD (every gated figure within {}%)\n", cmp.at("tolerance_pct").get<double>())
+               ? fmt::format("prediction:   HELD (every gated figure within {}%)\n", cmp.tolerance_pct)
                : fmt::format("prediction:   MISSED ({}; tolerance {}%)\n", fmt::join(missed_rows, ", "),
-                             cmp.at("tolerance_pct").get<double>());
+                             cmp.tolerance_pct);
   }
   auto failed = failed_items(run);
   out += failed.empty() ? "result: PASS\n" : fmt::format("result: FAIL ({})\n", fmt::join(failed, ", "));
   return out;
+}
+
+}  // namespace
+
+std::string format_run(const RunRecord& run) {
+  const RunSpec& s = run.spec;
+  std::string out = fmt::format(
+      "validate {}  micro_batch {}  accum_steps {}  world_size {}  (global_batch {})  strategy {}  {}\n",
+      s.workload.name, s.micro_batch, s.accum_steps, s.world_size, s.global_batch(), to_string(s.strategy),
+      s.workload.dtype);
+  if (run.failure) return out + fmt::format("  FAILED: {}\n", *run.failure);
+  if (run.environment) {
+    const auto& env = *run.environment;
+    out += fmt::format("  {} on {}, {} rank(s) x {} thread(s), launcher {}\n", env.backend, env.device, env.world_size,
+                       env.threads_per_rank, env.launcher);
+  }
+  for (const auto& w : run.warnings) out += fmt::format("  WARNING: {}\n", w);
+  for (const auto& n : run.model_notes) out += fmt::format("  NOTE: {}\n", n);
+  out += "checks\n";
+  for (const auto& c : run.checks)
+    out += fmt::format("  {:<5} {:<27} {}\n", c.status == Status::skip ? "n/a" : to_string(c.status), c.name, c.detail);
+  if (run.measured) out += format_measured(s, *run.measured);
+  if (run.comparison) out += format_comparison(*run.comparison);
+  return out + format_verdicts(run);
 }
 
 }  // namespace gaccum::runner

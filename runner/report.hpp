@@ -19,7 +19,8 @@
 //     across ranks (steps[].loss holds it for every window), comparable with any other
 //     trainer's loss on the same data stream.
 //   Units: seconds, bytes, samples/s, tokens/s.
-// Why: the reports and CI read the file; people read the table. No LibTorch.
+// Why: the reports and CI read the file; people read the table. No LibTorch. The JSON of a run
+//      is written and read by runner/run_record.cpp only.
 #pragma once
 
 #include <optional>
@@ -28,18 +29,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/run_record.hpp"
+
 namespace gaccum::runner {
 
 inline constexpr int kValidationSchemaVersion = 1;
 
-nlohmann::json validation_document(const std::vector<nlohmann::json>& runs, int exit_code);
+nlohmann::json validation_document(const std::vector<RunRecord>& runs, int exit_code);
 
 // The human table of one run (completed or failed), lines ending in '\n'.
-std::string format_run(const nlohmann::json& run);
+std::string format_run(const RunRecord& run);
 
 // Names of the failed checks / gated comparison rows of a run ("gradient_equivalence",
 // "prediction:step_time").
-std::vector<std::string> failed_items(const nlohmann::json& run);
+std::vector<std::string> failed_items(const RunRecord& run);
 
 // The two verdicts of a run, kept apart (README.md, "Exit codes"): is the accumulation correct
 // (the run finished and no check failed), and did the prediction hold (every gated row of the
@@ -48,11 +51,11 @@ struct Verdicts {
   bool accumulation_correct = false;
   std::optional<bool> prediction_held;
 };
-Verdicts run_verdicts(const nlohmann::json& run);
+Verdicts run_verdicts(const RunRecord& run);
 
 // validate's exit code for runs that completed: 1 when an accumulation check failed in any run,
 // else 3 when a prediction missed its tolerance in any run, else 0.
 inline constexpr int kExitPredictionMissed = 3;
-int runs_exit_code(const std::vector<nlohmann::json>& runs);
+int runs_exit_code(const std::vector<RunRecord>& runs);
 
 }  // namespace gaccum::runner

@@ -1,12 +1,12 @@
 // What: what one validation run executes on every rank (RunSpec), its JSON form (the worker's
-//       --args file), the data layout of its windows (which samples each rank reads), and the
-//       exit codes rank processes use.
+//       --args file) and the data layout of its windows (which samples each rank reads).
 // Why: the launcher side and every rank must agree on one plain value; the rank-agreement check
 //      then compares its identity fields across ranks before step 1.
 //
 // Data: window w (optimizer step w) covers samples [w*B, w*B + B) of the stream `seed`, B =
 //       micro_batch*accum_steps*world_size; rank r, micro-step m reads workloads::sample_offset
-//       (w, r, m, b, k, p) .. +b, clipped to the dataset size. With dataset_size set, the run is
+//       (w, r, m, b, k, p) .. +b, clipped to the dataset size. Exit codes of rank processes:
+//       engine/rank_error.hpp. With dataset_size set, the run is
 //       one epoch: floor(N/B) full windows, then the last partial window (N mod B samples):
 //         partial_window "run"  (default) every rank still makes its k micro-steps (those with no
 //                               samples left skip forward/backward but take part in the
@@ -26,11 +26,6 @@
 #include "workloads/workload.hpp"
 
 namespace gaccum::runner {
-
-// Exit codes of a validate-rank process (besides 0 = all checks passed, 1 = a check failed
-// with the result written, 2 = bad input). comm::kExitPeerLost (86) when a collective failed.
-inline constexpr int kExitOutOfMemory = 87;
-inline constexpr int kExitHung = 88;           // the rank's watchdog saw no progress for timeout
 
 struct RunSpec {
   workloads::WorkloadConfig workload;  // dtype and device inside

@@ -11,13 +11,13 @@
 
 #include <fmt/format.h>
 
-#include "comm/launcher.hpp"
 #include "comm/rank_env.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "core/profile.hpp"
-#include "core/scratch_dir.hpp"
+#include "engine/rank_error.hpp"
+#include "engine/rank_job.hpp"
 #include "model/prediction_json.hpp"
 #include "model/profile_model.hpp"
 #include "runner/comparison.hpp"
@@ -32,11 +32,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);
   if (!in) return "";
@@ -45,59 +40,26 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-// One line: what ended the launch, naming the rank, plus what that rank said about it.
-std::string describe_failure(const comm::LaunchResult& res, const fs::path& dir, int world) {
-  std::string msg = res.failure;
-  std::string said;
-  if (res.failed_rank >= 0) said = trim(read_text(dir / fmt::format("rank{}.err", res.failed_rank)));
-  if (said.empty())
-    for (int r = 0; r < world && said.empty(); ++r) {
-      auto t = trim(read_text(dir / fmt::format("rank{}.err", r)));
-      if (!t.empty() && t.find("c10d") == std::string::npos) said = t;
-    }
-  if (!said.empty()) msg += " -- " + said.substr(0, said.find('\n'));
-  return msg;
-}
-
-// The exit code of a launch that failed, by the class of the rank named as its cause (README.md,
-// "Exit codes"): 88 hung (the deadline passed, a rank's watchdog fired, or a rank still ran when
-// its peers' collective gave up on it), 87 out of memory, 2 bad input found inside the rank, 86
-// any other death (a signal, or an exit status of its own). 1 when the launcher was interrupted.
-int launch_exit_code(const comm::LaunchResult& res) {
-  if (res.ok) return 0;
-  if (res.interrupted) return 1;
-  if (res.timed_out) return kExitHung;
-  if (res.failed_rank < 0 || res.failed_rank >= static_cast<int>(res.ranks.size())) return comm::kExitPeerLost;
-  const comm::RankStatus& st = res.ranks[static_cast<std::size_t>(res.failed_rank)];
-  if (!st.finished || st.killed_by_us) return kExitHung;
-  if (st.signal != 0) return comm::kExitPeerLost;
-  if (st.exit_code == 2 || st.exit_code == kExitOutOfMemory || st.exit_code == kExitHung) return st.exit_code;
-  return comm::kExitPeerLost;
-}
-
 int default_threads(int ranks_on_host) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, ranks_on_host));
 }
 
-json add_prediction(json run, const model::CostModel* model, const Profile* profile, double tolerance_pct) {
-  if (!model || !run.contains("measured")) return run;
-  const auto& cfg = run.at("config");
+void add_prediction(RunRecord& run, const model::CostModel* model, const Profile* profile, double tolerance_pct) {
+  if (!model || !run.measured) return;
   model::Config mc;
-  mc.micro_batch = cfg.at("micro_batch");
-  mc.accum_steps = cfg.at("accum_steps");
-  mc.world_size = cfg.at("world_size");
-  mc.strategy = parse_strategy(cfg.at("strategy").get<std::string>());
+  mc.micro_batch = run.spec.micro_batch;
+  mc.accum_steps = run.spec.accum_steps;
+  mc.world_size = run.spec.world_size;
+  mc.strategy = run.spec.strategy;
   const auto pred = model->predict(mc);
-  run["prediction"] = model::to_json(pred);
-  run["comparison"] = compare_to_prediction(run.at("measured"), pred, tolerance_pct);
-  if (profile && profile->hardware.threads_per_rank > 0 &&
-      profile->hardware.threads_per_rank != run.at("environment").at("threads_per_rank").get<int>())
-    run["warnings"].push_back(fmt::format("the profile was measured with {} thread(s) per rank, this run used {}",
-                                          profile->hardware.threads_per_rank,
-                                          run.at("environment").at("threads_per_rank").get<int>()));
-  run["ok"] = run.at("ok").get<bool>() && run.at("comparison").at("ok").get<bool>();
-  return run;
+  run.prediction = model::to_json(pred);
+  run.comparison = compare_to_prediction(*run.measured, pred, tolerance_pct);
+  const int threads = run.environment ? run.environment->threads_per_rank : run.spec.threads_per_rank;
+  if (profile && profile->hardware.threads_per_rank > 0 && profile->hardware.threads_per_rank != threads)
+    run.warnings.push_back(fmt::format("the profile was measured with {} thread(s) per rank, this run used {}",
+                                       profile->hardware.threads_per_rank, threads));
+  run.ok = run.ok && run.comparison->ok;
 }
 
 }  // namespace
@@ -256,8 +218,10 @@ ValidateOutcome validate(ValidateOptions o) {
       if (s.world_size != ctx.world_size) continue;  // a tune pick for another job size
       RankRunOptions ro;
       ro.key_prefix = fmt::format("gaccum-validate-{}", index++);
-      ro.deliver = [&](const json& record) {
-        out.runs.push_back(add_prediction(record, model.get(), profile ? &*profile : nullptr, o.tolerance_pct));
+      ro.deliver = [&](const RunRecord& record) {
+        RunRecord run = record;
+        add_prediction(run, model.get(), profile ? &*profile : nullptr, o.tolerance_pct);
+        out.runs.push_back(std::move(run));
         write_doc();
         return runs_exit_code({out.runs.back()});
       };
@@ -265,7 +229,8 @@ ValidateOutcome validate(ValidateOptions o) {
       try {
         code = run_validation_rank(s, ctx, ro);
       } catch (const std::bad_alloc&) {
-        throw RuntimeFailure(fmt::format("rank {}: out of memory {}: lower --micro-batch", ctx.rank, rank_position()));
+        throw RuntimeFailure(fmt::format("rank {}: out of memory {}: lower --micro-batch", ctx.rank,
+                                         engine::RankPosition::describe()));
       }
       if (ctx.rank != 0) out.exit_code = std::max(out.exit_code, code);
     }
@@ -276,35 +241,32 @@ ValidateOutcome validate(ValidateOptions o) {
   }
 
   for (const auto& s : specs) {
-    // One launch's args, rank 0's record and the ranks' error lines; removed also when the
-    // process is ended by a signal (core/scratch_dir.hpp).
-    ScratchDir scratch("gaccum-validate");
-    const fs::path tmp = scratch.path();
-    const fs::path args_file = tmp / "args.json", result_file = tmp / "result.json";
-    json args{{"spec", to_json(s)}, {"result", result_file.string()}, {"launch", json{{"launcher", "local"}}}};
-    write_file_atomic(args_file, args.dump());
-    comm::LaunchOptions lo;
-    lo.argv = {comm::self_executable(), "_worker", "--role", "validate-rank", "--args", args_file.string()};
-    lo.world_size = static_cast<int>(s.world_size);
-    lo.store_timeout = s.timeout;
-    lo.grace = 3;
-    for (int r = 0; r < lo.world_size; ++r)
-      lo.rank_env[r]["GACCUM_ERROR_FILE"] = (tmp / fmt::format("rank{}.err", r)).string();
-    const auto res = comm::launch_local(lo);
-    json run;
-    const std::string record_text = read_text(result_file);
-    if (!record_text.empty() && !res.interrupted) {
-      run = json::parse(record_text);
-      run["environment"]["launcher_wall_s"] = res.wall;
-      run = add_prediction(std::move(run), model.get(), profile ? &*profile : nullptr, o.tolerance_pct);
+    engine::RankJob job;
+    job.role = kValidateRankRole;
+    job.args = json{{"spec", to_json(s)}, {"launch", json{{"launcher", "local"}}}};
+    job.world_size = static_cast<int>(s.world_size);
+    job.store_timeout = s.timeout;
+    job.scratch_prefix = "gaccum-validate";
+    std::optional<RunRecord> record;
+    const auto res = engine::run_rank_job(job, [&](const std::string& dir, const engine::RankJobOutcome& oc) {
+      const std::string text = read_text(engine::rank_result_path(dir, 0));
+      if (!text.empty() && !oc.launch.interrupted)
+        record = run_record_from_json(parse_json_text(text, "rank 0's record"), "rank 0's record");
+    });
+    RunRecord run;
+    if (record) {
+      run = std::move(*record);
+      if (run.environment) run.environment->launch["launcher_wall_s"] = res.launch.wall;
+      add_prediction(run, model.get(), profile ? &*profile : nullptr, o.tolerance_pct);
     } else {
-      const std::string msg = describe_failure(res, tmp, lo.world_size);
-      run = json{{"config", to_json(s)}, {"ok", false}, {"failure", msg}, {"launcher_wall_s", res.wall}};
-      out.failures.push_back(msg);
-      if (launch_code == 0) launch_code = launch_exit_code(res);
+      run.spec = s;
+      run.failure = res.failure;
+      run.launcher_wall_s = res.launch.wall;
+      out.failures.push_back(res.failure);
+      if (launch_code == 0) launch_code = res.exit_code;
     }
     out.runs.push_back(std::move(run));
-    if (res.interrupted) break;
+    if (res.launch.interrupted) break;
   }
   write_doc();
   return out;

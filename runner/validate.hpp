@@ -1,6 +1,6 @@
 // What: `gaccum-tune validate` as a library call: resolves the configuration(s) to run (one
 //       from the flags, or the top N picks of a tune result), launches world_size local rank
-//       processes per configuration (comm::launch_local re-executing this binary as
+//       processes per configuration (engine::run_rank_job re-executing this binary as
 //       `_worker --role validate-rank`), or, under torchrun/Slurm/mpirun, runs as one rank of
 //       the job; compares the measured figures with the cost model's prediction when a profile
 //       is given; and writes validation.json (rank 0).
@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/run_record.hpp"
 #include "runner/run_spec.hpp"
 
 namespace gaccum::runner {
@@ -39,7 +40,7 @@ struct ValidateOptions {
 
 struct ValidateOutcome {
   nlohmann::json document;         // what was written to `output` (rank 0)
-  std::vector<nlohmann::json> runs;
+  std::vector<RunRecord> runs;
   std::vector<std::string> failures;  // one line per run whose ranks failed (rank named)
   int exit_code = 0;               // 0 all checks (and predictions) pass, 1 otherwise; when ranks
                                    // failed: 86 died, 87 out of memory, 88 hung, 2 bad input

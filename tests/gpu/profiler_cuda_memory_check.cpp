@@ -1,5 +1,5 @@
 // GPU check (label gpu), built only against a CUDA LibTorch: the profiler's CUDA memory tracker
-// (profiler::memory_for(cuda)) reports exactly the c10::cuda caching allocator's counters, and a
+// (engine::memory_for(cuda)) reports exactly the c10::cuda caching allocator's counters, and a
 // known allocation moves them by its (512-byte rounded) size. Exits 77 (CTest: skipped) with a
 // message when no CUDA device answers.
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-#include "profiler/memory_tracker.hpp"
+#include "engine/memory_tracker.hpp"
 
 int main() {
   if (!torch::cuda::is_available() || torch::cuda::device_count() == 0) {
@@ -20,7 +20,7 @@ int main() {
     failures += ok ? 0 : 1;
   };
   const torch::Device dev("cuda:0");
-  auto mem = gaccum::profiler::memory_for(dev);
+  auto mem = gaccum::engine::memory_for(dev);
   mem->reset_peak();
   const auto before = mem->snapshot();
   auto t = torch::empty({1 << 20}, torch::TensorOptions().dtype(torch::kFloat32).device(dev));  // 4 MiB

@@ -13,6 +13,7 @@
 #include "core/buckets.hpp"
 #include "core/json_fields.hpp"
 #include "core/profile.hpp"
+#include "engine/rank_job.hpp"
 #include "profiler/rank_worker.hpp"
 
 using namespace gaccum;
@@ -27,7 +28,6 @@ static fs::path fresh_dir(const std::string& name) {
 }
 
 TEST_CASE("2 Gloo ranks allreduce the sweep, buckets and fused gradient correctly", "[profiler][integration]") {
-  auto dir = fresh_dir("profile_rank");
   RankPlan plan;
   plan.workload.name = "mlp-small";
   plan.workload.device = "cpu";
@@ -43,19 +43,26 @@ TEST_CASE("2 Gloo ranks allreduce the sweep, buckets and fused gradient correctl
   for (const auto& b : assign_buckets(tensors)) plan.buckets.push_back(b.bytes);
   plan.fused = 399370 * 4;
   plan.timeout = 30;
-  plan.result_dir = dir.string();
-  write_file_atomic(dir / "args.json", plan.to_json().dump());
-
-  comm::LaunchOptions lo;
-  lo.argv = {GACCUM_TUNE_BIN, "_worker", "--role", kProfileRankRole, "--args", (dir / "args.json").string()};
-  lo.world_size = 2;
-  lo.deadline = 120;
-  auto res = comm::launch_local(lo);
-  INFO(res.failure << " | rank 0 log: " << read_file(rank_log_path(dir.string(), 0), "log"));
+  // The rank group as profile launches it: one engine::RankJob (scratch dir, args, error files).
+  engine::RankJob job;
+  job.role = kProfileRankRole;
+  job.args = plan.to_json();
+  job.world_size = 2;
+  job.deadline = 120;
+  job.executable = GACCUM_TUNE_BIN;
+  std::vector<RankFile> files;
+  std::string log0;
+  auto res = engine::run_rank_job(job, [&](const std::string& d, const engine::RankJobOutcome& o) {
+    log0 = read_file(rank_log_path(d, 0), "log");
+    if (o.ok)
+      for (int r = 0; r < 2; ++r) files.push_back(read_rank_file(engine::rank_result_path(d, r)));
+  });
+  INFO(res.failure << " | rank 0 log: " << log0);
   REQUIRE(res.ok);
-
-  auto r0 = read_rank_file(rank_file_path(dir.string(), 0));
-  auto r1 = read_rank_file(rank_file_path(dir.string(), 1));
+  CHECK(res.exit_code == 0);
+  REQUIRE(files.size() == 2);
+  auto r0 = files[0];
+  auto r1 = files[1];
   CHECK(r0.world_size == 2);
   CHECK(r1.rank == 1);
   CHECK(r0.threads == 1);
@@ -103,7 +110,6 @@ TEST_CASE("2 Gloo ranks allreduce the sweep, buckets and fused gradient correctl
   REQUIRE(r0.results.overlap.size() == 1);
   CHECK(r0.results.overlap[0].micro_batch == 2);
   CHECK(r0.results.overlap[0].overlapped > 0);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a short gaccum-tune profile run writes a complete, loadable profile.json", "[profiler][integration]") {

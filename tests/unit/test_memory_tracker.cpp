@@ -4,14 +4,14 @@
 
 #include <torch/torch.h>
 
-#include "profiler/memory_tracker.hpp"
+#include "engine/memory_tracker.hpp"
 #include "workloads/optimizer.hpp"
 #include "workloads/workload.hpp"
 
 using namespace gaccum;
 
 TEST_CASE("tracking allocator counts a Linear(1024,1024) exactly", "[memory]") {
-  auto mem = profiler::memory_for(torch::Device("cpu"));
+  auto mem = engine::memory_for(torch::Device("cpu"));
   auto before = mem->snapshot().allocated;
   torch::nn::Linear lin(1024, 1024);
   // (1024*1024 + 1024) floats = 4,198,400 bytes (docs/DESIGN.md, facts checked).
@@ -24,7 +24,7 @@ TEST_CASE("tracking allocator counts a Linear(1024,1024) exactly", "[memory]") {
 }
 
 TEST_CASE("weights, gradients and Adam state are exact multiples of the parameter bytes", "[memory]") {
-  auto mem = profiler::memory_for(torch::Device("cpu"));
+  auto mem = engine::memory_for(torch::Device("cpu"));
   auto base = mem->snapshot().allocated;
   workloads::WorkloadConfig cfg;
   cfg.name = "gpt-tiny";

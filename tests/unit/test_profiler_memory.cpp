@@ -11,7 +11,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "profiler/grad_norm_probe.hpp"
-#include "profiler/iteration_driver.hpp"
+#include "engine/iteration_driver.hpp"
 #include "profiler/memory_sweep.hpp"
 #include "profiler/rank_worker.hpp"
 
@@ -146,9 +146,9 @@ TEST_CASE("gradient norms: independent micro-batches, two sizes, positive", "[pr
 }
 
 TEST_CASE("iteration driver at world_size 1: phases, totals, warm-up not recorded", "[profiler][driver]") {
-  IterationDriver d(nullptr, torch::Device("cpu"), 2, 3);
+  engine::IterationDriver d(nullptr, torch::Device("cpu"), 2, 3);
   int calls = 0;
-  auto r = d.run(2, [&](PhaseClock& clock, int it) {
+  auto r = d.run(2, [&](engine::PhaseClock& clock, int it) {
     ++calls;
     CHECK(it == calls - 1);
     clock.mark();
@@ -160,17 +160,17 @@ TEST_CASE("iteration driver at world_size 1: phases, totals, warm-up not recorde
   CHECK(r.total.samples.size() == 3);
   for (size_t i = 0; i < 3; ++i)
     CHECK(r.total.samples[i] == Approx(r.phases[0].samples[i] + r.phases[1].samples[i]));
-  CHECK_THROWS_AS(d.run(3, [](PhaseClock& clock, int) { clock.mark(); }), RuntimeFailure);
+  CHECK_THROWS_AS(d.run(3, [](engine::PhaseClock& clock, int) { clock.mark(); }), RuntimeFailure);
   CHECK(d.max_over_ranks({{1, 2}, {3, 4}}) == std::vector<std::vector<double>>{{1, 2}, {3, 4}});
 }
 
 TEST_CASE("algbw and busbw follow nccl-tests", "[profiler][driver]") {
   // 1 MB in 1 ms: algbw 1 GB/s; p = 4: busbw = 1 * 2*3/4 = 1.5 GB/s; p = 2: 1 GB/s; p = 1: 0.
-  CHECK(algbw(1000000, 0.001) == Approx(1e9));
-  CHECK(busbw(1000000, 0.001, 4) == Approx(1.5e9));
-  CHECK(busbw(1000000, 0.001, 2) == Approx(1e9));
-  CHECK(busbw(1000000, 0.001, 1) == 0);
-  CHECK(algbw(10, 0) == 0);
+  CHECK(engine::algbw(1000000, 0.001) == Approx(1e9));
+  CHECK(engine::busbw(1000000, 0.001, 4) == Approx(1.5e9));
+  CHECK(engine::busbw(1000000, 0.001, 2) == Approx(1e9));
+  CHECK(engine::busbw(1000000, 0.001, 1) == 0);
+  CHECK(engine::algbw(10, 0) == 0);
 }
 
 TEST_CASE("rank plan round-trips through its JSON args file", "[profiler][rank]") {
@@ -182,7 +182,7 @@ TEST_CASE("rank plan round-trips through its JSON args file", "[profiler][rank]"
   p.sizes = {4096, 65536};
   p.buckets = {1048576, 20000};
   p.fused = 1068576;
-  p.result_dir = "/tmp/x";
+  p.job_dir = "/tmp/x";
   auto q = RankPlan::from_json(p.to_json());
   CHECK(q.to_json() == p.to_json());
   CHECK(q.micro_batches == p.micro_batches);

@@ -14,6 +14,7 @@
 #include "runner/comparison.hpp"
 #include "runner/faults.hpp"
 #include "runner/report.hpp"
+#include "runner/run_record.hpp"
 #include "runner/run_spec.hpp"
 #include "runner/validate.hpp"
 
@@ -162,23 +163,32 @@ TEST_CASE("tune result picks are read leniently, in order, up to --top", "[runne
   CHECK_THROWS_AS(read_tune_picks(bad, 3, "r.json"), InputError);
 }
 
-static json measured_fixture() {
-  return json{{"step_time", {{"median", 1.05}, {"p90", 1.2}, {"p10", 1.0}, {"mean", 1.07}, {"min", 1.0}, {"max", 1.3}}},
-              {"throughput_samples_per_s", 60.0},
-              {"tokens_per_s", 0.0},
-              {"peak_memory", 150},
-              {"peak_memory_per_rank", {150, 140}},
-              {"comm_exposed", 0.01},
-              {"comm_total", 0.02},
-              {"compute", 1.0},
-              {"optimizer", 0.04},
-              {"rank_skew", 0.001},
-              {"collectives_per_step", 2},
-              {"collectives_per_micro_step", {0, 2}},
-              {"collectives_launched_in_backward", 2},
-              {"comm_buffer_bytes", 64},
-              {"timed_steps", 3},
-              {"noise_scale", {{"valid", true}, {"b_simple", 16.0}, {"mean_sq_norm_small", 1.0}, {"mean_sq_norm_big", 0.3}}}};
+static Measured measured_fixture() {
+  Measured m;
+  m.step_time.median = 1.05;
+  m.step_time.p90 = 1.2;
+  m.step_time.p10 = 1.0;
+  m.step_time.mean = 1.07;
+  m.step_time.min = 1.0;
+  m.step_time.max = 1.3;
+  m.throughput_samples_per_s = 60.0;
+  m.peak_memory = 150;
+  m.peak_memory_per_rank = {150, 140};
+  m.comm_exposed = 0.01;
+  m.comm_total = 0.02;
+  m.compute = 1.0;
+  m.optimizer = 0.04;
+  m.rank_skew = 0.001;
+  m.collectives_per_step = 2;
+  m.collectives_per_micro_step = {0, 2};
+  m.collectives_launched_in_backward = 2;
+  m.comm_buffer_bytes = 64;
+  m.timed_steps = 3;
+  m.noise_scale.valid = true;
+  m.noise_scale.b_simple = 16.0;
+  m.noise_scale.g_small_sq = 1.0;
+  m.noise_scale.g_big_sq = 0.3;
+  return m;
 }
 
 TEST_CASE("measured vs predicted: error in percent and a verdict per gated figure", "[runner][unit]") {
@@ -190,43 +200,51 @@ TEST_CASE("measured vs predicted: error in percent and a verdict per gated figur
   p.collectives_per_step = 2;
   p.time.compute = 0.9;
   auto c = compare_to_prediction(measured_fixture(), p, 10.0);
-  CHECK_FALSE(c.at("ok").get<bool>());
+  CHECK_FALSE(c.ok);
   auto row = [&](const std::string& name) {
-    for (const auto& r : c.at("rows"))
-      if (r.at("figure") == name) return r;
+    for (const auto& r : c.rows)
+      if (r.figure == name) return r;
     FAIL("no row " << name);
-    return json();
+    return ComparisonRow{};
   };
-  CHECK(row("step_time").at("error_pct").get<double>() == Approx(5.0));
-  CHECK(row("step_time").at("status") == "pass");
-  CHECK(row("throughput").at("error_pct").get<double>() == Approx(-6.25));
-  CHECK(row("peak_memory").at("status") == "fail");
-  CHECK(row("collectives_per_step").at("status") == "pass");
-  CHECK(row("comm_buffer_bytes").at("status") == "pass");
-  CHECK(row("compute").at("status") == "info");
-  CHECK(row("comm_exposed").at("error_pct").is_null());  // predicted 0
+  CHECK(*row("step_time").error_pct == Approx(5.0));
+  CHECK(row("step_time").status == Status::pass);
+  CHECK(*row("throughput").error_pct == Approx(-6.25));
+  CHECK(row("peak_memory").status == Status::fail);
+  CHECK(row("collectives_per_step").status == Status::pass);
+  CHECK(row("comm_buffer_bytes").status == Status::pass);
+  CHECK_FALSE(row("compute").status.has_value());  // informational
+  CHECK_FALSE(row("comm_exposed").error_pct.has_value());  // predicted 0
   p.memory.peak = 145;
-  CHECK(compare_to_prediction(measured_fixture(), p, 10.0).at("ok").get<bool>());
+  CHECK(compare_to_prediction(measured_fixture(), p, 10.0).ok);
   p.collectives_per_step = 3;
-  CHECK_FALSE(compare_to_prediction(measured_fixture(), p, 10.0).at("ok").get<bool>());
+  CHECK_FALSE(compare_to_prediction(measured_fixture(), p, 10.0).ok);
+}
+
+static RunRecord run_fixture() {
+  RunRecord run;
+  run.spec.workload.name = "mlp-small";
+  run.spec.micro_batch = 2;
+  run.spec.accum_steps = 4;
+  run.spec.world_size = 2;
+  run.spec.strategy = Strategy::overlap;
+  Environment env;
+  env.backend = "gloo";
+  env.device = "cpu";
+  env.world_size = 2;
+  env.threads_per_rank = 1;
+  env.launcher = "local";
+  run.environment = env;
+  run.checks = {{"rank_agreement", Status::pass, "2 rank(s) agree"},
+                {"token_normalisation", Status::skip, "samples"},
+                {"parameters_identical", Status::fail, "ranks diverged"}};
+  run.measured = measured_fixture();
+  run.ok = false;
+  return run;
 }
 
 TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
-  json run{{"config",
-            {{"workload", {{"name", "mlp-small"}, {"dtype", "float32"}}},
-             {"micro_batch", 2},
-             {"accum_steps", 4},
-             {"world_size", 2},
-             {"strategy", "overlap"}}},
-           {"environment",
-            {{"backend", "gloo"}, {"device", "cpu"}, {"world_size", 2}, {"threads_per_rank", 1}, {"launcher", "local"}}},
-           {"warnings", json::array()},
-           {"checks",
-            {{{"name", "rank_agreement"}, {"status", "pass"}, {"detail", "2 rank(s) agree"}},
-             {{"name", "token_normalisation"}, {"status", "n/a"}, {"detail", "samples"}},
-             {{"name", "parameters_identical"}, {"status", "fail"}, {"detail", "ranks diverged"}}}},
-           {"measured", measured_fixture()},
-           {"ok", false}};
+  const RunRecord run = run_fixture();
   const std::string expected =
       "validate mlp-small  micro_batch 2  accum_steps 4  world_size 2  (global_batch 16)  strategy overlap  float32\n"
       "  gloo on cpu, 2 rank(s) x 1 thread(s), launcher local\n"
@@ -251,23 +269,26 @@ TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
   CHECK_FALSE(run_verdicts(run).accumulation_correct);
   CHECK_FALSE(run_verdicts(run).prediction_held.has_value());
   CHECK(runs_exit_code({run}) == 1);
-  json good = run;
-  good["checks"][2]["status"] = "pass";
+  RunRecord good = run;
+  good.checks[2].status = Status::pass;
   CHECK(run_verdicts(good).accumulation_correct);
   CHECK(runs_exit_code({good}) == 0);
-  json row{{"figure", "step_time"}, {"unit", "s"},      {"measured", 1.0},
-           {"predicted", 1.5},        {"error_pct", 50.0}, {"status", "fail"}};
-  good["comparison"] = json{{"tolerance_pct", 10.0}, {"rows", json::array({row})}};
+  Comparison cmp;
+  cmp.tolerance_pct = 10.0;
+  cmp.rows.push_back(ComparisonRow{"step_time", "s", 1.0, 1.5, 50.0, Gate::tolerance, Status::fail});
+  good.comparison = cmp;
   CHECK(run_verdicts(good).prediction_held == false);
   CHECK(runs_exit_code({good}) == kExitPredictionMissed);
   CHECK_THAT(format_run(good), Catch::Contains("accumulation: CORRECT (2 checks pass)") &&
                                    Catch::Contains("prediction:   MISSED (step_time +50.0%; tolerance 10%)"));
   CHECK(runs_exit_code({good, run}) == 1);  // an incorrect accumulation outranks a missed prediction
-  good["comparison"]["rows"][0]["status"] = "pass";
+  good.comparison->rows[0].status = Status::pass;
   CHECK(run_verdicts(good).prediction_held == true);
   CHECK(runs_exit_code({good}) == 0);
   CHECK(failed_items(run) == std::vector<std::string>{"parameters_identical"});
-  json failed{{"config", run.at("config")}, {"ok", false}, {"failure", "rank 1 (pid 7) was killed by SIGKILL (9)"}};
+  RunRecord failed;
+  failed.spec = run.spec;
+  failed.failure = "rank 1 (pid 7) was killed by SIGKILL (9)";
   CHECK(format_run(failed) ==
         "validate mlp-small  micro_batch 2  accum_steps 4  world_size 2  (global_batch 16)  strategy overlap  float32\n"
         "  FAILED: rank 1 (pid 7) was killed by SIGKILL (9)\n");
@@ -275,6 +296,62 @@ TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
   CHECK(doc.at("schema_version") == kValidationSchemaVersion);
   CHECK(doc.at("ok") == false);
   CHECK(doc.at("runs").size() == 2);
+}
+
+TEST_CASE("the run record's JSON reads back what it wrote", "[runner][unit]") {
+  RunRecord run = run_fixture();
+  run.spec.validate();
+  run.facts = WorkloadFacts{"abc123", "mlp", 10, 40};
+  run.warnings = {"oversubscribed"};
+  run.environment->launch["launcher_wall_s"] = 1.5;
+  run.environment->ranks.push_back(RankEnvironment{0, 0, "h", 12, 1, 1, 2});
+  run.steps.push_back(WindowRow{0, false, false, 16, 16, 2.5, 0.1, 0.01, 0.001, json{{"step_time", {0.1, 0.09}}}});
+  Comparison cmp;
+  cmp.tolerance_pct = 10.0;
+  cmp.rows.push_back(ComparisonRow{"step_time", "s", 1.0, 1.5, 50.0, Gate::tolerance, Status::fail});
+  cmp.rows.push_back(ComparisonRow{"comm_exposed", "s", 0.1, 0.0, std::nullopt, Gate::info, std::nullopt});
+  cmp.ok = false;
+  run.comparison = cmp;
+  run.prediction = json{{"step_time", 1.5}};
+  const json j = to_json(run);
+  CHECK(j.at("checks").at(1).at("status") == "n/a");
+  CHECK(j.at("config").at("workload").at("hash") == "abc123");
+  CHECK(j.at("config").at("global_batch") == 16);
+  CHECK(j.at("environment").at("launcher_wall_s") == 1.5);
+  CHECK(j.at("comparison").at("rows").at(1).at("error_pct").is_null());
+  CHECK(j.at("comparison").at("rows").at(1).at("status") == "info");
+  const RunRecord back = run_record_from_json(j, "run");
+  CHECK(to_json(back) == j);
+  CHECK(back.checks[1].status == Status::skip);
+  CHECK(back.environment->launch.at("launcher_wall_s") == 1.5);
+  // A field of the wrong type is named.
+  json bad = j;
+  bad["measured"]["peak_memory"] = "lots";
+  CHECK_THROWS_WITH(run_record_from_json(bad, "run"), Catch::Contains("run.measured.peak_memory"));
+  // A failed launch keeps only the spec and the line.
+  RunRecord failed;
+  failed.spec = run.spec;
+  failed.failure = "rank 1 died";
+  failed.launcher_wall_s = 2.0;
+  const json fj = to_json(failed);
+  CHECK(fj.size() == 4);
+  CHECK(to_json(run_record_from_json(fj, "failed")) == fj);
+}
+
+TEST_CASE("a rank's record round-trips between ranks", "[runner][unit]") {
+  RankRecord r;
+  r.rank = 1;
+  r.host = "n1";
+  r.peak_memory = 1000;
+  r.params_hash_final = "ff";
+  r.steps.step_time = {0.1, 0.2};
+  r.steps.collectives_per_micro = {{0, 1}, {0, 1}};
+  r.steps.g_small_sq = {-1, 2.5};
+  const json j = to_json(r);
+  const RankRecord back = rank_record_from_json(j, "rank 1 record");
+  CHECK(to_json(back) == j);
+  CHECK(back.steps.collectives_per_micro[1][1] == 1);
+  CHECK_THROWS_WITH(rank_record_from_json(json{{"rank", 1}}, "rank 1 record"), Catch::Contains("rank 1 record"));
 }
 
 TEST_CASE("test-only fault variables", "[runner][unit]") {

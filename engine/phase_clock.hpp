@@ -13,7 +13,7 @@
 
 #include "core/units.hpp"
 
-namespace gaccum::profiler {
+namespace gaccum::engine {
 
 class PhaseClock {
  public:
@@ -29,4 +29,4 @@ class PhaseClock {
 // Steady clock for CPU; CUDA events for a CUDA device (needs a CUDA LibTorch, else InputError).
 std::unique_ptr<PhaseClock> clock_for(const torch::Device& device);
 
-}  // namespace gaccum::profiler
+}  // namespace gaccum::engine

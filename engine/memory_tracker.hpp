@@ -15,7 +15,7 @@
 
 #include "core/units.hpp"
 
-namespace gaccum::profiler {
+namespace gaccum::engine {
 
 struct MemorySnapshot {
   Bytes allocated = 0;       // live bytes now
@@ -41,4 +41,4 @@ std::unique_ptr<DeviceMemory> memory_for(const torch::Device& device);
 // higher priority is already installed.
 bool install_cpu_tracking_allocator();
 
-}  // namespace gaccum::profiler
+}  // namespace gaccum::engine

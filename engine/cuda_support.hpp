@@ -4,7 +4,7 @@
 //       CMake); Debian's CPU-only LibTorch has no <c10/cuda/...> headers, so everything that
 //       needs them lives in that one file.
 // Why: keep the CUDA-only code small and isolated so the rest compiles on any LibTorch.
-// Internal to profiler/.
+// Used by profiler/ and runner/ through engine/.
 #pragma once
 
 #include <exception>
@@ -12,10 +12,10 @@
 
 #include <torch/types.h>
 
-#include "profiler/memory_tracker.hpp"
-#include "profiler/phase_clock.hpp"
+#include "engine/memory_tracker.hpp"
+#include "engine/phase_clock.hpp"
 
-namespace gaccum::profiler {
+namespace gaccum::engine {
 
 // True in builds against a CUDA LibTorch.
 bool cuda_support_compiled();
@@ -32,4 +32,4 @@ Bytes cuda_total_memory(const torch::Device& device);
 // c10::Error whose message says "out of memory").
 bool is_out_of_memory(const std::exception& e);
 
-}  // namespace gaccum::profiler
+}  // namespace gaccum::engine

@@ -22,9 +22,9 @@
 #include "comm/communicator.hpp"
 #include "core/profile.hpp"
 #include "core/units.hpp"
-#include "profiler/phase_clock.hpp"
+#include "engine/phase_clock.hpp"
 
-namespace gaccum::profiler {
+namespace gaccum::engine {
 
 BytesPerSecond algbw(Bytes bytes, Seconds time);
 // Reduce-scatter and all-gather (bytes: the full message S): busbw = algbw * (p-1)/p, each rank
@@ -70,4 +70,4 @@ class IterationDriver {
   std::unique_ptr<PhaseClock> clock_;
 };
 
-}  // namespace gaccum::profiler
+}  // namespace gaccum::engine

@@ -1,11 +1,11 @@
 // What/why: see phase_clock.hpp. The CPU clock lives here; the CUDA one in cuda_support.cpp.
-#include "profiler/phase_clock.hpp"
+#include "engine/phase_clock.hpp"
 
 #include <chrono>
 
-#include "profiler/cuda_support.hpp"
+#include "engine/cuda_support.hpp"
 
-namespace gaccum::profiler {
+namespace gaccum::engine {
 namespace {
 
 class SteadyClock final : public PhaseClock {
@@ -33,4 +33,4 @@ std::unique_ptr<PhaseClock> clock_for(const torch::Device& device) {
   return std::make_unique<SteadyClock>();
 }
 
-}  // namespace gaccum::profiler
+}  // namespace gaccum::engine

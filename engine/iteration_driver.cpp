@@ -1,5 +1,5 @@
 // What/why: see iteration_driver.hpp.
-#include "profiler/iteration_driver.hpp"
+#include "engine/iteration_driver.hpp"
 
 #include <torch/torch.h>
 
@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 
-namespace gaccum::profiler {
+namespace gaccum::engine {
 
 BytesPerSecond algbw(Bytes bytes, Seconds time) { return time > 0 ? static_cast<double>(bytes) / time : 0; }
 
@@ -105,4 +105,4 @@ std::vector<double> IterationDriver::gather(double mine) {
   return out;
 }
 
-}  // namespace gaccum::profiler
+}  // namespace gaccum::engine

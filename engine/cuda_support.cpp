@@ -10,9 +10,9 @@
 
 #include <string>
 
-#include "profiler/cuda_support.hpp"
+#include "engine/cuda_support.hpp"
 
-namespace gaccum::profiler {
+namespace gaccum::engine {
 namespace {
 
 constexpr size_t kAggregate = 0;  // StatType::AGGREGATE in every LibTorch version
@@ -84,4 +84,4 @@ bool is_out_of_memory(const std::exception& e) {
   return std::string(e.what()).find("CUDA out of memory") != std::string::npos;
 }
 
-}  // namespace gaccum::profiler
+}  // namespace gaccum::engine

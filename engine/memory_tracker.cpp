@@ -2,7 +2,7 @@
 // 64-byte header in front of the data; the DataPtr's context is the data pointer itself (oneDNN
 // asserts dptr.get() == dptr.get_context()), and the deleter accepts nullptr (zero-size
 // allocations). Allocator API differences between LibTorch 1.13 and 2.x are handled here.
-#include "profiler/memory_tracker.hpp"
+#include "engine/memory_tracker.hpp"
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "profiler/cuda_support.hpp"
+#include "engine/cuda_support.hpp"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
 #define GACCUM_ALLOCATOR_CONST
@@ -26,7 +26,7 @@
 #define GACCUM_ALLOCATOR_HAS_COPY_DATA 0
 #endif
 
-namespace gaccum::profiler {
+namespace gaccum::engine {
 namespace {
 
 constexpr std::size_t kAlign = 64;  // LibTorch's CPU alignment; also the header size
@@ -104,4 +104,4 @@ std::unique_ptr<DeviceMemory> memory_for(const torch::Device& device) {
   throw InputError(fmt::format("--device: no memory accounting for device '{}'", device.str()));
 }
 
-}  // namespace gaccum::profiler
+}  // namespace gaccum::engine

@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "profiler/cuda_support.hpp"
+#include "engine/cuda_support.hpp"
 
-namespace gaccum::profiler {
+namespace gaccum::engine {
 namespace {
 
 [[noreturn]] void no_cuda(const torch::Device& device) {
@@ -29,4 +29,4 @@ bool is_out_of_memory(const std::exception& e) {
   return dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
 }
 
-}  // namespace gaccum::profiler
+}  // namespace gaccum::engine

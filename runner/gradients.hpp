@@ -1,0 +1,52 @@
+// What: the runner's reads of a model's gradients and its reference gradients (LibTorch):
+//   flat copies in float64 (parameter order, undefined gradients as zeros), squared norms,
+//   the exact-zero scan, FNV-1a hashes of tensors, and the two references correct accumulation
+//   is compared with:
+//     one pass   grad of loss_sum(samples [first, first+count)) / their loss terms, one batch;
+//     micro      for a model with batch statistics or dropout: every micro-batch of window w of
+//                every rank, one after another in this process, each loss sum divided by the
+//                window's loss terms, summed in float64 (docs/DESIGN.md, "Batch-dependent layers").
+//   check_window: rank 0's comparisons of one window (step 0 or the partial window): the synced
+//   gradient vs the reference, the negative control (rank 0's gradient before its last
+//   micro-step) and, for token workloads at step 0, the gradient that dividing each
+//   micro-batch's mean loss by accum_steps would give.
+// Why: the checks of runner/record_checks.hpp need numbers; computing them apart from the loop
+//      keeps the loop readable and the references in one place.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "runner/checks.hpp"
+#include "runner/run_spec.hpp"
+#include "workloads/workload.hpp"
+
+namespace gaccum::runner {
+
+std::vector<double> flat_grads(const std::vector<torch::Tensor>& params);
+std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params);
+double grad_sq_norm(const std::vector<torch::Tensor>& params);
+// Elements of the gradients that are not exactly zero (-0.0 counts as zero); no allocation on CPU.
+Count nonzero_grad_elements(const std::vector<torch::Tensor>& params);
+std::string hash_tensors(const std::vector<torch::Tensor>& ts);
+
+struct WindowChecks {
+  bool micro_reference = false;  // the reference is the window's micro-batches, one by one
+  GradComparison equivalence, negative;
+  std::optional<GradComparison> by_k;  // token workloads, step 0
+  Count window = 0, samples = 0, terms = 0;
+  std::vector<std::vector<Count>> micro_terms;  // [rank][micro] loss terms (by_k only)
+};
+
+// `got`: the synced gradient; `before_last`: rank 0's gradient before its last micro-step;
+// `progress` is called between the reference's passes (the watchdog's beat).
+WindowChecks check_window(workloads::Workload& wl, const std::vector<torch::Tensor>& params, const RunSpec& spec,
+                          std::uint64_t seed, Count w, const std::vector<double>& got,
+                          const std::vector<double>& before_last, bool with_by_k,
+                          const std::function<void()>& progress);
+
+}  // namespace gaccum::runner

@@ -1,0 +1,173 @@
+// What/why: see record_checks.hpp. The checks over the records; run_assembly.cpp the figures.
+#include "runner/record_checks.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace gaccum::runner {
+namespace {
+
+using nlohmann::json;
+
+std::string fmt_g(double v) { return fmt::format("{:.3g}", v); }
+Status verdict(bool ok) { return ok ? Status::pass : Status::fail; }
+
+void gradient_checks(std::vector<CheckRecord>& out, const RunFacts& f, const WindowChecks& c0) {
+  const RunSpec& spec = f.spec;
+  const std::string reference =
+      c0.micro_reference
+          ? fmt::format("the same {} micro-batches ({} samples) computed one after another in one process (the model "
+                        "has batch statistics or dropout, so they are not slices of one big batch)",
+                        spec.accum_steps * spec.world_size, c0.samples)
+          : fmt::format("one pass over the same {} samples", c0.samples);
+  out.push_back({"gradient_equivalence", verdict(c0.equivalence.within()),
+                 fmt::format("step 0: the accumulated, allreduced, averaged gradient vs {}: "
+                             "max |diff| {}, rel L2 {}, {} of {} elements outside rtol {} atol {}",
+                             reference, fmt_g(c0.equivalence.max_abs_diff), fmt_g(c0.equivalence.rel_l2),
+                             c0.equivalence.violations, c0.equivalence.elements, spec.rtol, spec.atol),
+                 json{{"window", 0},
+                      {"samples", c0.samples},
+                      {"loss_terms", c0.terms},
+                      {"reference", c0.micro_reference ? "micro_batches" : "one_batch"},
+                      {"comparison", c0.equivalence.to_json()}}});
+  out.push_back({"negative_control", verdict(!c0.negative.within()),
+                 fmt::format("rank 0's gradient before its last micro-step differs from the reference as it must: "
+                             "{} of {} elements outside tolerance, rel L2 {}",
+                             c0.negative.violations, c0.negative.elements, fmt_g(c0.negative.rel_l2)),
+                 json{{"comparison", c0.negative.to_json()}}});
+}
+
+CheckRecord zero_grad_check(const RunFacts& f, const std::vector<RankRecord>& ranks) {
+  Count worst = 0;
+  json per_rank = json::array();
+  for (const auto& r : ranks) {
+    Count mx = 0;
+    for (auto v : r.steps.nonzero_at_start) mx = std::max(mx, v);
+    per_rank.push_back(mx);
+    worst = std::max(worst, mx);
+  }
+  const Count windows = f.spec.total_windows();
+  return {"zero_grad_at_window_start", verdict(worst == 0),
+          worst == 0 ? fmt::format("every gradient element was exactly 0 at the start of all {} windows on all {} ranks",
+                                   windows, f.spec.world_size)
+                     : fmt::format("gradients were not zero at a window start: up to {} non-zero elements (per rank: {})",
+                                   worst, per_rank.dump()),
+          json{{"max_nonzero_per_rank", per_rank}, {"windows", windows}}};
+}
+
+CheckRecord parameters_check(const RunFacts& f, const std::vector<RankRecord>& ranks) {
+  std::set<std::string> params, grads;
+  json hashes = json::array();
+  for (const auto& r : ranks) {
+    params.insert(r.params_hash_final);
+    grads.insert(r.grads_hash_step0);
+    hashes.push_back({{"rank", r.rank}, {"params_hash_final", r.params_hash_final},
+                      {"grads_hash_step0", r.grads_hash_step0}});
+  }
+  const bool same = params.size() == 1 && grads.size() == 1;
+  return {"parameters_identical", verdict(same),
+          same ? fmt::format("parameters bitwise identical on all {} ranks after {} steps (FNV-1a {}), synced "
+                             "gradients identical at step 0",
+                             f.spec.world_size, f.spec.total_windows(), *params.begin())
+               : fmt::format("ranks diverged: {} distinct parameter hashes, {} distinct step-0 gradient hashes",
+                             params.size(), grads.size()),
+          json{{"per_rank", hashes}}};
+}
+
+CheckRecord token_check(const RunFacts& f, const WindowChecks& c0) {
+  if (c0.by_k) {
+    const auto& alt = *c0.by_k;
+    const bool ok = c0.equivalence.within() && !alt.within();
+    return {"token_normalisation", verdict(ok),
+            fmt::format("loss normalised by the window's {} real tokens across ranks (gradient rel L2 error {}); "
+                        "dividing each micro-batch's mean by accum_steps would differ: rel L2 {}, {} of {} elements "
+                        "outside tolerance",
+                        c0.terms, fmt_g(c0.equivalence.rel_l2), fmt_g(alt.rel_l2), alt.violations, alt.elements),
+            json{{"window_tokens", c0.terms},
+                 {"micro_batch_tokens", c0.micro_terms},
+                 {"runner", c0.equivalence.to_json()},
+                 {"divide_by_accum_steps", alt.to_json()}}};
+  }
+  if (f.token_workload)
+    return {"token_normalisation", Status::skip,
+            "one micro-batch per window (accum_steps 1, world_size 1): normalising by the window's tokens and by the "
+            "micro-batch's tokens coincide"};
+  return {"token_normalisation", Status::skip,
+          "the loss terms are samples (a fixed number per micro-batch): normalising by the window's samples and "
+          "dividing by accum_steps coincide"};
+}
+
+CheckRecord partial_check(const RunFacts& f, const std::optional<WindowChecks>& partial) {
+  const RunSpec& spec = f.spec;
+  if (spec.partial_samples() == 0)
+    return {"partial_window", Status::skip,
+            fmt::format("dataset of {} samples is a multiple of global_batch {}: no partial window",
+                        spec.effective_dataset_size(), spec.global_batch())};
+  if (!spec.runs_partial_window())
+    return {"partial_window", Status::pass,
+            fmt::format("last partial window of {} samples dropped (--partial-window drop, like drop_last)",
+                        spec.partial_samples()),
+            json{{"policy", "drop"}, {"samples", spec.partial_samples()}}};
+  const auto& pc = *partial;
+  const bool ok = pc.equivalence.within() && !pc.negative.within();
+  return {"partial_window", verdict(ok),
+          fmt::format("last window of {} samples ({} loss terms; ranks/micro-steps past the end skipped compute but "
+                      "joined the collectives) equals its {} gradient: max |diff| {}, {} violations; negative "
+                      "control {} violations",
+                      pc.samples, pc.terms, pc.micro_reference ? "micro-batch-by-micro-batch" : "one-pass",
+                      fmt_g(pc.equivalence.max_abs_diff), pc.equivalence.violations, pc.negative.violations),
+          json{{"policy", "run"},
+               {"window", pc.window},
+               {"samples", pc.samples},
+               {"loss_terms", pc.terms},
+               {"comparison", pc.equivalence.to_json()},
+               {"negative_control", pc.negative.to_json()}}};
+}
+
+// The collectives against the strategy's definition, every rank, every step.
+CheckRecord collectives_check(const RunFacts& f, const std::vector<RankRecord>& ranks) {
+  const RunSpec& spec = f.spec;
+  const bool fused = spec.strategy == Strategy::fused;
+  bool ok = true;
+  for (const auto& r : ranks) {
+    const auto& s = r.steps;
+    for (std::size_t w = 0; w < s.collectives.size(); ++w) {
+      if (s.collectives[w] != f.expected_collectives) ok = false;
+      // overlap / every-step: buckets must be launched by the hooks while backward runs.
+      const bool full = static_cast<Count>(w) < spec.full_windows();
+      if (full && spec.world_size > 1 && !fused && s.launched_in_backward[w] < 1) ok = false;
+      if (fused && s.launched_in_backward[w] != 0) ok = false;
+      const auto& micros = s.collectives_per_micro[w];
+      for (std::size_t m = 0; m < micros.size(); ++m) {
+        const bool syncs = spec.world_size > 1 && (spec.strategy == Strategy::every_step || m + 1 == micros.size());
+        if (!syncs && micros[m] != 0) ok = false;
+      }
+    }
+  }
+  const auto& s0 = ranks.front().steps;
+  const std::vector<Count> per_micro0 = s0.collectives_per_micro.empty() ? std::vector<Count>{}
+                                                                         : s0.collectives_per_micro.front();
+  return {"collectives_match_strategy", verdict(ok),
+          fmt::format("{}: {} gradient allreduce(s) per step on every rank and step (expected {}), per micro-step {}, "
+                      "{} launched from autograd hooks during backward",
+                      to_string(spec.strategy), s0.collectives.empty() ? 0 : s0.collectives.front(),
+                      f.expected_collectives, json(per_micro0).dump(),
+                      s0.launched_in_backward.empty() ? 0 : s0.launched_in_backward.front()),
+          json{{"expected_per_step", f.expected_collectives}, {"buckets", f.buckets}, {"per_micro_step", per_micro0}}};
+}
+
+}  // namespace
+
+void add_record_checks(std::vector<CheckRecord>& checks, const RunFacts& f, const std::vector<RankRecord>& ranks,
+                       const WindowChecks& step0, const std::optional<WindowChecks>& partial) {
+  gradient_checks(checks, f, step0);
+  checks.push_back(zero_grad_check(f, ranks));
+  checks.push_back(parameters_check(f, ranks));
+  checks.push_back(token_check(f, step0));
+  checks.push_back(partial_check(f, partial));
+  checks.push_back(collectives_check(f, ranks));
+}
+
+}  // namespace gaccum::runner

@@ -1,0 +1,54 @@
+// What: rank 0's assembly of a validation run's record (runner/run_record.hpp) from every rank's
+//       RankRecord and its own window checks, after the last window:
+//   checks (each a function of the records; pass / fail / n/a with its numbers)
+//     gradient_equivalence       step 0: the accumulated, synced gradient vs the reference
+//                                (runner/gradients.hpp) within rtol/atol
+//     negative_control           rank 0's gradient before its last micro-step must differ
+//     zero_grad_at_window_start  every element exactly 0 at every window start, every rank
+//     parameters_identical       final parameters and step-0 synced gradients bitwise equal
+//     token_normalisation        (token workloads) dividing by accum_steps would differ
+//     partial_window             the last partial window equals its reference (or was dropped)
+//     collectives_match_strategy the collectives per step / micro-step the strategy defines
+//   measured (timed steps: per step the slowest rank, then the median over steps; README.md
+//     and runner/report.hpp give the fields), the per-window table, the environment, warnings
+//     (oversubscribed cores, BatchNorm at a small micro_batch) and notes on batch-dependent layers.
+// Why: docs/DESIGN.md, "Runner": the verdicts are formulas over the record, apart from the loop.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/gradients.hpp"
+#include "runner/run_record.hpp"
+#include "workloads/workload.hpp"
+
+namespace gaccum::runner {
+
+// What rank 0 knows of the run besides the rank records.
+struct RunFacts {
+  RunSpec spec;                  // seed: the data stream used
+  WorkloadFacts workload;
+  bool token_workload = false;
+  workloads::BatchDependence dependence;
+  Count expected_collectives = 0;  // per step (comm::GradSync::expected_collectives)
+  Count buckets = 0;
+  std::string launcher, backend, device;
+  bool cpu = true;
+  nlohmann::json launch = nlohmann::json::object();  // launcher-side facts ("launcher" overrides)
+};
+
+// The gradient checks of the run's windows and the checks over every rank's record, in the order
+// above (appended to `checks`, which holds the rank agreement).
+void add_record_checks(std::vector<CheckRecord>& checks, const RunFacts& f, const std::vector<RankRecord>& ranks,
+                       const WindowChecks& step0, const std::optional<WindowChecks>& partial);
+
+// The complete record of a run whose ranks all finished.
+RunRecord assemble_run(const RunFacts& f, std::vector<CheckRecord> checks, const std::vector<RankRecord>& ranks);
+
+// Below this many samples per forward, BatchNorm statistics are noisy (a warning, not a failure).
+inline constexpr Count kSmallBatchNormMicroBatch = 16;
+
+}  // namespace gaccum::runner

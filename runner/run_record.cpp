@@ -1,0 +1,400 @@
+// What/why: see run_record.hpp. The one writer and the one reader of the run record's JSON; the
+// only place in runner/ that looks fields up by name.
+#include "runner/run_record.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace gaccum::runner {
+
+using nlohmann::json;
+
+namespace {
+
+// ---- writer helpers -----------------------------------------------------------------------------
+
+json spec_config(const RunSpec& spec, const std::optional<WorkloadFacts>& facts) {
+  json c = to_json(spec);
+  if (!facts) return c;
+  c["workload"]["hash"] = facts->hash;
+  c["workload"]["kind"] = facts->kind;
+  c["workload"]["param_count"] = facts->param_count;
+  c["workload"]["param_bytes"] = facts->param_bytes;
+  c["global_batch"] = spec.global_batch();
+  c["dataset_size"] = spec.effective_dataset_size();
+  c["full_windows"] = spec.full_windows();
+  c["partial_samples"] = spec.partial_samples();
+  return c;
+}
+
+json check_json(const CheckRecord& c) {
+  return json{{"name", c.name}, {"status", std::string(record_name(c.status))}, {"detail", c.detail},
+              {"numbers", c.numbers}};
+}
+
+json measured_json(const Measured& m) {
+  const auto& st = m.step_time;
+  return json{{"step_time",
+               json{{"median", st.median}, {"p10", st.p10}, {"p90", st.p90}, {"mean", st.mean}, {"min", st.min},
+                    {"max", st.max}}},
+              {"throughput_samples_per_s", m.throughput_samples_per_s},
+              {"tokens_per_s", m.tokens_per_s},
+              {"peak_memory", m.peak_memory},
+              {"peak_memory_per_rank", m.peak_memory_per_rank},
+              {"comm_exposed", m.comm_exposed},
+              {"comm_total", m.comm_total},
+              {"compute", m.compute},
+              {"optimizer", m.optimizer},
+              {"rank_skew", m.rank_skew},
+              {"collectives_per_step", m.collectives_per_step},
+              {"collectives_per_micro_step", m.collectives_per_micro_step},
+              {"collectives_launched_in_backward", m.collectives_launched_in_backward},
+              {"comm_buffer_bytes", m.comm_buffer_bytes},
+              {"timed_steps", m.timed_steps},
+              {"loss", json{{"first_window", m.loss_first_window}, {"last_window", m.loss_last_window}}},
+              {"noise_scale", m.noise_scale.to_json()}};
+}
+
+json environment_json(const Environment& e) {
+  json ranks = json::array();
+  for (const auto& r : e.ranks)
+    ranks.push_back(json{{"rank", r.rank},
+                         {"local_rank", r.local_rank},
+                         {"host", r.host},
+                         {"pid", r.pid},
+                         {"threads", r.threads},
+                         {"interop_threads", r.interop_threads},
+                         {"cores", r.cores}});
+  json j{{"launcher", e.launcher},
+         {"backend", e.backend},
+         {"device", e.device},
+         {"world_size", e.world_size},
+         {"threads_per_rank", e.threads_per_rank},
+         {"oversubscribed", e.oversubscribed},
+         {"ranks", ranks},
+         {"versions", json{{"tool", e.tool_version}, {"libtorch", e.libtorch_version}, {"gloo", e.gloo_version}}}};
+  for (auto it = e.launch.begin(); it != e.launch.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+const char* gate_name(Gate g) {
+  switch (g) {
+    case Gate::tolerance: return "tolerance";
+    case Gate::exact: return "exact";
+    case Gate::info: return "info";
+  }
+  return "info";
+}
+
+json comparison_json(const Comparison& c) {
+  json rows = json::array();
+  for (const auto& r : c.rows)
+    rows.push_back(json{{"figure", r.figure},
+                        {"unit", r.unit},
+                        {"measured", r.measured},
+                        {"predicted", r.predicted},
+                        {"error_pct", r.error_pct ? json(*r.error_pct) : json(nullptr)},
+                        {"gate", gate_name(r.gate)},
+                        {"status", r.status ? std::string(record_name(*r.status)) : std::string("info")}});
+  return json{{"tolerance_pct", c.tolerance_pct}, {"ok", c.ok}, {"rows", rows}};
+}
+
+json steps_json(const std::vector<WindowRow>& steps) {
+  json out = json::array();
+  for (const auto& s : steps)
+    out.push_back(json{{"window", s.window},
+                       {"timed", s.timed},
+                       {"partial", s.partial},
+                       {"samples", s.samples},
+                       {"loss_terms", s.loss_terms},
+                       {"loss", s.loss},
+                       {"step_time", s.step_time},
+                       {"exposed_comm", s.exposed_comm},
+                       {"rank_skew", s.rank_skew},
+                       {"per_rank", s.per_rank}});
+  return out;
+}
+
+// ---- reader helpers: a missing or mistyped field is an InputError naming it ------------------------
+
+struct Reader {
+  const json& j;
+  std::string what;
+  const json& at(const char* key) const {
+    if (!j.is_object() || !j.contains(key)) throw InputError(fmt::format("{}: missing \"{}\"", what, key));
+    return j[key];
+  }
+  bool has(const char* key) const { return j.is_object() && j.contains(key) && !j[key].is_null(); }
+  template <class T>
+  T get(const char* key) const {
+    try {
+      return at(key).get<T>();
+    } catch (const json::exception&) {
+      throw InputError(fmt::format("{}.{}: unexpected type ({})", what, key, at(key).dump()));
+    }
+  }
+  template <class T>
+  T get_or(const char* key, T fallback) const {
+    return has(key) ? get<T>(key) : fallback;
+  }
+  Reader child(const char* key) const { return Reader{at(key), what + "." + key}; }
+  Reader item(const char* key, std::size_t i) const {
+    return Reader{at(key).at(i), fmt::format("{}.{}[{}]", what, key, i)};
+  }
+  std::size_t size(const char* key) const { return at(key).size(); }
+};
+
+Status status_of(const std::string& word, const std::string& what) {
+  if (auto s = status_from_record(word)) return *s;
+  throw InputError(fmt::format("{}: unknown status '{}'", what, word));
+}
+
+RankSteps rank_steps_from(const Reader& r) {
+  RankSteps s;
+  s.step_time = r.get<std::vector<double>>("step_time");
+  s.compute = r.get<std::vector<double>>("compute");
+  s.arrival = r.get<std::vector<double>>("arrival");
+  s.exposed = r.get<std::vector<double>>("exposed");
+  s.comm_total = r.get<std::vector<double>>("comm_total");
+  s.optimizer = r.get<std::vector<double>>("optimizer");
+  s.instrumentation = r.get<std::vector<double>>("instrumentation");
+  s.collectives = r.get<std::vector<Count>>("collectives");
+  s.launched_in_backward = r.get<std::vector<Count>>("launched_in_backward");
+  s.collectives_per_micro = r.get<std::vector<std::vector<Count>>>("collectives_per_micro");
+  s.nonzero_at_start = r.get<std::vector<Count>>("nonzero_at_start");
+  s.local_terms = r.get<std::vector<Count>>("local_terms");
+  s.local_samples = r.get<std::vector<Count>>("local_samples");
+  s.global_terms = r.get<std::vector<Count>>("global_terms");
+  s.g_small_sq = r.get<std::vector<double>>("g_small_sq");
+  s.g_big_sq = r.get<std::vector<double>>("g_big_sq");
+  s.loss_sum = r.get<std::vector<double>>("loss_sum");
+  return s;
+}
+
+NoiseScale noise_scale_from(const Reader& r) {
+  NoiseScale n;
+  n.b_small = r.get_or<double>("b_small", 0);
+  n.b_big = r.get_or<double>("b_big", 0);
+  n.g_small_sq = r.get_or<double>("mean_sq_norm_small", 0);
+  n.g_big_sq = r.get_or<double>("mean_sq_norm_big", 0);
+  n.n_small = r.get_or<Count>("n_small", 0);
+  n.n_big = r.get_or<Count>("n_big", 0);
+  n.true_grad_sq = r.get_or<double>("true_grad_sq", 0);
+  n.trace_cov = r.get_or<double>("trace_cov", 0);
+  n.valid = r.get_or<bool>("valid", false);
+  n.b_simple = n.valid ? r.get<double>("b_simple") : 0.0;
+  n.note = r.get_or<std::string>("note", "");
+  return n;
+}
+
+Measured measured_from(const Reader& r) {
+  Measured m;
+  const Reader st = r.child("step_time");
+  m.step_time.median = st.get<double>("median");
+  m.step_time.p10 = st.get<double>("p10");
+  m.step_time.p90 = st.get<double>("p90");
+  m.step_time.mean = st.get<double>("mean");
+  m.step_time.min = st.get<double>("min");
+  m.step_time.max = st.get<double>("max");
+  m.throughput_samples_per_s = r.get<double>("throughput_samples_per_s");
+  m.tokens_per_s = r.get<double>("tokens_per_s");
+  m.peak_memory = r.get<Bytes>("peak_memory");
+  m.peak_memory_per_rank = r.get<std::vector<Bytes>>("peak_memory_per_rank");
+  m.comm_exposed = r.get<double>("comm_exposed");
+  m.comm_total = r.get<double>("comm_total");
+  m.compute = r.get<double>("compute");
+  m.optimizer = r.get<double>("optimizer");
+  m.rank_skew = r.get<double>("rank_skew");
+  m.collectives_per_step = r.get<Count>("collectives_per_step");
+  m.collectives_per_micro_step = r.get<std::vector<Count>>("collectives_per_micro_step");
+  m.collectives_launched_in_backward = r.get<Count>("collectives_launched_in_backward");
+  m.comm_buffer_bytes = r.get<Bytes>("comm_buffer_bytes");
+  m.timed_steps = r.get<Count>("timed_steps");
+  if (r.has("loss")) {
+    const Reader l = r.child("loss");
+    m.loss_first_window = l.get<double>("first_window");
+    m.loss_last_window = l.get<double>("last_window");
+  }
+  m.noise_scale = noise_scale_from(r.child("noise_scale"));
+  return m;
+}
+
+Environment environment_from(const Reader& r) {
+  Environment e;
+  e.launcher = r.get<std::string>("launcher");
+  e.backend = r.get<std::string>("backend");
+  e.device = r.get<std::string>("device");
+  e.world_size = r.get<Count>("world_size");
+  e.threads_per_rank = r.get<int>("threads_per_rank");
+  e.oversubscribed = r.get<bool>("oversubscribed");
+  for (std::size_t i = 0; i < r.size("ranks"); ++i) {
+    const Reader x = r.item("ranks", i);
+    e.ranks.push_back(RankEnvironment{x.get<int>("rank"), x.get<int>("local_rank"), x.get<std::string>("host"),
+                                      x.get<long>("pid"), x.get<int>("threads"), x.get<int>("interop_threads"),
+                                      x.get<int>("cores")});
+  }
+  const Reader v = r.child("versions");
+  e.tool_version = v.get<std::string>("tool");
+  e.libtorch_version = v.get<std::string>("libtorch");
+  e.gloo_version = v.get<std::string>("gloo");
+  static const char* kKnown[] = {"launcher", "backend", "device", "world_size", "threads_per_rank",
+                                 "oversubscribed", "ranks", "versions"};
+  for (auto it = r.j.begin(); it != r.j.end(); ++it)
+    if (std::none_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return it.key() == k; }))
+      e.launch[it.key()] = it.value();
+  return e;
+}
+
+Comparison comparison_from(const Reader& r) {
+  Comparison c;
+  c.tolerance_pct = r.get<double>("tolerance_pct");
+  c.ok = r.get<bool>("ok");
+  for (std::size_t i = 0; i < r.size("rows"); ++i) {
+    const Reader x = r.item("rows", i);
+    ComparisonRow row;
+    row.figure = x.get<std::string>("figure");
+    row.unit = x.get<std::string>("unit");
+    row.measured = x.get<double>("measured");
+    row.predicted = x.get<double>("predicted");
+    if (x.has("error_pct")) row.error_pct = x.get<double>("error_pct");
+    const std::string gate = x.get<std::string>("gate");
+    row.gate = gate == "tolerance" ? Gate::tolerance : gate == "exact" ? Gate::exact : Gate::info;
+    const std::string st = x.get<std::string>("status");
+    if (st != "info") row.status = status_of(st, x.what + ".status");
+    c.rows.push_back(std::move(row));
+  }
+  return c;
+}
+
+WindowRow window_from(const Reader& r) {
+  WindowRow w;
+  w.window = r.get<Count>("window");
+  w.timed = r.get<bool>("timed");
+  w.partial = r.get<bool>("partial");
+  w.samples = r.get<Count>("samples");
+  w.loss_terms = r.get<Count>("loss_terms");
+  w.loss = r.get<double>("loss");
+  w.step_time = r.get<double>("step_time");
+  w.exposed_comm = r.get<double>("exposed_comm");
+  w.rank_skew = r.get<double>("rank_skew");
+  w.per_rank = r.at("per_rank");
+  return w;
+}
+
+}  // namespace
+
+json to_json(const RankRecord& r) {
+  const auto& s = r.steps;
+  json steps{{"step_time", s.step_time},
+             {"compute", s.compute},
+             {"arrival", s.arrival},
+             {"exposed", s.exposed},
+             {"comm_total", s.comm_total},
+             {"optimizer", s.optimizer},
+             {"instrumentation", s.instrumentation},
+             {"collectives", s.collectives},
+             {"launched_in_backward", s.launched_in_backward},
+             {"collectives_per_micro", s.collectives_per_micro},
+             {"nonzero_at_start", s.nonzero_at_start},
+             {"local_terms", s.local_terms},
+             {"local_samples", s.local_samples},
+             {"global_terms", s.global_terms},
+             {"g_small_sq", s.g_small_sq},
+             {"g_big_sq", s.g_big_sq},
+             {"loss_sum", s.loss_sum}};
+  return json{{"rank", r.rank},
+              {"local_rank", r.local_rank},
+              {"host", r.host},
+              {"pid", r.pid},
+              {"threads", r.threads},
+              {"interop_threads", r.interop_threads},
+              {"cores", r.cores},
+              {"peak_memory", r.peak_memory},
+              {"memory_at_reset", r.memory_at_reset},
+              {"comm_buffer_bytes", r.comm_buffer_bytes},
+              {"grads_hash_step0", r.grads_hash_step0},
+              {"params_hash_final", r.params_hash_final},
+              {"steps", steps}};
+}
+
+RankRecord rank_record_from_json(const json& j, const std::string& what) {
+  const Reader r{j, what};
+  RankRecord x;
+  x.rank = r.get<int>("rank");
+  x.local_rank = r.get<int>("local_rank");
+  x.host = r.get<std::string>("host");
+  x.pid = r.get<long>("pid");
+  x.threads = r.get<int>("threads");
+  x.interop_threads = r.get<int>("interop_threads");
+  x.cores = r.get<int>("cores");
+  x.peak_memory = r.get<Bytes>("peak_memory");
+  x.memory_at_reset = r.get<Bytes>("memory_at_reset");
+  x.comm_buffer_bytes = r.get<Bytes>("comm_buffer_bytes");
+  x.grads_hash_step0 = r.get<std::string>("grads_hash_step0");
+  x.params_hash_final = r.get<std::string>("params_hash_final");
+  x.steps = rank_steps_from(r.child("steps"));
+  return x;
+}
+
+json to_json(const RunRecord& r) {
+  json j{{"config", spec_config(r.spec, r.facts)}, {"ok", r.ok}};
+  if (r.failure) {
+    j["failure"] = *r.failure;
+    if (r.launcher_wall_s) j["launcher_wall_s"] = *r.launcher_wall_s;
+    return j;
+  }
+  json checks = json::array();
+  for (const auto& c : r.checks) checks.push_back(check_json(c));
+  j["checks"] = checks;
+  if (r.stopped) {
+    j["stopped"] = *r.stopped;
+    return j;
+  }
+  if (r.environment) j["environment"] = environment_json(*r.environment);
+  j["warnings"] = r.warnings;
+  j["model_notes"] = r.model_notes;
+  if (r.measured) j["measured"] = measured_json(*r.measured);
+  j["steps"] = steps_json(r.steps);
+  if (r.prediction) j["prediction"] = *r.prediction;
+  if (r.comparison) j["comparison"] = comparison_json(*r.comparison);
+  return j;
+}
+
+RunRecord run_record_from_json(const json& j, const std::string& what) {
+  const Reader r{j, what};
+  RunRecord x;
+  x.spec = run_spec_from_json(r.at("config"), what + ".config");
+  const Reader w = r.child("config").child("workload");
+  if (w.has("hash"))
+    x.facts = WorkloadFacts{w.get<std::string>("hash"), w.get<std::string>("kind"), w.get<Count>("param_count"),
+                            w.get<Bytes>("param_bytes")};
+  x.ok = r.get<bool>("ok");
+  if (r.has("failure")) {
+    x.failure = r.get<std::string>("failure");
+    if (r.has("launcher_wall_s")) x.launcher_wall_s = r.get<double>("launcher_wall_s");
+    return x;
+  }
+  for (std::size_t i = 0; i < r.size("checks"); ++i) {
+    const Reader c = r.item("checks", i);
+    x.checks.push_back(CheckRecord{c.get<std::string>("name"), status_of(c.get<std::string>("status"), c.what),
+                                   c.get<std::string>("detail"), c.has("numbers") ? c.at("numbers") : json::object()});
+  }
+  if (r.has("stopped")) {
+    x.stopped = r.get<std::string>("stopped");
+    return x;
+  }
+  if (r.has("environment")) x.environment = environment_from(r.child("environment"));
+  x.warnings = r.get_or<std::vector<std::string>>("warnings", {});
+  x.model_notes = r.get_or<std::vector<std::string>>("model_notes", {});
+  if (r.has("measured")) x.measured = measured_from(r.child("measured"));
+  if (r.has("steps"))
+    for (std::size_t i = 0; i < r.size("steps"); ++i) x.steps.push_back(window_from(r.item("steps", i)));
+  if (r.has("prediction")) x.prediction = r.at("prediction");
+  if (r.has("comparison")) x.comparison = comparison_from(r.child("comparison"));
+  return x;
+}
+
+}  // namespace gaccum::runner

@@ -1,0 +1,139 @@
+// What: the record of one validation run as types, and its one JSON writer and reader.
+//   RankRecord   what each rank sends rank 0 after the last window: who it is (host, pid,
+//                threads), its memory high-water mark, its hashes, and its per-window series
+//                (RankSteps; one entry per window, timed or not).
+//   RunRecord    what rank 0 assembles (runner/record_checks.hpp) and validate completes with the
+//                prediction: config (the RunSpec as run, plus the workload's facts), environment,
+//                warnings, model notes, checks, measured figures, the per-window table, the
+//                verdict; or, for a launch that failed, the spec and the failure line.
+//   JSON: the "runs" of validation.json (schema in runner/report.hpp, kValidationSchemaVersion);
+//   run_record_from_json reads what to_json wrote (and names the field it cannot read).
+// Why: the runner's checks, its comparison with the prediction and its printed table read
+//      typed fields, not strings looked up in JSON (docs/DESIGN.md, "Runner").
+// Units: seconds, bytes, counts.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/profile.hpp"
+#include "core/status.hpp"
+#include "runner/checks.hpp"
+#include "runner/run_spec.hpp"
+
+namespace gaccum::runner {
+
+// One rank's series, one entry per window (g_*_sq < 0: not measured in that window).
+struct RankSteps {
+  std::vector<double> step_time, compute, arrival, exposed, comm_total, optimizer, instrumentation;
+  std::vector<Count> collectives, launched_in_backward, nonzero_at_start, local_terms, local_samples, global_terms;
+  std::vector<std::vector<Count>> collectives_per_micro;
+  std::vector<double> g_small_sq, g_big_sq;
+  std::vector<double> loss_sum;  // this rank's unnormalised loss sum per window
+};
+
+struct RankRecord {
+  int rank = 0, local_rank = 0;
+  std::string host;
+  long pid = 0;
+  int threads = 0, interop_threads = 0, cores = 0;
+  Bytes peak_memory = 0, memory_at_reset = 0, comm_buffer_bytes = 0;
+  std::string grads_hash_step0, params_hash_final;
+  RankSteps steps;
+};
+nlohmann::json to_json(const RankRecord& r);
+RankRecord rank_record_from_json(const nlohmann::json& j, const std::string& what);
+
+struct CheckRecord {
+  std::string name;
+  Status status = Status::pass;
+  std::string detail;
+  nlohmann::json numbers = nlohmann::json::object();  // the check's own figures (free-form)
+};
+
+struct Measured {
+  TimingStats step_time;  // median, p10, p90, mean, min, max (samples not written)
+  double throughput_samples_per_s = 0, tokens_per_s = 0;
+  Bytes peak_memory = 0;
+  std::vector<Bytes> peak_memory_per_rank;
+  Seconds comm_exposed = 0, comm_total = 0, compute = 0, optimizer = 0, rank_skew = 0;
+  Count collectives_per_step = 0, collectives_launched_in_backward = 0;
+  std::vector<Count> collectives_per_micro_step;
+  Bytes comm_buffer_bytes = 0;
+  Count timed_steps = 0;
+  double loss_first_window = 0, loss_last_window = 0;
+  NoiseScale noise_scale;
+};
+
+// One window of the raw table: the slowest rank's figures and every rank's columns.
+struct WindowRow {
+  Count window = 0;
+  bool timed = false, partial = false;
+  Count samples = 0, loss_terms = 0;
+  double loss = 0;
+  Seconds step_time = 0, exposed_comm = 0, rank_skew = 0;
+  nlohmann::json per_rank = nlohmann::json::object();  // key -> [value per rank]
+};
+
+struct RankEnvironment {
+  int rank = 0, local_rank = 0;
+  std::string host;
+  long pid = 0;
+  int threads = 0, interop_threads = 0, cores = 0;
+};
+
+struct Environment {
+  std::string launcher, backend, device;
+  Count world_size = 0;
+  int threads_per_rank = 0;
+  bool oversubscribed = false;
+  std::vector<RankEnvironment> ranks;
+  std::string tool_version, libtorch_version, gloo_version;
+  nlohmann::json launch = nlohmann::json::object();  // launcher-side facts, e.g. launcher_wall_s
+};
+
+struct WorkloadFacts {
+  std::string hash, kind;
+  Count param_count = 0;
+  Bytes param_bytes = 0;
+};
+
+// One row of measured vs predicted (runner/comparison.hpp).
+enum class Gate { tolerance, exact, info };
+struct ComparisonRow {
+  std::string figure, unit;
+  double measured = 0, predicted = 0;
+  std::optional<double> error_pct;  // none: predicted 0 and measured not
+  Gate gate = Gate::info;
+  std::optional<Status> status;     // pass / fail for gated rows; none: informational
+};
+struct Comparison {
+  double tolerance_pct = 0;
+  bool ok = true;
+  std::vector<ComparisonRow> rows;
+};
+
+struct RunRecord {
+  RunSpec spec;                         // as run (seed: the data stream used)
+  std::optional<WorkloadFacts> facts;   // completed runs
+  // A launch that failed: the one line naming the rank, and the launcher's wall time.
+  std::optional<std::string> failure;
+  std::optional<Seconds> launcher_wall_s;
+  std::optional<std::string> stopped;   // e.g. "rank agreement failed": no training ran
+  std::optional<Environment> environment;
+  std::vector<std::string> warnings, model_notes;
+  std::vector<CheckRecord> checks;
+  std::optional<Measured> measured;
+  std::vector<WindowRow> steps;
+  std::optional<nlohmann::json> prediction;  // model/prediction_json.hpp's object
+  std::optional<Comparison> comparison;
+  bool ok = false;
+};
+
+nlohmann::json to_json(const RunRecord& r);
+RunRecord run_record_from_json(const nlohmann::json& j, const std::string& what);
+
+}  // namespace gaccum::runner
