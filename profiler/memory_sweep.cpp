@@ -109,25 +109,29 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
   return p;
 }
 
-MemorySweepResult MemorySweep::run(const MemorySweepOptions& o, Progress* progress) {
-  MemorySweepResult r;
-  const auto t_start = Clock::now();
-  const std::string& name = workload_->identity().name;
-  if (static_.peak > o.cap)
-    throw InfeasibleError(does_not_fit_message(name, 1, static_.peak, o.cap,
-                                               "weights + gradients + optimizer state alone"));
+namespace {
+
+// One sweep's measurements: each size tried is recorded (point, out of memory, or the model's
+// error), and the verdicts the sweep stops on.
+struct SweepRecorder {
+  MemorySweep& sweep;
+  const MemorySweepOptions& o;
+  MemorySweepResult& r;
+  Progress* progress;
+  const std::string& name;
+  std::optional<ModelError> last_error;
+
   // One measured size: its point, nullopt on out-of-memory, or `raised` when the model raised.
   struct Outcome {
     std::optional<MemoryPoint> point;
     bool raised = false;
   };
-  std::optional<ModelError> last_error;
-  auto record = [&](Count b) -> Outcome {
+  Outcome record(Count b) {
     if (progress) progress->status(fmt::format("memory: micro_batch {}", b));
     Seconds t_step = 0, t_opt = 0;
     Outcome out;
     try {
-      out.point = measure(b, o.seed, &t_step, &t_opt);
+      out.point = sweep.measure(b, o.seed, &t_step, &t_opt);
     } catch (const ModelError& e) {
       r.failed.push_back({b, e.model_message()});
       last_error = e;
@@ -141,91 +145,136 @@ MemorySweepResult MemorySweep::run(const MemorySweepOptions& o, Progress* progre
       if (r.min_ran == 0 || b < r.min_ran) r.min_ran = b;
     }
     return out;
-  };
+  }
+  bool fits(const Outcome& p) const { return p.point && p.point->peak <= o.cap; }
   // The model raised at every size tried: its own error, naming the sizes.
-  auto model_failed_everywhere = [&]() {
+  ModelError model_failed_everywhere() const {
     std::vector<Count> sizes;
     for (const auto& f : r.failed) sizes.push_back(f.micro_batch);
     return ModelError(fmt::format("{} (it raised at every micro_batch tried: {}); check --input-shape / --input and "
                                   "--target against the model's forward()",
                                   last_error->what(), fmt::join(sizes, ", ")),
                       last_error->micro_batch(), last_error->model_message());
-  };
-  auto fits = [&](const Outcome& p) { return p.point && p.point->peak <= o.cap; };
-  auto first_failure = [&](Count b, const Outcome& out) {
-    const auto& p = out.point;
-    if (!p)
+  }
+  [[noreturn]] void first_failure(Count b, const Outcome& out) const {
+    if (!out.point)
       throw InfeasibleError(fmt::format("--memory-cap: {} does not fit even at micro_batch {}: the device ran out of "
                                         "memory; profile a smaller workload or use a larger device",
                                         name, b));
-    throw InfeasibleError(does_not_fit_message(name, b, p->peak, o.cap, ""));
-  };
-
-  if (!o.micro_batches.empty()) {
-    r.stop = SweepStop::explicit_list;
-    for (Count b : o.micro_batches) {
-      auto p = record(b);
-      if (p.raised) {
-        if (r.max_fitting == 0) continue;  // below the first size that runs: try the next one
-        r.notes.push_back(fmt::format("--micro-batches: the model raised at {}; not measured further", b));
-        break;
-      }
-      if (!fits(p)) {
-        if (r.max_fitting == 0) first_failure(b, p);
-        r.notes.push_back(fmt::format("--micro-batches: {} and larger do not fit the cap ({}); not measured further", b,
-                                      p.point ? "memory cap" : "out of memory"));
-        break;
-      }
-      r.max_fitting = b;
-    }
-    if (r.max_fitting == 0 && last_error) throw model_failed_everywhere();
-    r.notes.push_back("--micro-batches given: max_micro_batch_fitting is the largest listed size that fits, "
-                      "not a bisected bound");
-    std::sort(r.points.begin(), r.points.end(), [](auto& a, auto& c) { return a.micro_batch < c.micro_batch; });
-    return r;
+    throw InfeasibleError(does_not_fit_message(name, b, out.point->peak, o.cap, ""));
   }
+};
 
-  // Doubling.
-  const Count limit = std::max<Count>(1, o.max_micro_batch);
-  Count lo = 0, hi = 0;
-  Count b = 1;
-  while (true) {
-    if (r.points.size() >= 2 && predict_peak(r.points, b) > kPredictionSlack * static_cast<double>(o.cap)) {
-      hi = b;  // predicted not to fit: not run
-      r.stop = SweepStop::memory_cap;
+void sort_by_micro_batch(MemorySweepResult& r) {
+  std::sort(r.points.begin(), r.points.end(), [](auto& a, auto& c) { return a.micro_batch < c.micro_batch; });
+  std::sort(r.failed.begin(), r.failed.end(), [](auto& a, auto& c) { return a.micro_batch < c.micro_batch; });
+}
+
+// --micro-batches: the listed sizes in order, until one does not fit or raises.
+void run_listed(SweepRecorder& rec) {
+  auto& r = rec.r;
+  r.stop = SweepStop::explicit_list;
+  for (Count b : rec.o.micro_batches) {
+    auto p = rec.record(b);
+    if (p.raised) {
+      if (r.max_fitting == 0) continue;  // below the first size that runs: try the next one
+      r.notes.push_back(fmt::format("--micro-batches: the model raised at {}; not measured further", b));
       break;
     }
-    auto p = record(b);
+    if (!rec.fits(p)) {
+      if (r.max_fitting == 0) rec.first_failure(b, p);
+      r.notes.push_back(fmt::format("--micro-batches: {} and larger do not fit the cap ({}); not measured further", b,
+                                    p.point ? "memory cap" : "out of memory"));
+      break;
+    }
+    r.max_fitting = b;
+  }
+  if (r.max_fitting == 0 && rec.last_error) throw rec.model_failed_everywhere();
+  r.notes.push_back("--micro-batches given: max_micro_batch_fitting is the largest listed size that fits, "
+                    "not a bisected bound");
+}
+
+// Doubling from 1 until a size does not fit, is predicted not to fit, raises, or a limit ends it.
+// Returns {largest fitting, smallest known not to fit (0: none)}.
+std::pair<Count, Count> run_doubling(SweepRecorder& rec, Clock::time_point t_start) {
+  auto& r = rec.r;
+  const auto& o = rec.o;
+  const Count limit = std::max<Count>(1, o.max_micro_batch);
+  Count lo = 0, b = 1;
+  while (true) {
+    if (r.points.size() >= 2 && predict_peak(r.points, b) > kPredictionSlack * static_cast<double>(o.cap)) {
+      r.stop = SweepStop::memory_cap;  // predicted not to fit: not run
+      return {lo, b};
+    }
+    auto p = rec.record(b);
     if (p.raised) {
       if (lo == 0) {
         // Below the first size that runs (BatchNorm at micro_batch 1): the next size, three at most.
-        if (r.failed.size() >= 3 || b >= limit) throw model_failed_everywhere();
+        if (r.failed.size() >= 3 || b >= limit) throw rec.model_failed_everywhere();
         b = std::min(2 * b, limit);
         continue;
       }
-      hi = b;
       r.stop = SweepStop::model_error;
-      break;
+      return {lo, b};
     }
-    if (!fits(p)) {
-      if (lo == 0) first_failure(b, p);
-      hi = b;
+    if (!rec.fits(p)) {
+      if (lo == 0) rec.first_failure(b, p);
       r.stop = p.point ? SweepStop::memory_cap : SweepStop::out_of_memory;
-      break;
+      return {lo, b};
     }
     lo = b;
     if (b >= limit) {
       r.stop = SweepStop::max_micro_batch;
-      break;
+      return {lo, 0};
     }
     if (o.time_budget > 0 && since(t_start) > o.time_budget && r.points.size() >= 2) {
       r.stop = SweepStop::time_budget;
-      break;
+      return {lo, 0};
     }
     b = std::min(2 * b, limit);
   }
+}
+
+// Bisection between the largest fitting and the smallest non-fitting micro_batch; returns the
+// largest fitting.
+Count bisect(SweepRecorder& rec, Count lo, Count hi) {
+  auto& r = rec.r;
+  for (int guard = 0; hi > 0 && guard < 24; ++guard) {
+    const Count c = next_bisect_candidate(lo, hi, predicted_largest_fitting(r.points, rec.o.cap, hi - 1));
+    if (c == 0) break;
+    auto p = rec.record(c);
+    if (rec.fits(p)) {
+      lo = c;
+    } else {
+      hi = c;
+      if (p.raised)
+        r.stop = SweepStop::model_error;
+      else if (!p.point)
+        r.stop = SweepStop::out_of_memory;
+    }
+  }
+  return lo;
+}
+
+}  // namespace
+
+MemorySweepResult MemorySweep::run(const MemorySweepOptions& o, Progress* progress) {
+  MemorySweepResult r;
+  const auto t_start = Clock::now();
+  const std::string& name = workload_->identity().name;
+  if (static_.peak > o.cap)
+    throw InfeasibleError(does_not_fit_message(name, 1, static_.peak, o.cap,
+                                               "weights + gradients + optimizer state alone"));
+  SweepRecorder rec{*this, o, r, progress, name, std::nullopt};
+  if (!o.micro_batches.empty()) {
+    run_listed(rec);
+    std::sort(r.points.begin(), r.points.end(), [](auto& a, auto& c) { return a.micro_batch < c.micro_batch; });
+    return r;
+  }
+  auto [lo, hi] = run_doubling(rec, t_start);
   // The time budget ended the doubling below the cap: take the predicted boundary as the upper
   // end (its neighbour above is measured, so a correct prediction is confirmed at both sides).
+  const Count limit = std::max<Count>(1, o.max_micro_batch);
   if (hi == 0 && r.stop == SweepStop::time_budget && r.points.size() >= 2) {
     const Count predicted = predicted_largest_fitting(r.points, o.cap, limit);
     if (predicted > lo) {
@@ -235,24 +284,8 @@ MemorySweepResult MemorySweep::run(const MemorySweepOptions& o, Progress* progre
                                     lo, predicted));
     }
   }
-  // Bisection between the largest fitting and the smallest non-fitting micro_batch.
-  if (hi > 0) {
-    for (int guard = 0; guard < 24; ++guard) {
-      const Count c = next_bisect_candidate(lo, hi, predicted_largest_fitting(r.points, o.cap, hi - 1));
-      if (c == 0) break;
-      auto p = record(c);
-      if (fits(p)) {
-        lo = c;
-      } else {
-        hi = c;
-        if (p.raised) r.stop = SweepStop::model_error;
-        else if (!p.point) r.stop = SweepStop::out_of_memory;
-      }
-    }
-  }
-  r.max_fitting = lo;
-  std::sort(r.points.begin(), r.points.end(), [](auto& a, auto& c) { return a.micro_batch < c.micro_batch; });
-  std::sort(r.failed.begin(), r.failed.end(), [](auto& a, auto& c) { return a.micro_batch < c.micro_batch; });
+  r.max_fitting = bisect(rec, lo, hi);
+  sort_by_micro_batch(r);
   return r;
 }
 

@@ -90,106 +90,104 @@ void merge_rank_group(Profile& prof, const std::vector<RankFile>& files, Count p
                                      p, 100 * worst, worst_b));
 }
 
-}  // namespace
-
-Profile run_profile(const ProfileRequest& req, Progress& progress) {
+// One profile in the making: the resolved request and where the time went.
+struct Session {
+  Session(const ProfileRequest& r, Progress& p) : req(r), progress(p) {}
+  const ProfileRequest& req;
+  Progress& progress;
   Profile prof;
-  prof.created_utc = utc_now();
-
-  // --- resolve the request ------------------------------------------------------------------
-  const std::string device = workloads::resolve_device(req.device);
-  const bool cuda = device.rfind("cuda", 0) == 0;
-  const int cores = usable_cores();
-  const int gpus = cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
-  std::vector<Count> ranks = req.ranks.empty() ? default_ranks(cuda, cores, gpus) : req.ranks;
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  for (Count p : ranks) {
-    if (p < 1) throw InputError("--ranks: rank counts must be positive");
-    if (!cuda && p > cores)
-      throw InputError(fmt::format("--ranks: {} ranks need {} cores (one compute rank per core); this machine offers {}",
-                                   p, p, cores));
-    if (cuda && p > gpus)
-      throw InputError(fmt::format("--ranks: {} ranks need {} GPUs (one process per GPU); {} visible", p, p, gpus));
+  std::string device;
+  bool cuda = false;
+  int cores = 1, gpus = 0, threads = 1;
+  std::vector<Count> ranks;
+  Count max_mb = 0;
+  workloads::WorkloadConfig cfg;
+  Bytes cap = 0;
+  std::vector<std::string> took;  // "memory sweep 3.1 s", for the notes
+  Seconds last_lap = 0;
+  void lap(const std::string& what) {
+    const Seconds now = progress.elapsed();
+    took.push_back(fmt::format("{} {:.1f} s", what, now - last_lap));
+    last_lap = now;
   }
-  const int threads = req.threads_per_rank > 0 ? req.threads_per_rank : default_threads_per_rank(cores, ranks);
-  if (!cuda && static_cast<Count>(threads) * ranks.back() > cores)
-    prof.notes.push_back(fmt::format("--threads-per-rank {} x {} ranks exceeds the {} usable cores: ranks oversubscribe "
-                                     "the cores",
-                                     threads, ranks.back(), cores));
-  if (cuda && gpus == 1) prof.notes.push_back("one GPU: world_size 1 only; no allreduce or overlap measured");
+};
 
-  const Count max_mb = req.max_micro_batch > 0 ? req.max_micro_batch
-                                               : (cuda ? kDefaultCudaMaxMicroBatch : kDefaultCpuMaxMicroBatch);
+// Device, rank counts, threads and the request's limits (InputError naming the flag).
+void resolve(Session& s) {
+  const auto& req = s.req;
+  s.device = workloads::resolve_device(req.device);
+  s.cuda = s.device.rfind("cuda", 0) == 0;
+  s.cores = usable_cores();
+  s.gpus = s.cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
+  s.ranks = req.ranks.empty() ? default_ranks(s.cuda, s.cores, s.gpus) : req.ranks;
+  std::sort(s.ranks.begin(), s.ranks.end());
+  s.ranks.erase(std::unique(s.ranks.begin(), s.ranks.end()), s.ranks.end());
+  for (Count p : s.ranks) {
+    if (p < 1) throw InputError("--ranks: rank counts must be positive");
+    if (!s.cuda && p > s.cores)
+      throw InputError(fmt::format("--ranks: {} ranks need {} cores (one compute rank per core); this machine offers {}",
+                                   p, p, s.cores));
+    if (s.cuda && p > s.gpus)
+      throw InputError(fmt::format("--ranks: {} ranks need {} GPUs (one process per GPU); {} visible", p, p, s.gpus));
+  }
+  s.threads = req.threads_per_rank > 0 ? req.threads_per_rank : default_threads_per_rank(s.cores, s.ranks);
+  if (!s.cuda && static_cast<Count>(s.threads) * s.ranks.back() > s.cores)
+    s.prof.notes.push_back(fmt::format("--threads-per-rank {} x {} ranks exceeds the {} usable cores: ranks "
+                                       "oversubscribe the cores",
+                                       s.threads, s.ranks.back(), s.cores));
+  if (s.cuda && s.gpus == 1) s.prof.notes.push_back("one GPU: world_size 1 only; no allreduce or overlap measured");
+  s.max_mb = req.max_micro_batch > 0 ? req.max_micro_batch
+                                     : (s.cuda ? kDefaultCudaMaxMicroBatch : kDefaultCpuMaxMicroBatch);
   if (req.warmup < 0 || req.iters < 1 || req.comm_warmup < 0 || req.comm_iters < 1)
     throw InputError("--warmup/--iters: need warmup >= 0 and iters >= 1");
   if (req.grad_norm_batches < 2) throw InputError("--grad-norm-batches: need at least 2");
   (void)workloads::optimizer_state_slots(req.optimizer);  // InputError for an unknown optimizer
   if (req.device_memory && *req.device_memory == 0) throw InputError("--device-memory: must be positive, e.g. 256MiB");
+  s.cfg = req.workload;
+  s.cfg.device = s.device;
+}
 
-  prof.versions = library_versions();
-  auto cfg = req.workload;
-  cfg.device = device;
-
-  // --- the workload (this process, exact tracker, threads_per_rank threads) ------------------
-  torch::set_num_threads(threads);
-  progress.status("memory: building the workload");
-  auto ms = std::make_unique<MemorySweep>(cfg, req.optimizer, req.lr);  // released after the sweep
-  prof.workload = ms->workload().identity();
-  const auto dependence = ms->workload().batch_dependence();
-
+// The device's memory and the cap. A user's TorchScript model on CPU without --device-memory
+// gets a device sized to it (kDerivedDeviceMicroBatch).
+void size_device(Session& s, MemorySweep& ms) {
+  const auto& req = s.req;
   Bytes device_memory = 0;
-  std::string device_note;
   if (req.device_memory) {
     device_memory = *req.device_memory;
-  } else if (!cuda && prof.workload.kind == "torchscript") {
-    progress.status("memory: sizing the CPU device to the model");
-    const double need = ms->predicted_peak_at(kDerivedDeviceMicroBatch, req.seed);
+  } else if (!s.cuda && s.prof.workload.kind == "torchscript") {
+    s.progress.status("memory: sizing the CPU device to the model");
+    const double need = ms.predicted_peak_at(kDerivedDeviceMicroBatch, req.seed);
     const double share = req.memory_cap.fraction.value_or(0.9);
     double want = std::max<double>(static_cast<double>(kDefaultCpuDeviceMemory), need / std::max(share, 1e-3));
     if (req.memory_cap.absolute) want = std::max(want, static_cast<double>(*req.memory_cap.absolute));
     device_memory = kDefaultCpuDeviceMemory;
     while (static_cast<double>(device_memory) < want && device_memory < (Bytes(1) << 50)) device_memory *= 2;
-    device_note = fmt::format("CPU device size {} derived from the model (no --device-memory): 96 MiB doubled until "
-                              "micro_batch {} is predicted to fit under the cap (peak {}); pass --device-memory to "
-                              "emulate your GPU",
-                              format_bytes(device_memory), kDerivedDeviceMicroBatch,
-                              format_bytes(static_cast<Bytes>(std::max(0.0, need))));
-  } else if (!cuda) {
+    s.prof.notes.push_back(fmt::format("CPU device size {} derived from the model (no --device-memory): 96 MiB doubled "
+                                       "until micro_batch {} is predicted to fit under the cap (peak {}); pass "
+                                       "--device-memory to emulate your GPU",
+                                       format_bytes(device_memory), kDerivedDeviceMicroBatch,
+                                       format_bytes(static_cast<Bytes>(std::max(0.0, need)))));
+  } else if (!s.cuda) {
     device_memory = kDefaultCpuDeviceMemory;
   }
-  if (!device_note.empty()) prof.notes.push_back(device_note);
-  prof.hardware = describe_hardware(device, threads, device_memory);
-  if (cuda && prof.hardware.device_memory == 0) prof.hardware.device_memory = engine::cuda_total_memory(torch::Device(device));
-  device_memory = prof.hardware.device_memory;
-  const Bytes cap = req.memory_cap.resolve(device_memory);
-  if (cap == 0) throw InputError(fmt::format("--memory-cap: {} of {} is zero bytes", req.memory_cap.to_string(),
-                                             format_bytes(device_memory)));
-  if (cap > device_memory)
+  s.prof.hardware = describe_hardware(s.device, s.threads, device_memory);
+  if (s.cuda && s.prof.hardware.device_memory == 0)
+    s.prof.hardware.device_memory = engine::cuda_total_memory(torch::Device(s.device));
+  device_memory = s.prof.hardware.device_memory;
+  s.cap = req.memory_cap.resolve(device_memory);
+  if (s.cap == 0)
+    throw InputError(fmt::format("--memory-cap: {} of {} is zero bytes", req.memory_cap.to_string(),
+                                 format_bytes(device_memory)));
+  if (s.cap > device_memory)
     throw InputError(fmt::format("--memory-cap: {} exceeds the device memory {} (set --device-memory for the CPU "
                                  "\"device\")",
-                                 format_bytes(cap), format_bytes(device_memory)));
-  // --- memory sweep -------------------------------------------------------------------------
-  std::vector<std::string> took;  // where the time went, for the notes
-  auto lap = [&, last = progress.elapsed()](const std::string& what) mutable {
-    const Seconds now = progress.elapsed();
-    took.push_back(fmt::format("{} {:.1f} s", what, now - last));
-    last = now;
-  };
-  MemorySweepResult sweep;
-  {
-    MemorySweepOptions mo;
-    mo.micro_batches = req.micro_batches;
-    std::sort(mo.micro_batches.begin(), mo.micro_batches.end());
-    mo.micro_batches.erase(std::unique(mo.micro_batches.begin(), mo.micro_batches.end()), mo.micro_batches.end());
-    mo.cap = cap;
-    mo.max_micro_batch = max_mb;
-    mo.time_budget = req.time_budget / 3;
-    mo.seed = req.seed;
-    sweep = ms->run(mo, &progress);
-    ms.reset();
-  }
-  lap("memory sweep");
+                                 format_bytes(s.cap), format_bytes(device_memory)));
+}
+
+// The memory sweep's results into the profile: points, the model's failures, notes.
+// Returns the smallest micro_batch the model runs at.
+Count record_sweep(Session& s, const MemorySweepResult& sweep, const workloads::BatchDependence& dependence) {
+  auto& prof = s.prof;
   prof.memory = sweep.points;
   prof.model.failed_micro_batches = sweep.failed;
   Count min_b = 1;
@@ -211,65 +209,88 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
                                      prof.workload.param_bytes));
   prof.max_micro_batch_fitting = sweep.max_fitting;
   for (const auto& n : sweep.notes) prof.notes.push_back(n);
-  if (req.micro_batches.empty())
+  if (s.req.micro_batches.empty())
     prof.notes.push_back(fmt::format("micro-batch sweep: doubling stopped by the {}; largest fitting micro_batch {} "
                                      "(cap {})",
-                                     describe(sweep.stop), sweep.max_fitting, format_bytes(cap)));
+                                     describe(sweep.stop), sweep.max_fitting, format_bytes(s.cap)));
+  return min_b;
+}
 
-  // --- gradient norms (this process; not timed) ---------------------------------------------
-  // Still threads_per_rank threads: more OpenMP threads than free cores (another job on the
-  // host) makes LibTorch's many small parallel regions stall, measured at 7x slower.
-  {
-    const auto sizes = default_grad_norm_sizes(sweep.max_fitting, min_b);
-    progress.status(fmt::format("gradient norms: micro_batch {}", fmt::join(sizes, ", ")));
-    auto fresh = workloads::make_workload(cfg);  // the initial parameters (the sweep stepped Adam)
-    prof.grad_norms = measure_grad_norms(*fresh, sizes, req.grad_norm_batches, req.seed + 7919);
-    if (sizes.size() < 2)
-      prof.notes.push_back("gradient norms at one micro_batch only (max_micro_batch_fitting is 1): the noise scale "
+// The workload in this process with the exact tracker: the memory sweep (and the device size).
+Count sweep_memory(Session& s, MemorySweepResult& sweep) {
+  const auto& req = s.req;
+  s.progress.status("memory: building the workload");
+  auto ms = std::make_unique<MemorySweep>(s.cfg, req.optimizer, req.lr);  // released after the sweep
+  s.prof.workload = ms->workload().identity();
+  const auto dependence = ms->workload().batch_dependence();
+  size_device(s, *ms);
+  MemorySweepOptions mo;
+  mo.micro_batches = req.micro_batches;
+  std::sort(mo.micro_batches.begin(), mo.micro_batches.end());
+  mo.micro_batches.erase(std::unique(mo.micro_batches.begin(), mo.micro_batches.end()), mo.micro_batches.end());
+  mo.cap = s.cap;
+  mo.max_micro_batch = s.max_mb;
+  mo.time_budget = req.time_budget / 3;
+  mo.seed = req.seed;
+  sweep = ms->run(mo, &s.progress);
+  ms.reset();
+  s.lap("memory sweep");
+  return record_sweep(s, sweep, dependence);
+}
+
+// Gradient norms (this process; not timed). Still threads_per_rank threads: more OpenMP threads
+// than free cores (another job on the host) makes LibTorch's many small parallel regions stall,
+// measured at 7x slower.
+void grad_norms(Session& s, Count max_fitting, Count min_b) {
+  const auto sizes = default_grad_norm_sizes(max_fitting, min_b);
+  s.progress.status(fmt::format("gradient norms: micro_batch {}", fmt::join(sizes, ", ")));
+  auto fresh = workloads::make_workload(s.cfg);  // the initial parameters (the sweep stepped Adam)
+  s.prof.grad_norms = measure_grad_norms(*fresh, sizes, s.req.grad_norm_batches, s.req.seed + 7919);
+  if (sizes.size() < 2)
+    s.prof.notes.push_back("gradient norms at one micro_batch only (max_micro_batch_fitting is 1): the noise scale "
                            "needs two sizes");
-    lap("gradient norms");
-  }
+  s.lap("gradient norms");
+}
 
-  // --- plan the compute points ---------------------------------------------------------------
+// Fixed costs of a rank group: process start-up and connection, the optimizer probe, and for
+// p >= 2 the allreduce sweep and the overlap probe (three runs at a small micro_batch).
+Seconds group_fixed(const CostEstimate& est, Count p) {
+  Seconds t = 1.0 + est.iterations * est.optimizer;
+  if (p > 1) t += 1.5 + 3 * est.point(1, p);
+  return t;
+}
+
+// The compute points: the flags' sizes, or the plan's required ones plus extras within the budget.
+std::vector<Count> plan_points(Session& s, const MemorySweepResult& sweep, Count min_b, const CostEstimate& est) {
   std::vector<Count> points;
-  CostEstimate est;
-  est.step = sweep.micro_step_times;
-  est.optimizer = sweep.optimizer_step_time;
-  est.iterations = req.warmup + req.iters;
-  // Fixed costs of a rank group: process start-up and connection, the optimizer probe, and for
-  // p >= 2 the allreduce sweep and the overlap probe (three runs at a small micro_batch).
-  auto group_fixed = [&](Count p) {
-    Seconds s = 1.0 + est.iterations * est.optimizer;
-    if (p > 1) s += 1.5 + 3 * est.point(1, p);
-    return s;
-  };
-  if (!req.micro_batches.empty()) {
+  if (!s.req.micro_batches.empty()) {
     for (const auto& m : sweep.points)
       if (m.micro_batch <= sweep.max_fitting && m.micro_batch >= min_b) points.push_back(m.micro_batch);
-  } else {
-    const auto plan = plan_compute_points(sweep.max_fitting, min_b);
-    auto cost_all_p = [&](Count b) {
-      Seconds s = 0;
-      for (Count p : ranks) s += est.point(b, p);
-      return s;
-    };
-    Seconds required = 0;
-    for (Count b : plan.required) required += cost_all_p(b);
-    for (Count p : ranks) required += group_fixed(p);
-    const Seconds left = req.time_budget - progress.elapsed() - required;
-    points = choose_compute_points(plan, cost_all_p, left);
-    const size_t extras = points.size() - plan.required.size();
-    prof.notes.push_back(fmt::format("compute measured at {} micro_batch sizes ({} required, {} extra within the time "
-                                     "budget of {})",
-                                     points.size(), plan.required.size(), extras, format_seconds(req.time_budget)));
+    return points;
   }
+  const auto plan = plan_compute_points(sweep.max_fitting, min_b);
+  auto cost_all_p = [&](Count b) {
+    Seconds t = 0;
+    for (Count p : s.ranks) t += est.point(b, p);
+    return t;
+  };
+  Seconds required = 0;
+  for (Count b : plan.required) required += cost_all_p(b);
+  for (Count p : s.ranks) required += group_fixed(est, p);
+  const Seconds left = s.req.time_budget - s.progress.elapsed() - required;
+  points = choose_compute_points(plan, cost_all_p, left);
+  const size_t extras = points.size() - plan.required.size();
+  s.prof.notes.push_back(fmt::format("compute measured at {} micro_batch sizes ({} required, {} extra within the time "
+                                     "budget of {})",
+                                     points.size(), plan.required.size(), extras, format_seconds(s.req.time_budget)));
+  return points;
+}
 
-  // --- rank groups -----------------------------------------------------------------------------
-  const auto buckets = assign_buckets(prof.workload.param_tensor_bytes);
+RankPlan rank_plan(const Session& s, const std::vector<Count>& points) {
+  const auto& req = s.req;
   RankPlan rp;
-  rp.workload = cfg;
-  rp.workload.device = device;  // "cpu" or "cuda:N"; ranks of a group >= 2 use cuda:<local rank>
-  rp.threads_per_rank = threads;
+  rp.workload = s.cfg;  // "cpu" or "cuda:N"; ranks of a group >= 2 use cuda:<local rank>
+  rp.threads_per_rank = s.threads;
   rp.warmup = req.warmup;
   rp.iters = req.iters;
   rp.comm_warmup = req.comm_warmup;
@@ -278,26 +299,31 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
   rp.lr = req.lr;
   rp.seed = req.seed;
   rp.micro_batches = points;
-  rp.sizes = req.sizes.empty() ? default_allreduce_sizes(prof.workload.param_bytes) : req.sizes;
-  for (const auto& b : buckets) rp.buckets.push_back(b.bytes);
-  rp.fused = prof.workload.param_bytes;
-  rp.raw_nccl = cuda;
+  rp.sizes = req.sizes.empty() ? default_allreduce_sizes(s.prof.workload.param_bytes) : req.sizes;
+  for (const auto& b : assign_buckets(s.prof.workload.param_tensor_bytes)) rp.buckets.push_back(b.bytes);
+  rp.fused = s.prof.workload.param_bytes;
+  rp.raw_nccl = s.cuda;
   rp.timeout = req.rank_timeout;
+  return rp;
+}
 
-  for (Count p : ranks) {
-    Seconds planned = group_fixed(p);
+// One rank group per rank count, each an engine::RankJob; their results merged into the profile.
+void run_rank_groups(Session& s, const RankPlan& rp, const CostEstimate& est) {
+  const auto& points = rp.micro_batches;
+  for (Count p : s.ranks) {
+    Seconds planned = group_fixed(est, p);
     for (Count b : points) planned += est.point(b, p);
-    progress.status(fmt::format("world_size {}: compute at {} micro_batch sizes{} (about {})", p, points.size(),
-                                p > 1 ? ", optimizer, allreduce, overlap" : ", optimizer", format_seconds(planned)));
+    s.progress.status(fmt::format("world_size {}: compute at {} micro_batch sizes{} (about {})", p, points.size(),
+                                  p > 1 ? ", optimizer, allreduce, overlap" : ", optimizer", format_seconds(planned)));
     engine::RankJob job;
     job.role = kProfileRankRole;
     job.args = rp.to_json();
     job.world_size = static_cast<int>(p);
     job.deadline = std::max<Seconds>(120, 5 * planned);
-    job.store_timeout = req.rank_timeout;
-    job.env["OMP_NUM_THREADS"] = std::to_string(threads);
-    job.env["MKL_NUM_THREADS"] = std::to_string(threads);
-    job.executable = req.worker_executable;
+    job.store_timeout = s.req.rank_timeout;
+    job.env["OMP_NUM_THREADS"] = std::to_string(s.threads);
+    job.env["MKL_NUM_THREADS"] = std::to_string(s.threads);
+    job.executable = s.req.worker_executable;
     job.scratch_prefix = "gaccum-profile";
     std::vector<RankFile> files;
     const auto outcome = engine::run_rank_job(job, [&](const std::string& dir, const engine::RankJobOutcome& o) {
@@ -306,35 +332,67 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
     });
     if (!outcome.ok)
       throw RuntimeFailure(fmt::format("profile: world_size {} rank group failed: {}", p, outcome.failure));
-    merge_rank_group(prof, files, p, threads);
-    lap(fmt::format("world_size {} group (planned {:.1f} s)", p, planned));
+    merge_rank_group(s.prof, files, p, s.threads);
+    s.lap(fmt::format("world_size {} group (planned {:.1f} s)", p, planned));
   }
-  if (std::find_if(ranks.begin(), ranks.end(), [](Count p) { return p > 1; }) == ranks.end() && !(cuda && gpus == 1))
-    prof.notes.push_back("world_size 1 only (--ranks): no allreduce or overlap measured");
+  if (std::find_if(s.ranks.begin(), s.ranks.end(), [](Count p) { return p > 1; }) == s.ranks.end() &&
+      !(s.cuda && s.gpus == 1))
+    s.prof.notes.push_back("world_size 1 only (--ranks): no allreduce or overlap measured");
+}
 
-  // --- settings -----------------------------------------------------------------------------
-  auto& s = prof.settings;
-  s.warmup = req.warmup;
-  s.iters = req.iters;
-  s.ranks = ranks;
-  s.sizes = rp.sizes;
-  s.memory_cap = cap;
-  s.max_micro_batch = max_mb;
-  s.time_budget_s = req.time_budget;
-  s.seed = req.seed;
-  s.optimizer = req.optimizer;
-  prof.notes.push_back(fmt::format("time: {}", fmt::join(took, ", ")));
+void record_settings(Session& s, const RankPlan& rp) {
+  const auto& req = s.req;
+  auto& st = s.prof.settings;
+  st.warmup = req.warmup;
+  st.iters = req.iters;
+  st.ranks = s.ranks;
+  st.sizes = rp.sizes;
+  st.memory_cap = s.cap;
+  st.max_micro_batch = s.max_mb;
+  st.time_budget_s = req.time_budget;
+  st.seed = req.seed;
+  st.optimizer = req.optimizer;
+  auto& notes = s.prof.notes;
+  notes.push_back(fmt::format("time: {}", fmt::join(s.took, ", ")));
   if (const auto blas = blas_library(); !blas.empty())
-    prof.notes.push_back(fmt::format("BLAS: {}{}", blas,
-                                     is_reference_blas(blas) ? " (the netlib reference BLAS: CPU matmuls run several "
-                                                               "times slower than with OpenBLAS, e.g. Debian's "
-                                                               "libopenblas0-openmp)"
-                                                             : ""));
-  prof.notes.push_back(fmt::format("threads_per_rank {} (torch::set_num_threads in every rank process; interop 1) on {} "
-                                   "usable cores",
-                                   threads, cores));
+    notes.push_back(fmt::format("BLAS: {}{}", blas,
+                                is_reference_blas(blas) ? " (the netlib reference BLAS: CPU matmuls run several "
+                                                          "times slower than with OpenBLAS, e.g. Debian's "
+                                                          "libopenblas0-openmp)"
+                                                        : ""));
+  notes.push_back(fmt::format("threads_per_rank {} (torch::set_num_threads in every rank process; interop 1) on {} "
+                              "usable cores",
+                              s.threads, s.cores));
+}
+
+}  // namespace
+
+// The phases in order: resolve the request; in this process (exact tracker, threads_per_rank
+// threads) the memory sweep and the gradient norms; plan the compute points under the time
+// budget; the rank groups; the settings and notes.
+Profile run_profile(const ProfileRequest& req, Progress& progress) {
+  Session s(req, progress);
+  s.prof.created_utc = utc_now();
+  s.last_lap = progress.elapsed();
+  resolve(s);
+  s.prof.versions = library_versions();
+  torch::set_num_threads(s.threads);
+
+  MemorySweepResult sweep;
+  const Count min_b = sweep_memory(s, sweep);
+  grad_norms(s, sweep.max_fitting, min_b);
+
+  CostEstimate est;
+  est.step = sweep.micro_step_times;
+  est.optimizer = sweep.optimizer_step_time;
+  est.iterations = req.warmup + req.iters;
+  const auto points = plan_points(s, sweep, min_b, est);
+
+  const RankPlan rp = rank_plan(s, points);
+  run_rank_groups(s, rp, est);
+  record_settings(s, rp);
   progress.clear();
-  return prof;
+  return std::move(s.prof);
 }
 
 }  // namespace gaccum::profiler

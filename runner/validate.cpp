@@ -20,6 +20,7 @@
 #include "engine/rank_job.hpp"
 #include "model/prediction_json.hpp"
 #include "model/profile_model.hpp"
+#include "reports/json_printer.hpp"
 #include "runner/comparison.hpp"
 #include "runner/rank_run.hpp"
 #include "runner/report.hpp"
@@ -64,24 +65,46 @@ void add_prediction(RunRecord& run, const model::CostModel* model, const Profile
 
 }  // namespace
 
+namespace {
+
+// The tune result's document (reports/json_printer.hpp): schema and version checked.
+JsonFields tune_document(const json& result, const std::string& what) {
+  if (!result.is_object()) throw InputError(fmt::format("--from-tune: {}: expected a JSON object", what));
+  JsonFields f(result, what);
+  const auto schema = f.opt_str("schema");
+  if (schema != std::string(reports::kTuneResultSchema))
+    throw InputError(fmt::format("--from-tune: {} is not a tune result (\"schema\": \"{}\" expected): pass the "
+                                 "result.json that `gaccum-tune tune --out DIR` wrote",
+                                 what, reports::kTuneResultSchema));
+  const Count version = f.positive("schema_version");
+  if (version > reports::kTuneResultSchemaVersion)
+    throw InputError(fmt::format("--from-tune: {}: schema_version {} is newer than this gaccum-tune reads ({}): "
+                                 "upgrade gaccum-tune",
+                                 what, version, reports::kTuneResultSchemaVersion));
+  return f;
+}
+
+}  // namespace
+
 std::string tune_workload_name(const json& result) {
   if (!result.is_object()) return "";
-  if (result.contains("workload")) {
-    const auto& w = result.at("workload");
-    if (w.is_string()) return w.get<std::string>();
-    if (w.is_object() && w.contains("name") && w.at("name").is_string()) return w.at("name").get<std::string>();
-  }
-  if (result.contains("model") && result.at("model").is_object() && result.at("model").contains("workload_name") &&
-      result.at("model").at("workload_name").is_string())
-    return result.at("model").at("workload_name").get<std::string>();
-  return "";
+  JsonFields f(result, "tune result");
+  const json* model = f.opt_object("model");
+  if (!model) return "";
+  JsonFields m(*model, "tune result: model");
+  return m.opt_str("workload_name").value_or("");
 }
 
 std::string tune_profile_path(const json& result, const std::string& result_path) {
-  if (!result.is_object() || !result.contains("source") || !result.at("source").is_object()) return "";
-  const auto& src = result.at("source");
-  if (src.value("kind", std::string()) != "profile" || !src.contains("path") || !src.at("path").is_string()) return "";
-  const fs::path p = src.at("path").get<std::string>();
+  if (!result.is_object()) return "";
+  JsonFields f(result, "tune result");
+  const json* src = f.opt_object("source");
+  if (!src) return "";
+  JsonFields s(*src, "tune result: source");
+  if (s.opt_str("kind").value_or("") != "profile") return "";
+  const auto path = s.opt_str("path");
+  if (!path) return "";
+  const fs::path p = *path;
   if (p.is_absolute() || fs::exists(p)) return p.string();
   // Relative to where `tune` ran: try next to the result's output directory.
   const fs::path beside = fs::path(result_path).parent_path().parent_path() / p;
@@ -89,23 +112,16 @@ std::string tune_profile_path(const json& result, const std::string& result_path
 }
 
 std::vector<TunePick> read_tune_picks(const json& result, Count top, const std::string& what) {
-  if (!result.is_object()) throw InputError(fmt::format("--from-tune: {}: expected a JSON object", what));
-  const json* list = nullptr;
-  for (const char* key : {"picks", "recommendations", "top", "ranking", "candidates"})
-    if (result.contains(key) && result.at(key).is_array()) {
-      list = &result.at(key);
-      break;
-    }
-  if (!list || list->empty())
-    throw InputError(fmt::format("--from-tune: {} has no \"picks\" array of configurations (is it a tune result.json?)",
-                                 what));
+  JsonFields doc = tune_document(result, what);
+  const json& list = doc.array("picks");
+  if (list.empty())
+    throw InputError(fmt::format("--from-tune: {} has no picks (no configuration fit the tune's limits)", what));
   std::vector<TunePick> picks;
-  for (std::size_t i = 0; i < list->size() && static_cast<Count>(picks.size()) < top; ++i) {
-    const json& item = list->at(i);
+  for (std::size_t i = 0; i < list.size() && static_cast<Count>(picks.size()) < top; ++i) {
     const std::string where = fmt::format("{}: picks[{}]", what, i);
-    if (!item.is_object()) throw InputError(fmt::format("--from-tune: {}: expected an object", where));
-    const json& c = item.contains("config") && item.at("config").is_object() ? item.at("config") : item;
-    JsonFields f(c, "--from-tune: " + where);
+    if (!list[i].is_object()) throw InputError(fmt::format("--from-tune: {}: expected an object", where));
+    JsonFields item(list[i], "--from-tune: " + where);
+    JsonFields f(item.object("config"), "--from-tune: " + where + ".config");
     TunePick p;
     p.micro_batch = f.positive("micro_batch");
     p.accum_steps = f.positive("accum_steps");
@@ -125,43 +141,32 @@ std::vector<TunePick> read_tune_picks(const json& result, Count top, const std::
   return picks;
 }
 
-ValidateOutcome validate(ValidateOptions o) {
-  const auto ctx = comm::detect_rank_context();
-  const bool joined = ctx.distributed();
-  if (!(o.tolerance_pct >= 0)) throw InputError("--tolerance: must be a non-negative percentage, e.g. 10%");
-  if (o.top < 1) throw InputError("--top: must be at least 1");
+namespace {
 
-  // Configurations.
+// The configurations to run: one from the flags, or the top picks of a tune result (whose
+// profile then gives the predictions unless --profile is given).
+std::vector<RunSpec> configurations(ValidateOptions& o) {
+  if (o.from_tune.empty()) return {o.spec};
+  const auto result = parse_json_text(read_file(o.from_tune, "--from-tune"), o.from_tune);
+  if (o.profile_path.empty()) o.profile_path = tune_profile_path(result, o.from_tune);
   std::vector<RunSpec> specs;
-  if (!o.from_tune.empty()) {
-    const auto result = parse_json_text(read_file(o.from_tune, "--from-tune"), o.from_tune);
-    if (o.profile_path.empty()) o.profile_path = tune_profile_path(result, o.from_tune);
-    for (const auto& pick : read_tune_picks(result, o.top, o.from_tune)) {
-      RunSpec s = o.spec;
-      s.micro_batch = pick.micro_batch;
-      s.accum_steps = pick.accum_steps;
-      s.world_size = pick.world_size;
-      s.strategy = pick.strategy;
-      specs.push_back(s);
-    }
-  } else {
-    specs.push_back(o.spec);
+  for (const auto& pick : read_tune_picks(result, o.top, o.from_tune)) {
+    RunSpec s = o.spec;
+    s.micro_batch = pick.micro_batch;
+    s.accum_steps = pick.accum_steps;
+    s.world_size = pick.world_size;
+    s.strategy = pick.strategy;
+    specs.push_back(s);
   }
+  return specs;
+}
 
-  // Device, backend, tolerances, workload identity (bad flags fail here, before any launch).
+// Device, backend, tolerances, world size, steps and threads of each run (bad flags fail here,
+// before any launch).
+void complete_specs(std::vector<RunSpec>& specs, const ValidateOptions& o, const comm::RankContext& ctx,
+                    const Profile* profile) {
+  const bool joined = ctx.distributed();
   const std::string device = workloads::resolve_device(o.spec.workload.device);
-  WorkloadIdentity identity;
-  {
-    auto cfg = o.spec.workload;
-    cfg.device = "cpu";
-    identity = workloads::make_workload(cfg)->identity();
-  }
-  std::optional<Profile> profile;
-  std::unique_ptr<model::CostModel> model;
-  if (!o.profile_path.empty()) {
-    profile = load_profile(o.profile_path, identity.hash);
-    model = model::make_profile_model(*profile);  // the one place the runner builds a cost model
-  }
   for (auto& s : specs) {
     s.workload.device = device;
     s.backend = device == "cpu" ? "gloo" : "nccl";
@@ -182,64 +187,69 @@ ValidateOutcome validate(ValidateOptions o) {
     }
     s.validate();
   }
-
   // A local launch starts world_size processes on this host: refuse a count no host runs before
   // forking hundreds of ranks (correctness runs may oversubscribe the cores, up to 8 per core).
-  if (!joined) {
-    const Count cores = static_cast<Count>(std::max(1u, std::thread::hardware_concurrency()));
-    const Count most = std::max<Count>(64, 8 * cores);
-    for (const auto& s : specs)
-      if (s.world_size > most)
-        throw InputError(fmt::format("--world-size: {} ranks on one host with {} cores; a local launch runs at most {} "
-                                     "(8 per core): use fewer ranks, or launch across nodes with torchrun/Slurm/mpirun "
-                                     "(runner/MULTINODE.md)",
-                                     s.world_size, cores, most));
-  }
+  if (joined) return;
+  const Count cores = static_cast<Count>(std::max(1u, std::thread::hardware_concurrency()));
+  const Count most = std::max<Count>(64, 8 * cores);
+  for (const auto& s : specs)
+    if (s.world_size > most)
+      throw InputError(fmt::format("--world-size: {} ranks on one host with {} cores; a local launch runs at most {} "
+                                   "(8 per core): use fewer ranks, or launch across nodes with torchrun/Slurm/mpirun "
+                                   "(runner/MULTINODE.md)",
+                                   s.world_size, cores, most));
+}
 
-  // Fail before a long run, not after it, when the output cannot be written.
-  const fs::path out_dir = fs::path(o.output).parent_path();
-  if (!out_dir.empty() && !fs::is_directory(out_dir))
-    throw InputError(fmt::format("-o: directory '{}' does not exist (create it or choose another path for {})",
-                                 out_dir.string(), o.output));
-
+// What every run is compared with, and where the document goes.
+struct Validation {
+  const ValidateOptions& o;
+  std::optional<Profile> profile;
+  std::unique_ptr<model::CostModel> model;
   ValidateOutcome out;
-  int launch_code = 0;  // the first failed launch's code (launch_exit_code)
-  auto write_doc = [&]() {
+  int launch_code = 0;  // the first failed launch's exit code (engine::launch_exit_code)
+
+  void predict(RunRecord& run) const {
+    add_prediction(run, model.get(), profile ? &*profile : nullptr, o.tolerance_pct);
+  }
+  void write_doc() {
     out.exit_code = runs_exit_code(out.runs);
     if (launch_code != 0) out.exit_code = launch_code;
     out.document = validation_document(out.runs, out.exit_code);
     write_file_atomic(o.output, out.document.dump(2) + "\n");
     out.wrote_output = true;
-  };
-
-  if (joined) {
-    Count index = 0;
-    for (const auto& s : specs) {
-      if (s.world_size != ctx.world_size) continue;  // a tune pick for another job size
-      RankRunOptions ro;
-      ro.key_prefix = fmt::format("gaccum-validate-{}", index++);
-      ro.deliver = [&](const RunRecord& record) {
-        RunRecord run = record;
-        add_prediction(run, model.get(), profile ? &*profile : nullptr, o.tolerance_pct);
-        out.runs.push_back(std::move(run));
-        write_doc();
-        return runs_exit_code({out.runs.back()});
-      };
-      int code = 0;
-      try {
-        code = run_validation_rank(s, ctx, ro);
-      } catch (const std::bad_alloc&) {
-        throw RuntimeFailure(fmt::format("rank {}: out of memory {}: lower --micro-batch", ctx.rank,
-                                         engine::RankPosition::describe()));
-      }
-      if (ctx.rank != 0) out.exit_code = std::max(out.exit_code, code);
-    }
-    if (index == 0)
-      throw InputError(fmt::format("--from-tune: none of the top {} picks has world_size {} (this job's size)", o.top,
-                                   ctx.world_size));
-    return out;
   }
+};
 
+// Under torchrun/Slurm/mpirun: this process is one rank of each run of the job's size.
+void run_joined(Validation& v, const std::vector<RunSpec>& specs, const comm::RankContext& ctx) {
+  Count index = 0;
+  for (const auto& s : specs) {
+    if (s.world_size != ctx.world_size) continue;  // a tune pick for another job size
+    RankRunOptions ro;
+    ro.key_prefix = fmt::format("gaccum-validate-{}", index++);
+    ro.deliver = [&](const RunRecord& record) {
+      RunRecord run = record;
+      v.predict(run);
+      v.out.runs.push_back(std::move(run));
+      v.write_doc();
+      return runs_exit_code({v.out.runs.back()});
+    };
+    int code = 0;
+    try {
+      code = run_validation_rank(s, ctx, ro);
+    } catch (const std::bad_alloc&) {
+      throw RuntimeFailure(fmt::format("rank {}: out of memory {}: lower --micro-batch", ctx.rank,
+                                       engine::RankPosition::describe()));
+    }
+    if (ctx.rank != 0) v.out.exit_code = std::max(v.out.exit_code, code);
+  }
+  if (index == 0)
+    throw InputError(fmt::format("--from-tune: none of the top {} picks has world_size {} (this job's size)", v.o.top,
+                                 ctx.world_size));
+}
+
+// Our own launch: one engine::RankJob of world_size local ranks per run.
+void run_local(Validation& v, const std::vector<RunSpec>& specs) {
   for (const auto& s : specs) {
     engine::RankJob job;
     job.role = kValidateRankRole;
@@ -257,19 +267,48 @@ ValidateOutcome validate(ValidateOptions o) {
     if (record) {
       run = std::move(*record);
       if (run.environment) run.environment->launch["launcher_wall_s"] = res.launch.wall;
-      add_prediction(run, model.get(), profile ? &*profile : nullptr, o.tolerance_pct);
+      v.predict(run);
     } else {
       run.spec = s;
       run.failure = res.failure;
       run.launcher_wall_s = res.launch.wall;
-      out.failures.push_back(res.failure);
-      if (launch_code == 0) launch_code = res.exit_code;
+      v.out.failures.push_back(res.failure);
+      if (v.launch_code == 0) v.launch_code = res.exit_code;
     }
-    out.runs.push_back(std::move(run));
+    v.out.runs.push_back(std::move(run));
     if (res.launch.interrupted) break;
   }
-  write_doc();
-  return out;
+  v.write_doc();
+}
+
+}  // namespace
+
+ValidateOutcome validate(ValidateOptions o) {
+  const auto ctx = comm::detect_rank_context();
+  if (!(o.tolerance_pct >= 0)) throw InputError("--tolerance: must be a non-negative percentage, e.g. 10%");
+  if (o.top < 1) throw InputError("--top: must be at least 1");
+  std::vector<RunSpec> specs = configurations(o);
+
+  Validation v{o, std::nullopt, nullptr, {}, 0};
+  auto cfg = o.spec.workload;
+  cfg.device = "cpu";
+  const std::string workload_hash = workloads::make_workload(cfg)->identity().hash;  // bad workloads fail here
+  if (!o.profile_path.empty()) {
+    v.profile = load_profile(o.profile_path, workload_hash);
+    v.model = model::make_profile_model(*v.profile);  // the one place the runner builds a cost model
+  }
+  complete_specs(specs, o, ctx, v.profile ? &*v.profile : nullptr);
+
+  // Fail before a long run, not after it, when the output cannot be written.
+  const fs::path out_dir = fs::path(o.output).parent_path();
+  if (!out_dir.empty() && !fs::is_directory(out_dir))
+    throw InputError(fmt::format("-o: directory '{}' does not exist (create it or choose another path for {})",
+                                 out_dir.string(), o.output));
+  if (ctx.distributed())
+    run_joined(v, specs, ctx);
+  else
+    run_local(v, specs);
+  return std::move(v.out);
 }
 
 }  // namespace gaccum::runner

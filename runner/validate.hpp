@@ -9,12 +9,12 @@
 //
 // Threads: threads_per_rank 0 means the default: the profile's hardware.threads_per_rank with
 // --profile, else max(1, cores / ranks on this host); every rank calls torch::set_num_threads.
-// A tune result (--from-tune) is read leniently: an object whose "picks" (or "recommendations",
-// "top", "ranking", "candidates") array holds objects with micro_batch, accum_steps,
-// world_size, strategy (directly or under "config"); "workload" (a name, or an object with
-// "name") or "model.workload_name" names the workload when --workload is not given; without
-// --profile, the profile the tune used ("source": {"kind": "profile", "path"}) gives the
-// predictions.
+// A tune result (--from-tune) is the result.json of `gaccum-tune tune` (schema
+// "gaccum-tune/tune-result", reports/json_printer.hpp; versions up to the current one): its
+// "picks"[i].config give micro_batch, accum_steps, world_size, strategy (and the plan, which must
+// be DDP in fp32 without checkpointing); "model.workload_name" names the workload when --workload
+// is not given; without --profile, the profile the tune used ("source": {"kind": "profile",
+// "path"}) gives the predictions.
 #pragma once
 
 #include <string>
@@ -50,8 +50,8 @@ struct ValidateOutcome {
 
 ValidateOutcome validate(ValidateOptions options);
 
-// Configurations from a tune result file (the lenient reading above). InputError naming
-// --from-tune when none can be read.
+// Configurations from a tune result file (above). InputError naming --from-tune when it is not
+// a tune result or has no usable pick.
 struct TunePick {
   Count micro_batch = 0, accum_steps = 0, world_size = 0;
   Strategy strategy = Strategy::overlap;

@@ -463,7 +463,9 @@ TEST_CASE("joined as ranks of an external (torchrun-style) job, rank 0 writes th
 TEST_CASE("the top picks of a tune result are validated (from-tune)", "[runner][integration]") {
   Sandbox sb;
   const fs::path result = sb.dir / "result.json";
-  json r{{"model", {{"workload_name", "mlp-small"}}},
+  json r{{"schema", "gaccum-tune/tune-result"},
+         {"schema_version", 2},
+         {"model", {{"workload_name", "mlp-small"}}},
          {"picks",
           {{{"rank", 1}, {"config", {{"micro_batch", 2}, {"accum_steps", 2}, {"world_size", 2}, {"strategy", "fused"}}}},
            {{"rank", 2}, {"config", {{"micro_batch", 1}, {"accum_steps", 4}, {"world_size", 1}, {"strategy", "overlap"}}}},

@@ -142,24 +142,34 @@ TEST_CASE("RunSpec rejects unusable values naming the flag, and round-trips thro
   CHECK(default_tolerances("float64") == std::pair<double, double>{1e-10, 1e-10});
 }
 
-TEST_CASE("tune result picks are read leniently, in order, up to --top", "[runner][unit]") {
-  json r{{"workload", {{"name", "mlp-small"}}},
+TEST_CASE("tune result picks are read from the tune schema, in order, up to --top", "[runner][unit]") {
+  json r{{"schema", "gaccum-tune/tune-result"},
+         {"schema_version", 2},
+         {"model", {{"workload_name", "mlp-small"}}},
          {"picks",
           {{{"config", {{"micro_batch", 8}, {"accum_steps", 2}, {"world_size", 2}, {"strategy", "overlap"}}}},
-           {{"micro_batch", 4}, {"accum_steps", 4}, {"world_size", 2}, {"strategy", "every-step"}}}}};
+           {{"config", {{"micro_batch", 4}, {"accum_steps", 4}, {"world_size", 2}, {"strategy", "every-step"}}}}}}};
   auto p = read_tune_picks(r, 3, "r.json");
   REQUIRE(p.size() == 2);
   CHECK(p[0].micro_batch == 8);
   CHECK(p[1].strategy == Strategy::every_step);
   CHECK(read_tune_picks(r, 1, "r.json").size() == 1);
   CHECK(tune_workload_name(r) == "mlp-small");
-  CHECK(tune_workload_name(json{{"model", {{"workload_name", "gpt-tiny"}}}}) == "gpt-tiny");
   CHECK(tune_workload_name(json{{"x", 1}}).empty());
   CHECK(tune_profile_path(json{{"source", {{"kind", "profile"}, {"path", "/abs/p.json"}}}}, "out/result.json") ==
         "/abs/p.json");
   CHECK(tune_profile_path(json{{"source", {{"kind", "spec"}, {"path", "s.json"}}}}, "out/result.json").empty());
-  CHECK_THROWS_WITH(read_tune_picks(json{{"x", 1}}, 3, "r.json"), Catch::Contains("--from-tune"));
-  json bad{{"picks", {{{"micro_batch", 0}, {"accum_steps", 1}, {"world_size", 1}, {"strategy", "overlap"}}}}};
+  // Not a tune result, a newer schema, a pick without its config: one line naming the file.
+  CHECK_THROWS_WITH(read_tune_picks(json{{"picks", json::array()}}, 3, "r.json"),
+                    Catch::Contains("--from-tune: r.json is not a tune result"));
+  json newer = r;
+  newer["schema_version"] = 99;
+  CHECK_THROWS_WITH(read_tune_picks(newer, 3, "r.json"), Catch::Contains("newer"));
+  json flat = r;
+  flat["picks"][0] = json{{"micro_batch", 8}, {"accum_steps", 2}, {"world_size", 2}, {"strategy", "overlap"}};
+  CHECK_THROWS_WITH(read_tune_picks(flat, 3, "r.json"), Catch::Contains("picks[0]") && Catch::Contains("config"));
+  json bad = r;
+  bad["picks"][0]["config"]["micro_batch"] = 0;
   CHECK_THROWS_AS(read_tune_picks(bad, 3, "r.json"), InputError);
 }
 
