@@ -49,7 +49,7 @@ GradSync::GradSync(Communicator* comm, std::vector<torch::Tensor> params, Strate
   const Bytes elem = static_cast<Bytes>(c10::elementSize(dtype));
   std::vector<Bytes> sizes;
   for (const auto& p : params_) sizes.push_back(static_cast<Bytes>(p.numel()) * elem);
-  if (strategy_ == Strategy::fused) {
+  if (!traits(strategy_).bucketed) {
     Bucket all;
     for (std::size_t i = 0; i < params_.size(); ++i) {
       all.params.push_back(i);
@@ -78,7 +78,7 @@ GradSync::GradSync(Communicator* comm, std::vector<torch::Tensor> params, Strate
   }
   pending_.assign(buckets_.size(), 0);
   copied_.assign(params_.size(), false);
-  if (strategy_ != Strategy::fused)
+  if (traits(strategy_).bucketed)
     hooks_ = std::make_unique<GradReadyHooks>(params_, [this](std::size_t i) { on_grad_ready(i); });
 }
 
@@ -94,14 +94,7 @@ GradSync::~GradSync() {
 }
 
 Count GradSync::expected_collectives(Count accum_steps) const {
-  if (world_size_ == 1) return 0;
-  const auto n = static_cast<Count>(buckets_.size());
-  switch (strategy_) {
-    case Strategy::overlap: return n;
-    case Strategy::fused: return 1;
-    case Strategy::every_step: return n * accum_steps;
-  }
-  return 0;
+  return collectives_per_step(strategy_, static_cast<Count>(buckets_.size()), accum_steps, world_size_);
 }
 
 void GradSync::begin_step(Count accum_steps) {
@@ -116,8 +109,7 @@ void GradSync::before_backward(Count micro) {
   if (micro < 0 || micro >= accum_steps_) throw InputError("gradient sync: micro-step out of range");
   current_micro_ = micro;
   if (world_size_ == 1) return;
-  const bool syncs = strategy_ == Strategy::every_step || (strategy_ == Strategy::overlap && micro == accum_steps_ - 1);
-  if (!syncs) return;
+  if (!traits(strategy_).bucketed || !syncs_in_micro_step(strategy_, micro, accum_steps_)) return;
   std::lock_guard<std::mutex> lock(mu_);
   for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].params.size();
   std::fill(copied_.begin(), copied_.end(), false);
@@ -179,8 +171,8 @@ void GradSync::after_backward(Count micro) {
   if (micro != current_micro_) throw InputError("gradient sync: after_backward without before_backward");
   if (world_size_ == 1) return;
   const auto backward_end = Clock::now();
-  if (strategy_ == Strategy::fused) {
-    if (micro != accum_steps_ - 1) return;
+  if (!traits(strategy_).bucketed) {
+    if (!syncs_in_micro_step(strategy_, micro, accum_steps_)) return;
     std::lock_guard<std::mutex> lock(mu_);
     flights_.clear();
     for (std::size_t i = 0; i < params_.size(); ++i) copy_in(i);

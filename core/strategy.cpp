@@ -7,19 +7,12 @@
 
 namespace gaccum {
 
-std::string_view to_string(Strategy s) {
-  switch (s) {
-    case Strategy::overlap: return "overlap";
-    case Strategy::fused: return "fused";
-    case Strategy::every_step: return "every-step";
-  }
-  return "?";
-}
+std::string_view to_string(Strategy s) { return traits(s).name; }
 
 Strategy parse_strategy(std::string_view text, std::string_view field) {
-  if (text == "overlap") return Strategy::overlap;
-  if (text == "fused") return Strategy::fused;
-  if (text == "every-step" || text == "every_step") return Strategy::every_step;
+  for (const auto& t : kStrategyTraits)
+    if (text == t.name) return t.value;
+  if (text == "every_step") return Strategy::every_step;
   throw InputError(fmt::format("{}: unknown strategy '{}': expected overlap, fused or every-step", field, text));
 }
 

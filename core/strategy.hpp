@@ -4,11 +4,16 @@
 //   fused      Horovod backward_passes_per_step=k: local accumulation, one fused allreduce after
 //              the last backward, nothing overlapped.
 //   every_step DDP without no_sync(): bucketed allreduce on every micro-step (the common mistake).
+//   One traits table says when each strategy reduces gradients during a window of k micro-steps
+//   and how (the schedule comm/grad_sync.cpp runs, the runner checks and model/plan_cost.cpp
+//   prices): nothing else switches on the strategy to decide its collectives.
 #pragma once
 
 #include <array>
 #include <string>
 #include <string_view>
+
+#include "core/units.hpp"
 
 namespace gaccum {
 
@@ -16,6 +21,31 @@ enum class Strategy { overlap, fused, every_step };
 
 inline constexpr std::array<Strategy, 3> kAllStrategies{Strategy::overlap, Strategy::fused,
                                                          Strategy::every_step};
+
+struct StrategyTraits {
+  Strategy value;
+  std::string_view name;       // flag / CSV / JSON spelling
+  bool every_micro_step;       // reduces in every micro-step (else only in the last one)
+  bool bucketed;               // bucketed (DDP buckets, launched from autograd hooks while backward
+                               // runs); else one fused message after the last backward
+};
+
+inline constexpr StrategyTraits kStrategyTraits[] = {
+    {Strategy::overlap, "overlap", false, true},
+    {Strategy::fused, "fused", false, false},
+    {Strategy::every_step, "every-step", true, true},
+};
+
+constexpr const StrategyTraits& traits(Strategy s) { return kStrategyTraits[static_cast<int>(s)]; }
+
+// Whether micro-step m (0-based) of a window of k reduces gradients, at world_size > 1.
+constexpr bool syncs_in_micro_step(Strategy s, Count m, Count k) { return traits(s).every_micro_step || m == k - 1; }
+// Gradient collectives per optimizer step with `buckets` DDP buckets (0 at world_size 1).
+constexpr Count collectives_per_step(Strategy s, Count buckets, Count k, Count world_size) {
+  if (world_size < 2) return 0;
+  if (!traits(s).bucketed) return 1;
+  return traits(s).every_micro_step ? buckets * k : buckets;
+}
 
 // "overlap", "fused", "every-step" (the spelling used in flags, CSV and JSON).
 std::string_view to_string(Strategy s);

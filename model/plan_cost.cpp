@@ -53,7 +53,7 @@ std::optional<std::string> plan_rejection(const Config& c) {
       return fmt::format("hsdp:{} at world_size {}: the world size must be a multiple of the group size {}", g,
                          c.world_size, g);
   }
-  if (sh == Sharding::zero1 && c.strategy == Strategy::every_step)
+  if (sh == Sharding::zero1 && traits(c.strategy).every_micro_step)
     return std::string(
         "zero1 with every-step: zero1 keeps full gradients, so reducing them on every micro-step saves no memory and no "
         "framework does it (use overlap or fused, or zero2 for sharded gradients)");
@@ -66,8 +66,8 @@ SyncPlan sync_plan(const Config& c) {
     plan.uses[plan.count++] = CollectiveUse{op, g, ph, every, params, divisor};
   };
   const Strategy st = c.strategy;
-  const bool every = st == Strategy::every_step;
-  const CommPhase grad_phase = st == Strategy::fused ? CommPhase::after_backward : CommPhase::backward;
+  const bool every = traits(st).every_micro_step;
+  const CommPhase grad_phase = traits(st).bucketed ? CommPhase::backward : CommPhase::after_backward;
   plan.gradient_every_micro_step = every;
   switch (c.sharding.sharding) {
     case Sharding::none:
@@ -101,7 +101,8 @@ MemoryBreakdown plan_memory(const Config& c, const StateSizes& s) {
   const bool sharded = c.sharding.sharding != Sharding::none && n > 1;
   MemoryBreakdown m;
   m.weights = sharded && t.shards_parameters ? shard(s.weights) : s.weights;
-  m.gradients = sharded && t.shards_gradients && c.strategy == Strategy::every_step ? shard(s.gradients) : s.gradients;
+  m.gradients =
+      sharded && t.shards_gradients && traits(c.strategy).every_micro_step ? shard(s.gradients) : s.gradients;
   m.optimizer_state = sharded && t.shards_optimizer ? shard(s.optimizer) : s.optimizer;
   m.gathered = sharded && t.shards_parameters ? std::min(s.weights, Bytes(kPrefetchUnits) * s.largest_unit) : 0;
   // Offloaded state lives in host memory: not on the device (its transfer time is not modelled).

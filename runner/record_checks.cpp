@@ -129,20 +129,21 @@ CheckRecord partial_check(const RunFacts& f, const std::optional<WindowChecks>& 
 // The collectives against the strategy's definition, every rank, every step.
 CheckRecord collectives_check(const RunFacts& f, const std::vector<RankRecord>& ranks) {
   const RunSpec& spec = f.spec;
-  const bool fused = spec.strategy == Strategy::fused;
+  const auto& st = traits(spec.strategy);
   bool ok = true;
   for (const auto& r : ranks) {
     const auto& s = r.steps;
     for (std::size_t w = 0; w < s.collectives.size(); ++w) {
       if (s.collectives[w] != f.expected_collectives) ok = false;
-      // overlap / every-step: buckets must be launched by the hooks while backward runs.
+      // Bucketed strategies: buckets must be launched by the hooks while backward runs.
       const bool full = static_cast<Count>(w) < spec.full_windows();
-      if (full && spec.world_size > 1 && !fused && s.launched_in_backward[w] < 1) ok = false;
-      if (fused && s.launched_in_backward[w] != 0) ok = false;
+      if (full && spec.world_size > 1 && st.bucketed && s.launched_in_backward[w] < 1) ok = false;
+      if (!st.bucketed && s.launched_in_backward[w] != 0) ok = false;
       const auto& micros = s.collectives_per_micro[w];
-      for (std::size_t m = 0; m < micros.size(); ++m) {
-        const bool syncs = spec.world_size > 1 && (spec.strategy == Strategy::every_step || m + 1 == micros.size());
-        if (!syncs && micros[m] != 0) ok = false;
+      const auto k = static_cast<Count>(micros.size());
+      for (Count m = 0; m < k; ++m) {
+        const bool syncs = spec.world_size > 1 && syncs_in_micro_step(spec.strategy, m, k);
+        if (!syncs && micros[static_cast<std::size_t>(m)] != 0) ok = false;
       }
     }
   }
