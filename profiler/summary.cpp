@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "profiler/sweep_plan.hpp"
+#include "model/noise_scale.hpp"
 
 namespace gaccum::profiler {
 namespace {
@@ -104,12 +104,14 @@ void print_summary(const Profile& p, std::FILE* out) {
       var /= std::max<size_t>(1, g.sq_norms.size() - 1);
       fmt::print(out, "  {:>11} {:>7} {:>14.6g} {:>14.6g}\n", g.micro_batch, g.sq_norms.size(), mean, std::sqrt(var));
     }
-    const auto e = estimate_noise_scale(p.grad_norms);
-    if (e.valid)
+    // The estimator tune and predict use (all sizes, least squares), so the numbers agree.
+    std::vector<std::string> ignored;
+    if (const auto e = model::estimate_noise_scale(p.grad_norms, ignored))
       fmt::print(out, "# B_simple = tr(Sigma)/|G|^2 = {:.4g} / {:.4g} = {:.1f} samples (McCandlish et al. 2018, A.1)\n",
-                 e.trace_sigma, e.grad_sq, e.b_simple);
+                 e->trace_sigma, e->grad_sq_norm, e->b_simple);
     else
-      fmt::print(out, "# B_simple: not estimable from these samples (|G|^2 estimate <= 0 or one size only)\n");
+      fmt::print(out, "# B_simple: not estimable from these samples (|G|^2 or tr(Sigma) estimate <= 0, or one size "
+                      "only)\n");
   }
 
   if (!p.overlap.empty()) {
