@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 
 #include "comm/launcher.hpp"
+#include "core/backend.hpp"
 #include "core/atomic_file.hpp"
 #include "core/buckets.hpp"
 #include "core/error.hpp"
@@ -110,7 +111,7 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
 
   // --- resolve the request ------------------------------------------------------------------
   const std::string device = workloads::resolve_device(req.device);
-  const bool cuda = device.rfind("cuda", 0) == 0;
+  const bool cuda = device_kind_of(device) == DeviceKind::cuda;
   const int cores = usable_cores();
   const int gpus = cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
   std::vector<Count> ranks = req.ranks.empty() ? default_ranks(cuda, cores, gpus) : req.ranks;
@@ -136,7 +137,9 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
   if (req.warmup < 0 || req.iters < 1 || req.comm_warmup < 0 || req.comm_iters < 1)
     throw InputError("--warmup/--iters: need warmup >= 0 and iters >= 1");
   if (req.grad_norm_batches < 2) throw InputError("--grad-norm-batches: need at least 2");
-  (void)workloads::optimizer_state_slots(req.optimizer);  // InputError for an unknown optimizer
+  if (!traits(req.optimizer).in_libtorch)
+    throw InputError(fmt::format("--optimizer: LibTorch has no {} optimizer: profile {} (the same state slots)",
+                                 to_string(req.optimizer), to_string(traits(req.optimizer).profiled_as)));
   if (req.device_memory && *req.device_memory == 0) throw InputError("--device-memory: must be positive, e.g. 256MiB");
 
   prof.versions = library_versions();

@@ -12,6 +12,7 @@
 
 #include "comm/launcher.hpp"
 #include "comm/rank_env.hpp"
+#include "core/backend.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
@@ -36,7 +37,7 @@ json RankPlan::to_json() const {
               {"iters", iters},
               {"comm_warmup", comm_warmup},
               {"comm_iters", comm_iters},
-              {"optimizer", optimizer},
+              {"optimizer", std::string(to_string(optimizer))},
               {"lr", lr},
               {"seed", seed},
               {"micro_batches", micro_batches},
@@ -63,7 +64,7 @@ RankPlan RankPlan::from_json(const json& j) {
   p.iters = static_cast<int>(f.positive("iters"));
   p.comm_warmup = static_cast<int>(f.count("comm_warmup"));
   p.comm_iters = static_cast<int>(f.positive("comm_iters"));
-  p.optimizer = f.str("optimizer");
+  p.optimizer = parse_libtorch_optimizer(f.str("optimizer"), f.child("optimizer"));
   p.lr = f.num("lr");
   p.seed = static_cast<std::uint64_t>(f.count("seed"));
   p.micro_batches = f.count_list("micro_batches");
@@ -95,9 +96,6 @@ void redirect_output(const std::string& path) {
   ::close(fd);
 }
 
-// c10d failures arrive as RuntimeFailure("c10d <op> failed ...") from comm/communicator.cpp.
-bool is_collective_failure(const RuntimeFailure& e) { return std::string(e.what()).rfind("c10d ", 0) == 0; }
-
 json results_json(const RankResults& r, const workloads::Workload& w, const RankPlan& plan) {
   Profile frag;
   frag.hardware.device_kind = w.device().is_cuda() ? "cuda" : "cpu";
@@ -120,7 +118,7 @@ int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
     // Only allowed before any inter-op work started; a fresh rank process normally allows it.
   }
   auto cfg = plan.workload;
-  const bool cuda = cfg.device.rfind("cuda", 0) == 0;
+  const bool cuda = device_kind_of(cfg.device) == DeviceKind::cuda;
   if (cuda) {
     // One process per GPU: rank r of a group uses cuda:<local rank>; a single rank keeps the
     // device the user chose (e.g. cuda:1).
@@ -136,7 +134,7 @@ int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
   std::unique_ptr<comm::Communicator> comm;
   if (ctx.world_size > 1) {
     comm::ConnectOptions co;
-    co.backend = cuda ? "nccl" : "gloo";
+    co.backend = backend_for(device_kind_of(cfg.device));
     co.device = cuda ? cfg.device : "cpu";
     co.timeout = plan.timeout;
     co.key_prefix = "profile";
@@ -170,8 +168,7 @@ int run_profile_rank(const json& args) {
   redirect_output(rank_log_path(plan.result_dir, ctx.rank));
   try {
     return run_rank(plan, ctx);
-  } catch (const RuntimeFailure& e) {
-    if (!is_collective_failure(e)) throw;
+  } catch (const CollectiveFailure& e) {  // from comm/communicator.cpp: a peer was lost
     std::fprintf(stderr, "gaccum-tune: error: %s\n", e.what());
     return comm::kExitPeerLost;
   }

@@ -26,7 +26,7 @@ void print_summary(const Profile& p, std::FILE* out) {
              h.device_kind == "cuda" ? fmt::format(" ({} SMs, driver {})", h.sm_count, h.driver) : "", h.cpu_cores,
              h.threads_per_rank);
   fmt::print(out, "# device memory {}, memory cap {}, optimizer {}\n", format_bytes(h.device_memory),
-             format_bytes(p.settings.memory_cap), p.settings.optimizer);
+             format_bytes(p.settings.memory_cap), to_string(p.settings.optimizer));
   fmt::print(out, "# gaccum-tune {}, LibTorch {}, Gloo {}{}\n", p.versions.tool, p.versions.libtorch,
              p.versions.gloo.empty() ? "?" : p.versions.gloo,
              p.versions.cuda.empty() ? "" : fmt::format(", CUDA {}, NCCL {}", p.versions.cuda, p.versions.nccl));
@@ -55,7 +55,8 @@ void print_summary(const Profile& p, std::FILE* out) {
     }
   }
   if (!p.optimizer.empty()) {
-    fmt::print(out, "\n# Optimizer step (zero_grad + {} step), ms, max over concurrent ranks\n", p.settings.optimizer);
+    fmt::print(out, "\n# Optimizer step (zero_grad + {} step), ms, max over concurrent ranks\n",
+               to_string(p.settings.optimizer));
     fmt::print(out, "# {:>5} {:>10} {:>21}\n", "ranks", "median", "[p10, p90]");
     for (const auto& o : p.optimizer)
       fmt::print(out, "  {:>5} {:>10} {:>21}\n", o.concurrent_ranks, ms(o.step.median),

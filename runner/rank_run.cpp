@@ -329,10 +329,13 @@ int rank_failure_exit_code(int rank, std::exception_ptr e) {
   } catch (const InputError& ex) {
     report_rank_error(rank, ex.what());
     return 2;
+  } catch (const CollectiveFailure& ex) {
+    report_rank_error(rank, fmt::format("{} {}", ex.what(), where()));
+    return comm::kExitPeerLost;
   } catch (const RuntimeFailure& ex) {
     const std::string what = ex.what();
     report_rank_error(rank, fmt::format("{} {}", what, where()));
-    return what.rfind("c10d", 0) == 0 ? comm::kExitPeerLost : 1;
+    return 1;
   } catch (const c10::Error& ex) {
     std::string what = ex.what_without_backtrace();
     what = what.substr(0, what.find('\n'));
@@ -361,7 +364,7 @@ int run_validation_rank(const RunSpec& spec, const comm::RankContext& ctx, const
   } catch (const c10::Error&) {
   }
   workloads::WorkloadConfig wcfg = spec.workload;
-  if (spec.backend == "nccl") wcfg.device = fmt::format("cuda:{}", ctx.local_rank);
+  if (spec.backend == Backend::nccl) wcfg.device = fmt::format("cuda:{}", ctx.local_rank);
   const torch::Device device(wcfg.device);
   auto memory = profiler::memory_for(device);
 
@@ -907,7 +910,7 @@ int run_validation_rank(const RunSpec& spec, const comm::RankContext& ctx, const
                                       dependence.dropout.size(), dependence.dropout.front(),
                                       dependence.dropout.size() > 1 ? ", ..." : ""));
   json environment{{"launcher", ctx.launcher},
-                   {"backend", comm ? comm->backend() : std::string("none")},
+                   {"backend", comm ? std::string(to_string(comm->backend())) : std::string("none")},
                    {"device", device.str()},
                    {"world_size", world},
                    {"threads_per_rank", spec.threads_per_rank},

@@ -202,7 +202,7 @@ ValidateOutcome validate(ValidateOptions o) {
   }
   for (auto& s : specs) {
     s.workload.device = device;
-    s.backend = device == "cpu" ? "gloo" : "nccl";
+    s.backend = backend_for(device_kind_of(device));
     if (!o.tolerances_given) std::tie(s.rtol, s.atol) = default_tolerances(s.workload.dtype);
     if (joined) {
       if (!o.world_size_given && o.from_tune.empty()) s.world_size = ctx.world_size;
