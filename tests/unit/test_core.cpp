@@ -176,7 +176,7 @@ TEST_CASE("optimizer and backend names: one table each, parsed at the boundary",
   CHECK_THROWS_AS(parse_backend("mpi", "--backend"), InputError);
 }
 
-TEST_CASE("first and last lines of a message; a collective failure is a RuntimeFailure", "[core]") {
+TEST_CASE("first and last lines of a message, and a collective failure is a RuntimeFailure", "[core]") {
   CHECK(first_line("c10d allreduce failed: x\n  at frame 1") == "c10d allreduce failed: x");
   CHECK(first_line("one line") == "one line");
   CHECK(first_line("") == "");
