@@ -69,7 +69,7 @@ void overlay(CheckInputs& b, const CheckInputs& t) {
 CheckInputs default_inputs() {
   CheckInputs d;
   d.strategy.set(Strategy::overlap, "default (DDP with no_sync on the first accum_steps - 1 micro-steps)");
-  d.optimizer.set("adam", "default");
+  d.optimizer.set(std::string(to_string(Optimizer::adam)), "default");
   d.sharding.set(ShardingChoice{}, "default (DDP: nothing sharded)");
   MemoryCap cap;
   cap.fraction = 1.0;
@@ -82,10 +82,7 @@ CheckInputs default_inputs() {
 }
 
 std::string validate_optimizer(const std::string& name, const std::string& field) {
-  static const char* kOptimizers[] = {"sgd", "adam", "adamw", "lamb"};
-  if (std::none_of(std::begin(kOptimizers), std::end(kOptimizers), [&](const char* o) { return name == o; }))
-    throw InputError(fmt::format("{}: unknown optimizer '{}': expected sgd, adam, adamw or lamb", field, name));
-  return name;
+  return std::string(to_string(parse_optimizer(name, field)));
 }
 
 CheckInputs inputs_from_job(const JobFile& j) {
@@ -136,7 +133,7 @@ CheckInputs inputs_from_deepspeed(const DeepSpeedConfig& ds, const DeepSpeedBatc
     auto rule = optimizer_rule_name(*ds.optimizer_type);
     std::string raw = *ds.optimizer_type;
     for (auto& c : raw) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    in.optimizer.set(rule ? *rule : raw, fmt::format("{} optimizer.type \"{}\"", src, *ds.optimizer_type));
+    in.optimizer.set(rule ? std::string(to_string(*rule)) : raw, fmt::format("{} optimizer.type \"{}\"", src, *ds.optimizer_type));
   }
   if (ds.lr) in.lr.set(*ds.lr, src + " optimizer.params.lr");
   const DeepSpeedPlan plan = deepspeed_plan(ds);

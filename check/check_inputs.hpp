@@ -17,6 +17,7 @@
 
 #include "check/deepspeed_config.hpp"
 #include "check/job.hpp"
+#include "core/optimizer.hpp"
 #include "core/parse.hpp"
 #include "core/plan.hpp"
 #include "core/strategy.hpp"
@@ -86,7 +87,7 @@ struct ResolvedJob {
   std::optional<Precision> precision;
   std::optional<Checkpointing> checkpointing;
   bool offload_optimizer = false, offload_params = false;
-  std::string optimizer = "adam";
+  std::string optimizer{to_string(Optimizer::adam)};  // a name of core/optimizer.hpp or a DeepSpeed type without a rule
   std::optional<double> lr;
   std::optional<tuner::LrReference> lr_ref;
   std::optional<Count> dataset_size;

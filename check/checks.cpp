@@ -456,13 +456,13 @@ CheckResult check_learning_rate(const ResolvedJob& j) {
                                   : "no reference: pass --lr-ref LR@BATCH (a learning rate known to work at a global batch)";
     return r;
   }
-  static const char* kRules[] = {"sgd", "adam", "adamw", "lamb"};
-  if (std::none_of(std::begin(kRules), std::end(kRules), [&](const char* o) { return j.optimizer == o; })) {
+  const std::optional<Optimizer> optimizer = find_optimizer(j.optimizer);
+  if (!optimizer) {
     r.reason = fmt::format("optimizer '{}' has no scaling rule here (sgd: linear; adam, adamw, lamb: square-root)",
                            j.optimizer);
     return r;
   }
-  const tuner::LrAdvice a = tuner::recommend_lr(j.lr_ref, j.optimizer, j.product, j.dataset_size);
+  const tuner::LrAdvice a = tuner::recommend_lr(j.lr_ref, *optimizer, j.product, j.dataset_size);
   const double ratio = *j.lr / a.lr;
   r.data = oj{{"optimizer", j.optimizer},       {"rule", a.rule},
               {"lr", round_sig(*j.lr)},         {"recommended_lr", round_sig(a.lr)},

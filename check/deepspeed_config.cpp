@@ -250,14 +250,15 @@ DeepSpeedPlan deepspeed_plan(const DeepSpeedConfig& ds) {
   return p;
 }
 
-std::optional<std::string> optimizer_rule_name(const std::string& type) {
+std::optional<Optimizer> optimizer_rule_name(const std::string& type) {
+  // DeepSpeed's own type names (its variants of each optimizer); our names via find_optimizer.
   const std::string t = lower(type);
-  if (t == "sgd" || t == "musgd") return std::string("sgd");
-  if (t == "adamw" || t == "muadamw") return std::string("adamw");
-  if (t == "adam" || t == "onebitadam" || t == "zerooneadam" || t == "muadam" || t == "fusedadam" || t == "cpuadam")
-    return std::string("adam");
-  if (t == "lamb" || t == "onebitlamb" || t == "fusedlamb") return std::string("lamb");
-  return std::nullopt;
+  if (t == "musgd") return Optimizer::sgd;
+  if (t == "muadamw") return Optimizer::adamw;
+  if (t == "onebitadam" || t == "zerooneadam" || t == "muadam" || t == "fusedadam" || t == "cpuadam")
+    return Optimizer::adam;
+  if (t == "onebitlamb" || t == "fusedlamb") return Optimizer::lamb;
+  return find_optimizer(t);
 }
 
 DeepSpeedConfig fill_auto_fields(DeepSpeedConfig c, std::optional<Count> global_batch, std::optional<Count> micro_batch,

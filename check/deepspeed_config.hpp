@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/optimizer.hpp"
 #include "core/plan.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
@@ -86,9 +87,9 @@ struct DeepSpeedPlan {
 };
 DeepSpeedPlan deepspeed_plan(const DeepSpeedConfig& c);
 
-// DeepSpeed optimizer type -> our LR-rule name (sgd | adam | adamw | lamb), nullopt when it has
-// no scaling rule here (e.g. Adagrad, Lion).
-std::optional<std::string> optimizer_rule_name(const std::string& type);
+// DeepSpeed optimizer type -> the optimizer whose LR rule it follows (core/optimizer.hpp), nullopt
+// when it has no scaling rule here (e.g. Adagrad, Lion).
+std::optional<Optimizer> optimizer_rule_name(const std::string& type);
 
 // The world size the three fields imply when all are given (train / (micro x gas)), if exact.
 std::optional<Count> implied_world_size(const DeepSpeedConfig& c);

@@ -25,7 +25,7 @@
 //   -- data and optimisation --
 //   dataset_size      positive integer, samples per epoch
 //   drop_last         true | false (the DataLoader's)
-//   optimizer         "sgd" | "adam" | "adamw" | "lamb"
+//   optimizer         "sgd" | "adam" | "adamw" | "lamb" (core/optimizer.hpp; check_inputs.cpp parses it)
 //   lr                positive number
 //   lr_ref            "3e-4@256" or {lr: 3e-4, global_batch: 256}
 //   noise_scale       positive number, B_noise in samples (overrides the profile's estimate)

@@ -7,7 +7,7 @@ namespace gaccum::check {
 
 std::vector<std::string> exchange_settings_c10d(const RankContext& ctx, const std::string& mine, Seconds timeout) {
   comm::ConnectOptions opts;
-  opts.backend = "gloo";
+  opts.backend = Backend::gloo;
   opts.device = "cpu";
   opts.timeout = timeout;
   opts.key_prefix = "gaccum-check";

@@ -39,6 +39,7 @@
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "core/rank_env.hpp"
+#include "core/text_lines.hpp"
 #include "core/version.hpp"
 #include "workloads/workload.hpp"
 
@@ -63,23 +64,6 @@ struct CheckOptions {
   std::string timeout = "60s";
   std::string device_memory;  // the CPU "device" for --workload / --torchscript without a profile
 };
-
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-// ---- the two engine-only steps (LibTorch): everything else in this file is torch-free -------
-// For the light/engine split: the light binary replaces these two with an InputError saying
-// "needs the engine binary"; nothing else in `check` depends on LibTorch.
-
-// --distributed: every rank's settings line through c10d (check/rank_agreement_c10d.hpp).
-std::vector<std::string> exchange_settings(const RankContext& ctx, const std::string& mine, Seconds timeout) {
-  return check::exchange_settings_c10d(ctx, mine, timeout);
-}
-
-// --workload / --torchscript without --profile: the cached profile, or one measured now.
-Profile profile_workload(const workloads::WorkloadConfig& cfg, const std::string& optimizer, bool reprofile,
-                         nlohmann::json& source, std::optional<Bytes> device_memory) {
-  return obtain_cached_profile(cfg, optimizer, reprofile, source, device_memory);
-}
 
 CheckInputs flag_inputs(const CheckOptions& o) {
   CheckInputs in;
@@ -255,11 +239,10 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
     nlohmann::json source;
     // The optimizer whose state is profiled: a DeepSpeed type without an LR rule (e.g. Adagrad)
     // is measured as Adam (two state slots, the larger common case).
-    const std::string& opt = out.job.optimizer;
-    const bool known = opt == "sgd" || opt == "adam" || opt == "adamw" || opt == "lamb";
+    const Optimizer opt = find_optimizer(out.job.optimizer).value_or(Optimizer::adam);
     std::optional<Bytes> device_memory;
     if (!o.device_memory.empty()) device_memory = parse_bytes(o.device_memory, "--device-memory");
-    Profile p = profile_workload(cfg, known ? opt : std::string("adam"), o.reprofile, source, device_memory);
+    Profile p = obtain_cached_profile(cfg, opt, o.reprofile, source, device_memory);
     if (in.workload_hash && p.workload.hash != *in.workload_hash)
       check::require_profile_of(p, source.value("path", std::string()), std::nullopt, *in.workload_hash,
                                 in.workload_hash.source);
@@ -349,7 +332,7 @@ int run_check_verdict(const CheckOptions& o) {
         error.empty() ? check::encode(check::rank_settings(prep->job, ctx.rank,
                                                            check::config_hash(prep->job, prep->files_hash)))
                       : check::encode(check::failed_rank_settings(ctx.rank, error));
-    const auto lines = exchange_settings(ctx, mine, timeout);
+    const auto lines = check::exchange_settings_c10d(ctx, mine, timeout);
     std::vector<check::RankSettings> all;
     for (int r = 0; r < int(lines.size()); ++r) all.push_back(check::decode_rank_settings(lines[r], r));
     if (!error.empty()) throw InputError(error);

@@ -23,14 +23,9 @@
 
 namespace {
 
-std::string first_line(const std::string& s) {
-  auto nl = s.find('\n');
-  return nl == std::string::npos ? s : s.substr(0, nl);
-}
-
 int error(const std::string& msg, int code) {
   std::fflush(stdout);
-  std::cerr << "gaccum-tune: error: " << first_line(msg) << "\n";
+  std::cerr << "gaccum-tune: error: " << gaccum::first_line(msg) << "\n";
   return code;
 }
 

@@ -76,7 +76,7 @@ std::unique_ptr<model::CostModel> make_model(const PredictOptions& o) {
     std::optional<Bytes> device_memory;
     if (!o.device_memory.empty()) device_memory = parse_bytes(o.device_memory, "--device-memory");
     nlohmann::json source;
-    Profile prof = obtain_cached_profile(cfg, "adam", false, source, device_memory);
+    Profile prof = obtain_cached_profile(cfg, Optimizer::adam, false, source, device_memory);
     std::cerr << fmt::format("gaccum-tune: profile {} {}\n", source.value("cached", false) ? "cached" : "measured now and cached at",
                              source.value("path", std::string()));
     return model::make_profile_model(prof, cluster ? &*cluster : nullptr);

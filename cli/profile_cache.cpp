@@ -34,24 +34,24 @@ fs::path profile_cache_dir() {
 
 // Cache key: (workload hash, hardware, library versions) -> 16 hex digits.
 // The optimizer joins the key: its state is part of the measured memory.
-std::string profile_cache_key(const WorkloadIdentity& id, const std::string& device, const std::string& optimizer,
+std::string profile_cache_key(const WorkloadIdentity& id, const std::string& device, Optimizer optimizer,
                               std::optional<Bytes> device_memory) {
   std::string hw = fmt::format("{}|{}|{}", device, profiler::cpu_model(), std::thread::hardware_concurrency());
   if (device_memory) hw += fmt::format("|device_memory={}", *device_memory);
   const std::string libs = fmt::format("{}|{}", GACCUM_VERSION_STRING, GACCUM_TORCH_VERSION);
-  return hex64(fnv1a64(fmt::format("workload={};optimizer={};hardware={};libraries={}", id.hash, optimizer, hw, libs)));
+  return hex64(fnv1a64(fmt::format("workload={};optimizer={};hardware={};libraries={}", id.hash, to_string(optimizer), hw, libs)));
 }
 
 // Measures a fresh profile of `cfg` on this machine with the profiler's defaults (on CPU: a
 // 96 MiB "device", ranks up to the cores, threads per rank recorded), as `gaccum-tune profile`
 // would; progress on stderr when it is a terminal.
-Profile run_profiler(const workloads::WorkloadConfig& cfg, const std::string& optimizer,
+Profile run_profiler(const workloads::WorkloadConfig& cfg, Optimizer optimizer,
                      std::optional<Bytes> device_memory) {
   profiler::ProfileRequest req;
   req.workload = cfg;
   req.device_memory = device_memory;
   req.device = cfg.device;
-  req.optimizer = profiled_optimizer(optimizer);
+  req.optimizer = traits(optimizer).profiled_as;
   profiler::Progress progress(::isatty(STDERR_FILENO) == 1);
   Profile p = profiler::run_profile(req, progress);
   progress.clear();
@@ -62,16 +62,14 @@ Profile run_profiler(const workloads::WorkloadConfig& cfg, const std::string& op
 
 fs::path profile_cache_directory() { return profile_cache_dir(); }
 
-std::string profiled_optimizer(const std::string& optimizer) { return optimizer == "lamb" ? "adam" : optimizer; }
-
 // Where the profile of (workload, optimizer, device memory) is cached.
-static fs::path cached_profile_path(const WorkloadIdentity& id, const std::string& device, const std::string& optimizer,
+static fs::path cached_profile_path(const WorkloadIdentity& id, const std::string& device, Optimizer optimizer,
                              std::optional<Bytes> device_memory) {
   return profile_cache_dir() /
-         fmt::format("{}-{}.json", id.name, profile_cache_key(id, device, profiled_optimizer(optimizer), device_memory));
+         fmt::format("{}-{}.json", id.name, profile_cache_key(id, device, traits(optimizer).profiled_as, device_memory));
 }
 
-std::string find_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer,
+std::string find_cached_profile(const workloads::WorkloadConfig& cfg, Optimizer optimizer,
                                 std::optional<Bytes> device_memory) {
   const auto workload = workloads::make_workload(cfg);
   fs::path path;
@@ -84,11 +82,10 @@ std::string find_cached_profile(const workloads::WorkloadConfig& cfg, const std:
   return fs::exists(path, ec) ? path.string() : "";
 }
 
-Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer_in, bool reprofile,
+Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, Optimizer optimizer, bool reprofile,
                               nlohmann::json& source, std::optional<Bytes> device_memory) {
   const auto workload = workloads::make_workload(cfg);
   const auto& id = workload->identity();
-  const std::string optimizer = profiled_optimizer(optimizer_in);
   const fs::path path = cached_profile_path(id, cfg.device, optimizer, device_memory);
   source = {{"kind", "profile"}, {"path", path.string()}, {"workload", id.name}, {"cache_key", path.stem().string()}};
   std::error_code ec;
@@ -102,7 +99,7 @@ Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, const std::s
                                e.what());
     }
   }
-  Profile p = run_profiler(cfg, optimizer_in, device_memory);
+  Profile p = run_profiler(cfg, optimizer, device_memory);
   save_profile(p, path.string());
   source["cached"] = false;
   return p;

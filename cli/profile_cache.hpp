@@ -23,19 +23,17 @@ namespace gaccum::cli {
 // ${XDG_CACHE_HOME:-~/.cache}/gaccum-tune/profiles (InputError when neither variable is set).
 std::filesystem::path profile_cache_directory();
 
-// The optimizer whose state the profile measures: LAMB keeps Adam's two moments.
-std::string profiled_optimizer(const std::string& optimizer);
-
-// `cfg.device` must be resolved (not "auto"). Fills `source` with {"kind": "profile", "path",
+// The profile measures traits(optimizer).profiled_as (core/optimizer.hpp: LAMB keeps Adam's two
+// moments and is profiled as Adam). `cfg.device` must be resolved (not "auto"). Fills `source` with {"kind": "profile", "path",
 // "workload", "cache_key", "cached": bool}. An unusable cached file is re-measured (one line on
 // stderr says why).
 // `device_memory`: the CPU "device" size to profile with (--device-memory); it joins the cache key.
-Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer, bool reprofile,
+Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, Optimizer optimizer, bool reprofile,
                               nlohmann::json& source, std::optional<Bytes> device_memory = std::nullopt);
 
 // The cached profile obtain_cached_profile would read for (cfg, optimizer, device_memory), if
 // that file exists; never measures. "" when there is none.
-std::string find_cached_profile(const workloads::WorkloadConfig& cfg, const std::string& optimizer,
+std::string find_cached_profile(const workloads::WorkloadConfig& cfg, Optimizer optimizer,
                                 std::optional<Bytes> device_memory = std::nullopt);
 
 }  // namespace gaccum::cli

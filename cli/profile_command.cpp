@@ -76,9 +76,7 @@ profiler::ProfileRequest to_request(const ProfileOptions& o) {
   r.comm_iters = o.comm_iters;
   if (o.threads_per_rank != "auto")
     r.threads_per_rank = static_cast<int>(parse_positive_count(o.threads_per_rank, "--threads-per-rank"));
-  if (o.optimizer != "adam" && o.optimizer != "adamw" && o.optimizer != "sgd")
-    throw InputError(fmt::format("--optimizer: unknown optimizer '{}': expected adam, adamw or sgd", o.optimizer));
-  r.optimizer = o.optimizer;
+  r.optimizer = parse_libtorch_optimizer(o.optimizer, "--optimizer");
   r.seed = o.seed;
   if (o.grad_norm_batches < 2) throw InputError("--grad-norm-batches: must be >= 2");
   r.grad_norm_batches = o.grad_norm_batches;

@@ -125,7 +125,7 @@ LoadedModel load_model(const TuneOptions& o) {
   std::optional<Bytes> device_memory;
   if (!o.device_memory.empty()) device_memory = parse_bytes(o.device_memory, "--device-memory");
   nlohmann::json source;
-  Profile p = obtain_cached_profile(cfg, o.optimizer, o.reprofile, source, device_memory);
+  Profile p = obtain_cached_profile(cfg, parse_optimizer(o.optimizer, "--optimizer"), o.reprofile, source, device_memory);
   return model_from_profile(std::move(p), std::move(source), o.cluster);
 }
 
@@ -176,7 +176,7 @@ tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {
     r.cost_per_device_hour = *l.cluster->cost_per_device_hour;
   }
   if (!o.lr_ref.empty()) r.lr_reference = tuner::parse_lr_reference(o.lr_ref, "--lr-ref");
-  r.optimizer = o.optimizer;
+  r.optimizer = parse_optimizer(o.optimizer, "--optimizer");
   if (!o.dataset_size.empty()) r.dataset_size = parse_positive_count(o.dataset_size, "--dataset-size");
   r.top = parse_positive_count(o.top, "--top");
   return r;

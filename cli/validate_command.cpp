@@ -90,7 +90,7 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
                            ? 0
                            : static_cast<int>(parse_count_at_most(c.threads_per_rank, "--threads-per-rank",
                                                                   kMaxThreadsPerRank, "1024"));
-  s.optimizer = c.optimizer;
+  s.optimizer = parse_libtorch_optimizer(c.optimizer, "--optimizer");
   try {
     std::size_t pos = 0;
     s.lr = std::stod(c.lr, &pos);
@@ -102,7 +102,7 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
     throw InputError(fmt::format("--lr: invalid learning rate '{}': expected a positive finite number such as 1e-3", c.lr));
   s.seed = static_cast<std::uint64_t>(count_or_zero(c.seed, "--seed"));
   s.dataset_size = c.dataset_size.empty() ? 0 : parse_positive_count(c.dataset_size, "--dataset-size");
-  s.partial_window = c.partial_window;
+  s.partial_window = runner::parse_partial_window(c.partial_window, "--partial-window");
   o.world_size_given = world_size_given;
   o.profile_path = c.profile;
   o.tolerance_pct = parse_percent(c.tolerance, "--tolerance");
@@ -134,7 +134,7 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
     // compare with it (not used silently: a prediction verdict is asked for, not imposed).
     auto cfg = s.workload;
     cfg.device = workloads::resolve_device(cfg.device);
-    if (const auto cached = find_cached_profile(cfg, c.optimizer); !cached.empty())
+    if (const auto cached = find_cached_profile(cfg, s.optimizer); !cached.empty())
       std::cout << fmt::format("hint: a profile of this workload is cached; compare with it: --profile {}\n", cached);
   }
   std::cout << fmt::format("wrote {}\n", o.output);

@@ -29,7 +29,7 @@ int run_version(const VersionOptions& o) {
   auto cuda = gpu::query_cuda();
   const bool torch_cuda = torch::cuda::is_available();
   std::vector<std::string> backends;
-  for (const auto& b : comm::available_backends()) backends.push_back(b == "gloo" ? "gloo (c10d, CPU)" : "nccl (c10d, GPU)");
+  for (const auto& b : comm::available_backends()) backends.push_back(b == Backend::gloo ? "gloo (c10d, CPU)" : "nccl (c10d, GPU)");
   if (cuda.compiled) backends.push_back("nccl-probe (raw NCCL " + cuda.nccl_version + ", GPU)");
   const unsigned cores = std::thread::hardware_concurrency();
 

@@ -31,6 +31,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "core/text_lines.hpp"
 
 namespace gaccum::comm {
 namespace {
@@ -40,15 +41,10 @@ namespace {
     try {                                                                                      \
       return expr;                                                                             \
     } catch (const std::exception& e) {                                                        \
-      throw RuntimeFailure(fmt::format("c10d {} failed ({}:{}): {}", op, __FILE__, __LINE__,   \
+      throw CollectiveFailure(fmt::format("c10d {} failed ({}:{}): {}", op, __FILE__, __LINE__,\
                                        first_line(e.what())));                                 \
     }                                                                                          \
   }()
-
-std::string first_line(const std::string& s) {
-  auto nl = s.find('\n');
-  return nl == std::string::npos ? s : s.substr(0, nl);
-}
 
 std::chrono::milliseconds to_ms(Seconds s) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000.0));
@@ -135,16 +131,16 @@ class WorkHandle final : public PendingCollective {
 template <class PG>
 class C10dCommunicator final : public Communicator {
  public:
-  C10dCommunicator(int rank, int world, std::string backend, torch::Device dev, std::unique_ptr<KeyValueStore> store,
+  C10dCommunicator(int rank, int world, Backend backend, torch::Device dev, std::unique_ptr<KeyValueStore> store,
                    c10::intrusive_ptr<PG> pg)
-      : Communicator(rank, world, std::move(backend), dev, std::move(store)), pg_(std::move(pg)) {}
+      : Communicator(rank, world, backend, dev, std::move(store)), pg_(std::move(pg)) {}
 
   std::unique_ptr<PendingCollective> allreduce_sum_async(torch::Tensor& t) override {
     std::vector<at::Tensor> v{t};
     c10d::AllreduceOptions o;
     o.reduceOp = c10d::ReduceOp::SUM;
     auto work = GACCUM_C10D("allreduce", pg_->allreduce(v, o));
-    return std::make_unique<WorkHandle>(std::move(work), backend_ == "gloo");
+    return std::make_unique<WorkHandle>(std::move(work), backend_ == Backend::gloo);
   }
 
   void broadcast(torch::Tensor& t, int root) override {
@@ -251,7 +247,7 @@ std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptio
   auto kv = std::make_unique<C10dStore>(store);
   if (opts.after_store) opts.after_store(*kv);
 
-  if (opts.backend == "gloo") {
+  if (opts.backend == Backend::gloo) {
     auto go = c10d::ProcessGroupGloo::Options::create();
     go->timeout = to_ms(opts.timeout);
     std::string host = opts.gloo_interface_host;
@@ -268,30 +264,28 @@ std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptio
     auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", store);
     auto pg = GACCUM_C10D("ProcessGroupGloo", c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, ctx.rank,
                                                                                          ctx.world_size, go));
-    return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(ctx.rank, ctx.world_size, "gloo",
+    return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(ctx.rank, ctx.world_size, Backend::gloo,
                                                                       torch::Device(opts.device), std::move(kv), pg);
   }
-  if (opts.backend == "nccl") {
+  // Backend::nccl
 #ifdef USE_C10D_NCCL
-    auto no = c10d::ProcessGroupNCCL::Options::create();
-    no->timeout = to_ms(opts.timeout);
-    auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", store);
-    auto pg = GACCUM_C10D("ProcessGroupNCCL", c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, ctx.rank,
-                                                                                         ctx.world_size, no));
-    return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(ctx.rank, ctx.world_size, "nccl",
-                                                                      torch::Device(opts.device), std::move(kv), pg);
+  auto no = c10d::ProcessGroupNCCL::Options::create();
+  no->timeout = to_ms(opts.timeout);
+  auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", store);
+  auto pg = GACCUM_C10D("ProcessGroupNCCL", c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, ctx.rank,
+                                                                                       ctx.world_size, no));
+  return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(ctx.rank, ctx.world_size, Backend::nccl,
+                                                                    torch::Device(opts.device), std::move(kv), pg);
 #else
-    throw InputError("--backend: nccl is not available: this LibTorch was built without CUDA/NCCL "
-                     "(build against a CUDA LibTorch, e.g. pip torch, via CMAKE_PREFIX_PATH)");
+  throw InputError("--backend: nccl is not available: this LibTorch was built without CUDA/NCCL "
+                   "(build against a CUDA LibTorch, e.g. pip torch, via CMAKE_PREFIX_PATH)");
 #endif
-  }
-  throw InputError(fmt::format("--backend: unknown backend '{}': expected gloo or nccl", opts.backend));
 }
 
-std::vector<std::string> available_backends() {
-  std::vector<std::string> b{"gloo"};
+std::vector<Backend> available_backends() {
+  std::vector<Backend> b{Backend::gloo};
 #ifdef USE_C10D_NCCL
-  b.push_back("nccl");
+  b.push_back(Backend::nccl);
 #endif
   return b;
 }

@@ -4,7 +4,8 @@
 // Why: c10d's C++ API moves between LibTorch 1.13 and 2.x (Work vs ProcessGroup::Work,
 //      ProcessGroup vs Backend, USE_C10D_* guards, TCPStore options); every version difference
 //      lives in communicator.cpp and nothing else includes c10d headers.
-// Errors: every c10d failure is rethrown as RuntimeFailure "c10d <op> failed (<file>:<line>): ...".
+// Errors: every c10d failure is rethrown as CollectiveFailure (core/error.hpp, a RuntimeFailure)
+//         "c10d <op> failed (<file>:<line>): ...".
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <torch/types.h>
 
 #include "comm/rank_env.hpp"
+#include "core/backend.hpp"
 #include "core/units.hpp"
 
 namespace gaccum::comm {
@@ -58,7 +60,7 @@ class Communicator {
   virtual ~Communicator() = default;
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
-  const std::string& backend() const { return backend_; }
+  Backend backend() const { return backend_; }
   torch::Device device() const { return device_; }
 
   // In-place sum over ranks. The tensor must be contiguous and stay alive until wait().
@@ -81,18 +83,18 @@ class Communicator {
   KeyValueStore& store() { return *store_; }
 
  protected:
-  Communicator(int rank, int world_size, std::string backend, torch::Device device,
+  Communicator(int rank, int world_size, Backend backend, torch::Device device,
                std::unique_ptr<KeyValueStore> store)
-      : rank_(rank), world_size_(world_size), backend_(std::move(backend)), device_(device), store_(std::move(store)) {}
+      : rank_(rank), world_size_(world_size), backend_(backend), device_(device), store_(std::move(store)) {}
   int rank_, world_size_;
-  std::string backend_;
+  Backend backend_;
   torch::Device device_;
   std::unique_ptr<KeyValueStore> store_;
   std::int64_t gather_seq_ = 0;
 };
 
 struct ConnectOptions {
-  std::string backend = "gloo";          // gloo | nccl
+  Backend backend = Backend::gloo;
   std::string device = "cpu";            // the device tensors live on (nccl: cuda:<local_rank>)
   Seconds timeout = 60;                  // rendezvous and collective timeout
   std::string key_prefix = "gaccum";     // namespaces keys of concurrent jobs on one store
@@ -112,8 +114,8 @@ void rendezvous(KeyValueStore& store, const std::string& tag, int rank, int worl
 // already taken throws InputError naming MASTER_PORT.
 std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptions& opts);
 
-// Which c10d backends this LibTorch build offers ("gloo", "nccl").
-std::vector<std::string> available_backends();
+// Which c10d backends this LibTorch build offers (gloo; nccl with CUDA).
+std::vector<Backend> available_backends();
 // Gloo's version as compiled in ("0.5.0"), empty if unknown.
 std::string gloo_version();
 

@@ -57,6 +57,14 @@ class RuntimeFailure : public Error {
   using Error::Error;
 };
 
+// A c10d collective, store operation or process-group setup failed (comm/communicator.cpp): in a
+// rank this usually means a peer was lost. The message still starts "c10d <op> failed"; catch the
+// type, not the text. Exit code 1 like any RuntimeFailure unless a rank maps it (runner/, profiler/).
+class CollectiveFailure : public RuntimeFailure {
+ public:
+  using RuntimeFailure::RuntimeFailure;
+};
+
 // A launched rank process failed; carries the exit code of its failure class, which the CLI
 // returns as is: 86 a rank died, 87 a rank ran out of memory, 88 a rank hung, 2 bad input found
 // inside a rank (the table in README.md, "Exit codes").

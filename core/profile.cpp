@@ -137,7 +137,7 @@ json to_json(const Profile& p) {
                    {"max_micro_batch", s.max_micro_batch},
                    {"time_budget_s", s.time_budget_s},
                    {"seed", s.seed},
-                   {"optimizer", s.optimizer}};
+                   {"optimizer", std::string(to_string(s.optimizer))}};
   json mem = json::array();
   for (const auto& m : p.memory)
     mem.push_back({{"micro_batch", m.micro_batch},
@@ -270,7 +270,12 @@ Profile profile_from_json(const json& j, const std::string& what) {
       p.settings.max_micro_batch = sf.has("max_micro_batch") ? sf.count("max_micro_batch") : 0;
       p.settings.time_budget_s = opt_non_negative(sf, "time_budget_s").value_or(0);
       p.settings.seed = sf.has("seed") ? static_cast<std::uint64_t>(sf.count("seed")) : 0;
-      p.settings.optimizer = sf.opt_str("optimizer").value_or("adam");
+      const std::string optimizer = sf.opt_str("optimizer").value_or("adam");
+      const auto measured = find_optimizer(optimizer);
+      if (!measured || !traits(*measured).in_libtorch)
+        throw ProfileError(fmt::format("{}: '{}' is not an optimizer the profiler measures (sgd, adam or adamw)",
+                                       sf.child("optimizer"), optimizer));
+      p.settings.optimizer = *measured;
     }
 
     p.memory = list_from<MemoryPoint>(f, "memory", [](const json& e, const std::string& path) {

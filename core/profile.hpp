@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/optimizer.hpp"
 #include "core/units.hpp"
 
 namespace gaccum {
@@ -61,7 +62,7 @@ struct ProfileSettings {
   Count max_micro_batch = 0;            // upper bound given to the sweep (0 = none)
   double time_budget_s = 0;
   std::uint64_t seed = 0;
-  std::string optimizer;                // "adam" or "sgd": what optimizer_state was measured for
+  Optimizer optimizer = Optimizer::adam;  // what optimizer_state was measured for (one LibTorch has)
 };
 
 // Spread of repeated timings of the same thing.

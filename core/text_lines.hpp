@@ -1,6 +1,9 @@
-// What: the last non-empty line of a multi-line message, trimmed (header-only).
+// What: the last non-empty line of a multi-line message, trimmed, and the first line as is
+//       (header-only).
 // Why: LibTorch and TorchScript errors put the error itself on the last line after a traceback;
-//      the CLI and the TorchScript workload both report that line alone, in one line.
+//      the CLI and the TorchScript workload both report that line alone, in one line. Our own
+//      messages and c10d's put it on the first line: the CLI's error line, check's JSON error and
+//      comm/'s c10d errors keep that one.
 #pragma once
 
 #include <string>
@@ -21,5 +24,8 @@ inline std::string last_nonempty_line(std::string_view text) {
   }
   return std::string(last.empty() ? text : last);
 }
+
+// Everything before the first '\n' (all of `text` when it has none), untrimmed.
+inline std::string first_line(std::string_view text) { return std::string(text.substr(0, text.find('\n'))); }
 
 }  // namespace gaccum

@@ -28,10 +28,4 @@ std::string format_seconds(Seconds s) {
   return fmt::format("{:.3g} us", s * 1e6);
 }
 
-std::string format_bandwidth(BytesPerSecond bw) {
-  if (bw >= 1e9) return fmt::format("{:.2f} GB/s", bw / 1e9);
-  if (bw >= 1e6) return fmt::format("{:.2f} MB/s", bw / 1e6);
-  return fmt::format("{:.2f} kB/s", bw / 1e3);
-}
-
 }  // namespace gaccum

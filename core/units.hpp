@@ -22,7 +22,4 @@ inline constexpr Bytes GiB = 1024 * MiB;
 std::string format_bytes(Bytes b);
 // "12.3 ms", "1.20 s", "850 us".
 std::string format_seconds(Seconds s);
-// "1.23 GB/s" (decimal, as nccl-tests reports bandwidth).
-std::string format_bandwidth(BytesPerSecond bw);
-
 }  // namespace gaccum

@@ -64,10 +64,12 @@ int rank_failure_exit_code(int rank, std::exception_ptr e) {
   } catch (const InputError& ex) {
     report_rank_error(rank, ex.what());
     return 2;
+  } catch (const CollectiveFailure& ex) {  // from the c10d seam: a peer was lost
+    report_rank_error(rank, fmt::format("{} {}", ex.what(), where));
+    return comm::kExitPeerLost;
   } catch (const RuntimeFailure& ex) {
-    const std::string what = ex.what();
-    report_rank_error(rank, fmt::format("{} {}", what, where));
-    return what.rfind("c10d", 0) == 0 ? comm::kExitPeerLost : 1;
+    report_rank_error(rank, fmt::format("{} {}", ex.what(), where));
+    return 1;
   } catch (const c10::Error& ex) {
     std::string what = ex.what_without_backtrace();
     what = what.substr(0, what.find('\n'));

@@ -8,8 +8,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/backend.hpp"
 #include "core/buckets.hpp"
 #include "core/error.hpp"
+#include "core/optimizer.hpp"
 #include "model/allreduce_table.hpp"
 #include "model/compute_fit.hpp"
 #include "model/memory_fit.hpp"
@@ -154,9 +156,10 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   for (const auto& o : prof.optimizer) opt[o.concurrent_ranks] = {o.step.median, std::min(o.step.p10, o.step.median),
                                                                    std::max(o.step.p90, o.step.median)};
   for (const auto& [p, t] : opt) optimizer_.push_back({p, t});
-  const std::string optimizer_name = prof.settings.optimizer.empty() ? "adam" : prof.settings.optimizer;
-  passes_ = optimizer_passes(optimizer_name);
-  const Bytes slots = optimizer_name == "sgd" ? 1 : 2;
+  const Optimizer optimizer = prof.settings.optimizer;
+  const std::string optimizer_name(to_string(optimizer));
+  passes_ = optimizer_passes(optimizer);
+  const Bytes slots = traits(optimizer).state_slots;
   if (w.param_bytes > 0 && memory_.optimizer_state() != slots * w.param_bytes)
     notes.push_back(fmt::format("memory: optimizer_state {} B is not {} x parameter bytes ({} B) as {} implies",
                                 memory_.optimizer_state(), slots, slots * w.param_bytes, optimizer_name));
@@ -175,7 +178,7 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   std::map<std::string, int> per_backend;
   for (const auto& a : prof.allreduce)
     if (a.world_size >= 2) per_backend[a.backend] += 1;
-  std::string backend = gpu ? "nccl" : "gloo";
+  std::string backend(to_string(backend_for(gpu ? DeviceKind::cuda : DeviceKind::cpu)));
   if (!per_backend.count(backend) && !per_backend.empty())
     backend = std::max_element(per_backend.begin(), per_backend.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
   std::map<Count, std::vector<AllreducePoint>> by_p;
@@ -243,7 +246,7 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
     info_.max_world_size_reason = fmt::format("cluster '{}' has {} node(s) x {} GPUs", cluster->name, cluster->nodes,
                                               cluster->gpus_per_node);
     for (const auto& m : measured_)
-      if (m.p == cluster->gpus_per_node && backend == "nccl") {
+      if (m.p == cluster->gpus_per_node && backend == to_string(Backend::nccl)) {
         cluster_intra_ = m.fit;
         notes.push_back(fmt::format("cluster: intra-node link from the profile's ring fit at world_size {} (alpha {:.3g} s, "
                                     "beta {:.4g} GB/s) instead of the cluster file",

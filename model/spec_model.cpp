@@ -34,7 +34,7 @@ TransformerShape TransformerSpec::shape() const {
   return t;
 }
 
-int TransformerSpec::optimizer_slots() const { return optimizer == "sgd" ? 1 : 2; }
+int TransformerSpec::optimizer_slots() const { return traits(optimizer).state_slots; }
 
 namespace {
 
@@ -87,9 +87,8 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
       throw InputError(fmt::format("{}: '{}' is not a norm: expected layernorm or rmsnorm", f.child("norm"), *norm));
   }
   s.dtype = parse_precision(f.opt_str("dtype").value_or("bf16"), f.child("dtype"));
-  s.optimizer = f.opt_str("optimizer").value_or("adam");
-  if (s.optimizer != "adam" && s.optimizer != "adamw" && s.optimizer != "sgd")
-    throw InputError(fmt::format("{}.optimizer: '{}' is not supported: expected adam, adamw or sgd", what, s.optimizer));
+  // The priced update is a LibTorch-style fused one (sgd, adam, adamw); LAMB is not modelled here.
+  s.optimizer = parse_libtorch_optimizer(f.opt_str("optimizer").value_or("adam"), what + ".optimizer");
   if (f.has("activation_checkpointing")) {
     const auto& v = f.any("activation_checkpointing");
     if (v.is_boolean())

@@ -37,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/optimizer.hpp"
 #include "model/cluster.hpp"
 #include "model/cost_model.hpp"
 #include "model/transformer.hpp"
@@ -48,7 +49,7 @@ struct TransformerSpec {
   Count layers = 0, hidden = 0, heads = 0, seq_len = 0, vocab = 0;
   Count ffn_hidden = 0;                 // 0: 4 x hidden
   Precision dtype = Precision::bf16;    // the plan's precision unless one is asked for
-  std::string optimizer = "adam";       // adam | adamw | sgd
+  Optimizer optimizer = Optimizer::adam;  // adam | adamw | sgd
   Checkpointing activation_checkpointing = Checkpointing::none;
   bool tied_embeddings = true;
   bool learned_positions = true;

@@ -16,10 +16,6 @@ SyncCost every_step_sync(const Exposure& each, Seconds copies, Count buckets, Co
   return {kd * (each.comm_total + copies), kd * (each.exposed + copies), buckets * k};
 }
 
-int optimizer_passes(const std::string& optimizer) {
-  if (optimizer == "sgd") return 9;
-  if (optimizer == "adamw") return 23;
-  return 21;
-}
+int optimizer_passes(Optimizer optimizer) { return traits(optimizer).step_passes; }
 
 }  // namespace gaccum::model

@@ -16,8 +16,7 @@
 // Units: Seconds per optimizer step.
 #pragma once
 
-#include <string>
-
+#include "core/optimizer.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
 #include "model/overlap.hpp"
@@ -40,7 +39,8 @@ SyncCost every_step_sync(const Exposure& each_backward, Seconds copies, Count bu
 // included), LibTorch 1.13 C++ optimizers: adam 21 (exp_avg mul+add 5, exp_avg_sq mul+addcmul 5,
 // denom sqrt+div+add 6, addcdiv 4, zero_grad 1), adamw 23 (+ decoupled decay 2), sgd with
 // momentum 9 (buf mul+add 5, param add 3, zero_grad 1). Used to price one pass from the
-// measured optimizer time. Unknown names: adam's count.
-int optimizer_passes(const std::string& optimizer);
+// measured optimizer time; the counts live in the traits table of core/optimizer.hpp (lamb,
+// profiled as adam: adam's count).
+int optimizer_passes(Optimizer optimizer);
 
 }  // namespace gaccum::model

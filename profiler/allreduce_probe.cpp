@@ -53,7 +53,7 @@ class AllreduceProbe final : public Probe {
       ex.fetch = [&store] { return store.get("nccl-probe/id"); };
       nccl = std::make_unique<gpu::NcclAllreduceProbe>(s.rank, s.world_size, s.comm->device().index(), ex);
     }
-    const std::string backend = raw ? "nccl" : s.comm->backend();
+    const std::string backend(to_string(raw ? Backend::nccl : s.comm->backend()));
     for (const auto& m : messages(s.plan)) {
       AllreducePoint p;
       p.backend = backend;

@@ -44,7 +44,7 @@ class CollectiveProbe final : public Probe {
         CollectivePoint pt;
         pt.op = op;
         pt.method = rs ? s.comm->reduce_scatter_method() : "native";
-        pt.backend = s.comm->backend();
+        pt.backend = to_string(s.comm->backend());
         pt.world_size = p;
         pt.bytes = static_cast<Bytes>(n) * 4;
         pt.tag = tag;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "comm/communicator.hpp"
+#include "core/backend.hpp"
 #include "core/version.hpp"
 #include "gpu/device_query.hpp"
 
@@ -49,8 +50,8 @@ HardwareInfo describe_hardware(const std::string& device, int threads_per_rank, 
   h.cpu_cores = usable_cores();
   h.threads_per_rank = threads_per_rank;
   h.device_memory = device_memory;
-  if (device.rfind("cuda", 0) == 0) {
-    h.device_kind = "cuda";
+  if (device_kind_of(device) == DeviceKind::cuda) {
+    h.device_kind = to_string(DeviceKind::cuda);
     const int index = device.size() > 5 ? std::stoi(device.substr(5)) : 0;
     auto report = gpu::query_cuda();
     h.driver = report.driver_version;
@@ -61,7 +62,7 @@ HardwareInfo describe_hardware(const std::string& device, int threads_per_rank, 
         if (h.device_memory == 0) h.device_memory = d.total_memory;
       }
   } else {
-    h.device_kind = "cpu";
+    h.device_kind = to_string(DeviceKind::cpu);
     h.device_name = cpu_model();
   }
   return h;

@@ -41,7 +41,7 @@ std::string does_not_fit_message(const std::string& workload, Count micro_batch,
                      format_bytes(cap), cap);
 }
 
-MemorySweep::MemorySweep(const workloads::WorkloadConfig& cfg, const std::string& optimizer, double lr) {
+MemorySweep::MemorySweep(const workloads::WorkloadConfig& cfg, Optimizer optimizer, double lr) {
   const torch::Device device(cfg.device);
   mem_ = engine::memory_for(device);
   sync_device(device);

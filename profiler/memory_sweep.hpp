@@ -65,7 +65,7 @@ struct MemorySweepResult {
 class MemorySweep {
  public:
   // Installs the tracker (CPU) and builds the workload; measures the static parts.
-  MemorySweep(const workloads::WorkloadConfig& cfg, const std::string& optimizer, double lr);
+  MemorySweep(const workloads::WorkloadConfig& cfg, Optimizer optimizer, double lr);
   ~MemorySweep();
 
   workloads::Workload& workload() { return *workload_; }

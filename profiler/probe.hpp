@@ -34,7 +34,7 @@ struct RankPlan {
   int threads_per_rank = 1;             // torch::set_num_threads in the rank (contract)
   int warmup = 2, iters = 5;            // compute, optimizer, overlap
   int comm_warmup = 3, comm_iters = 20; // allreduce sweep
-  std::string optimizer = "adam";
+  Optimizer optimizer = Optimizer::adam;  // one LibTorch has
   double lr = 1e-3;
   std::uint64_t seed = 1;               // data stream of the timed micro-batches
   std::vector<Count> micro_batches;     // compute points, ascending

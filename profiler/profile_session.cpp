@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "core/atomic_file.hpp"
+#include "core/backend.hpp"
 #include "core/buckets.hpp"
 #include "core/error.hpp"
 #include "core/utc_time.hpp"
@@ -116,7 +117,7 @@ struct Session {
 void resolve(Session& s) {
   const auto& req = s.req;
   s.device = workloads::resolve_device(req.device);
-  s.cuda = s.device.rfind("cuda", 0) == 0;
+  s.cuda = device_kind_of(s.device) == DeviceKind::cuda;
   s.cores = usable_cores();
   s.gpus = s.cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
   s.ranks = req.ranks.empty() ? default_ranks(s.cuda, s.cores, s.gpus) : req.ranks;
@@ -141,7 +142,9 @@ void resolve(Session& s) {
   if (req.warmup < 0 || req.iters < 1 || req.comm_warmup < 0 || req.comm_iters < 1)
     throw InputError("--warmup/--iters: need warmup >= 0 and iters >= 1");
   if (req.grad_norm_batches < 2) throw InputError("--grad-norm-batches: need at least 2");
-  (void)workloads::optimizer_state_slots(req.optimizer);  // InputError for an unknown optimizer
+  if (!traits(req.optimizer).in_libtorch)
+    throw InputError(fmt::format("--optimizer: LibTorch has no {} optimizer: profile {} (the same state slots)",
+                                 to_string(req.optimizer), to_string(traits(req.optimizer).profiled_as)));
   if (req.device_memory && *req.device_memory == 0) throw InputError("--device-memory: must be positive, e.g. 256MiB");
   s.cfg = req.workload;
   s.cfg.device = s.device;

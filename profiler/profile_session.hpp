@@ -58,7 +58,7 @@ struct ProfileRequest {
   int warmup = 1, iters = 5;
   int comm_warmup = 3, comm_iters = 20;
   int threads_per_rank = 0;              // 0: default_threads_per_rank
-  std::string optimizer = "adam";
+  Optimizer optimizer = Optimizer::adam;  // one LibTorch has (lamb: profile adam, its profiled_as)
   double lr = 1e-3;
   std::uint64_t seed = 1;
   int grad_norm_batches = 8;

@@ -13,6 +13,7 @@
 #include "comm/launcher.hpp"
 #include "comm/rank_env.hpp"
 #include "core/atomic_file.hpp"
+#include "core/backend.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "engine/memory_tracker.hpp"
@@ -38,7 +39,7 @@ json RankPlan::to_json() const {
               {"iters", iters},
               {"comm_warmup", comm_warmup},
               {"comm_iters", comm_iters},
-              {"optimizer", optimizer},
+              {"optimizer", std::string(to_string(optimizer))},
               {"lr", lr},
               {"seed", seed},
               {"micro_batches", micro_batches},
@@ -65,7 +66,7 @@ RankPlan RankPlan::from_json(const json& j) {
   p.iters = static_cast<int>(f.positive("iters"));
   p.comm_warmup = static_cast<int>(f.count("comm_warmup"));
   p.comm_iters = static_cast<int>(f.positive("comm_iters"));
-  p.optimizer = f.str("optimizer");
+  p.optimizer = parse_libtorch_optimizer(f.str("optimizer"), f.child("optimizer"));
   p.lr = f.num("lr");
   p.seed = static_cast<std::uint64_t>(f.count("seed"));
   p.micro_batches = f.count_list("micro_batches");
@@ -116,7 +117,7 @@ int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
     // Only allowed before any inter-op work started; a fresh rank process normally allows it.
   }
   auto cfg = plan.workload;
-  const bool cuda = cfg.device.rfind("cuda", 0) == 0;
+  const bool cuda = device_kind_of(cfg.device) == DeviceKind::cuda;
   if (cuda) {
     // One process per GPU: rank r of a group uses cuda:<local rank>; a single rank keeps the
     // device the user chose (e.g. cuda:1).
@@ -132,7 +133,7 @@ int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
   std::unique_ptr<comm::Communicator> comm;
   if (ctx.world_size > 1) {
     comm::ConnectOptions co;
-    co.backend = cuda ? "nccl" : "gloo";
+    co.backend = backend_for(device_kind_of(cfg.device));
     co.device = cuda ? cfg.device : "cpu";
     co.timeout = plan.timeout;
     co.key_prefix = "profile";

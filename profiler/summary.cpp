@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "profiler/sweep_plan.hpp"
+#include "model/noise_scale.hpp"
 
 namespace gaccum::profiler {
 namespace {
@@ -26,7 +26,7 @@ void print_summary(const Profile& p, std::FILE* out) {
              h.device_kind == "cuda" ? fmt::format(" ({} SMs, driver {})", h.sm_count, h.driver) : "", h.cpu_cores,
              h.threads_per_rank);
   fmt::print(out, "# device memory {}, memory cap {}, optimizer {}\n", format_bytes(h.device_memory),
-             format_bytes(p.settings.memory_cap), p.settings.optimizer);
+             format_bytes(p.settings.memory_cap), to_string(p.settings.optimizer));
   fmt::print(out, "# gaccum-tune {}, LibTorch {}, Gloo {}{}\n", p.versions.tool, p.versions.libtorch,
              p.versions.gloo.empty() ? "?" : p.versions.gloo,
              p.versions.cuda.empty() ? "" : fmt::format(", CUDA {}, NCCL {}", p.versions.cuda, p.versions.nccl));
@@ -55,7 +55,8 @@ void print_summary(const Profile& p, std::FILE* out) {
     }
   }
   if (!p.optimizer.empty()) {
-    fmt::print(out, "\n# Optimizer step (zero_grad + {} step), ms, max over concurrent ranks\n", p.settings.optimizer);
+    fmt::print(out, "\n# Optimizer step (zero_grad + {} step), ms, max over concurrent ranks\n",
+               to_string(p.settings.optimizer));
     fmt::print(out, "# {:>5} {:>10} {:>21}\n", "ranks", "median", "[p10, p90]");
     for (const auto& o : p.optimizer)
       fmt::print(out, "  {:>5} {:>10} {:>21}\n", o.concurrent_ranks, ms(o.step.median),
@@ -104,12 +105,14 @@ void print_summary(const Profile& p, std::FILE* out) {
       var /= std::max<size_t>(1, g.sq_norms.size() - 1);
       fmt::print(out, "  {:>11} {:>7} {:>14.6g} {:>14.6g}\n", g.micro_batch, g.sq_norms.size(), mean, std::sqrt(var));
     }
-    const auto e = estimate_noise_scale(p.grad_norms);
-    if (e.valid)
+    // The estimator tune and predict use (all sizes, least squares), so the numbers agree.
+    std::vector<std::string> ignored;
+    if (const auto e = model::estimate_noise_scale(p.grad_norms, ignored))
       fmt::print(out, "# B_simple = tr(Sigma)/|G|^2 = {:.4g} / {:.4g} = {:.1f} samples (McCandlish et al. 2018, A.1)\n",
-                 e.trace_sigma, e.grad_sq, e.b_simple);
+                 e->trace_sigma, e->grad_sq_norm, e->b_simple);
     else
-      fmt::print(out, "# B_simple: not estimable from these samples (|G|^2 estimate <= 0 or one size only)\n");
+      fmt::print(out, "# B_simple: not estimable from these samples (|G|^2 or tr(Sigma) estimate <= 0, or one size "
+                      "only)\n");
   }
 
   if (!p.overlap.empty()) {

@@ -140,29 +140,4 @@ Seconds interpolate_time(const std::vector<std::pair<Count, Seconds>>& points, C
   return std::max(t, 0.0);
 }
 
-NoiseScaleEstimate estimate_noise_scale(const std::vector<GradNormPoint>& points) {
-  NoiseScaleEstimate e;
-  const GradNormPoint *small = nullptr, *big = nullptr;
-  for (const auto& p : points) {
-    if (p.sq_norms.empty()) continue;
-    if (!small || p.micro_batch < small->micro_batch) small = &p;
-    if (!big || p.micro_batch > big->micro_batch) big = &p;
-  }
-  if (!small || !big || small->micro_batch == big->micro_batch) return e;
-  auto mean = [](const std::vector<double>& v) {
-    double s = 0;
-    for (double x : v) s += x;
-    return s / static_cast<double>(v.size());
-  };
-  const double bs = static_cast<double>(small->micro_batch), bb = static_cast<double>(big->micro_batch);
-  const double ss = mean(small->sq_norms), sb = mean(big->sq_norms);
-  e.grad_sq = (bb * sb - bs * ss) / (bb - bs);
-  e.trace_sigma = (ss - sb) / (1.0 / bs - 1.0 / bb);
-  if (e.grad_sq > 0) {
-    e.b_simple = e.trace_sigma / e.grad_sq;
-    e.valid = true;
-  }
-  return e;
-}
-
 }  // namespace gaccum::profiler

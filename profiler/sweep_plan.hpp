@@ -67,17 +67,4 @@ std::vector<Count> choose_compute_points(const ComputePointPlan& plan, const std
 // (micro_batch, seconds) pairs; used to estimate the cost of unmeasured points.
 Seconds interpolate_time(const std::vector<std::pair<Count, Seconds>>& points, Count micro_batch);
 
-// --- gradient noise scale (what the grad-norm samples are for) ------------------------------
-
-// McCandlish et al. 2018, App. A.1: E|G_b|^2 = |G|^2 + tr(Sigma)/b, so two batch sizes
-// b_small < b_big with mean squared norms S_small, S_big give the unbiased estimates
-//   |G|^2     = (b_big S_big - b_small S_small) / (b_big - b_small)
-//   tr(Sigma) = (S_small - S_big) / (1/b_small - 1/b_big)
-// and B_simple = tr(Sigma) / |G|^2. Uses the smallest and largest micro_batch present.
-struct NoiseScaleEstimate {
-  bool valid = false;  // needs two sizes and |G|^2 > 0
-  double grad_sq = 0, trace_sigma = 0, b_simple = 0;
-};
-NoiseScaleEstimate estimate_noise_scale(const std::vector<GradNormPoint>& points);
-
 }  // namespace gaccum::profiler

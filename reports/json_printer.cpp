@@ -77,7 +77,7 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
   in["lr_ref"] = q.lr_reference
                      ? oj{{"lr", round_sig(q.lr_reference->lr)}, {"global_batch", q.lr_reference->global_batch}}
                      : oj(nullptr);
-  in["optimizer"] = q.optimizer;
+  in["optimizer"] = std::string(to_string(q.optimizer));
   in["dataset_size"] = q.dataset_size ? oj(*q.dataset_size) : oj(nullptr);
   in["top"] = q.top;
   in["limits"] = {{"device_memory_bytes", l.device_memory},
@@ -177,7 +177,7 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
 
   const auto& lr = r.lr;
   j["lr"] = {{"available", lr.available},
-             {"optimizer", lr.optimizer},
+             {"optimizer", std::string(to_string(lr.optimizer))},
              {"rule", lr.rule},
              {"rule_source", lr.rule_source},
              {"lr_ref", round_sig(lr.lr_ref)},

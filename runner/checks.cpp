@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "model/noise_scale.hpp"
 
 namespace gaccum::runner {
 
@@ -93,17 +94,20 @@ NoiseScale noise_scale(double b_small, const std::vector<double>& g_small_sq, do
     n.note = "no gradient norms measured";
     return n;
   }
-  if (!(b_big > b_small)) {
+  if (!(b_small >= 1 && b_big > b_small)) {
     n.note = "global batch equals micro_batch (accum_steps x world_size = 1): two batch sizes are needed";
     return n;
   }
-  n.true_grad_sq = (b_big * n.g_big_sq - b_small * n.g_small_sq) / (b_big - b_small);
-  n.trace_cov = (n.g_small_sq - n.g_big_sq) / (1.0 / b_small - 1.0 / b_big);
+  // The one estimator (model/noise_scale.hpp); the batch sizes are whole samples.
+  const model::NoiseScale m = model::noise_scale_two_sizes(static_cast<Count>(b_small), n.g_small_sq,
+                                                           static_cast<Count>(b_big), n.g_big_sq);
+  n.true_grad_sq = m.grad_sq_norm;
+  n.trace_cov = m.trace_sigma;
   if (!(n.true_grad_sq > 0)) {
     n.note = "estimated |G|^2 <= 0: gradient noise dominates at these batch sizes; run more steps";
     return n;
   }
-  n.b_simple = n.trace_cov / n.true_grad_sq;
+  n.b_simple = m.b_simple;
   n.valid = true;
   return n;
 }

@@ -38,7 +38,8 @@ struct Agreement {
 Agreement check_agreement(const std::vector<nlohmann::json>& per_rank);
 
 // Gradient noise scale, McCandlish et al. 2018 ("An Empirical Model of Large-Batch Training"),
-// App. A.1, from the mean squared gradient norms at two batch sizes (samples):
+// App. A.1, from the mean squared gradient norms at two batch sizes (samples), computed by
+// model::noise_scale_two_sizes (model/noise_scale.hpp, the one estimator):
 //   |G|^2 = (B |G_B|^2 - b |G_b|^2) / (B - b)        (unbiased |true gradient|^2)
 //   S     = (|G_b|^2 - |G_B|^2) / (1/b - 1/B)          (trace of the per-sample covariance)
 //   B_simple = S / |G|^2                               (samples)

@@ -49,8 +49,8 @@ json identity_of(const RunSpec& spec, const WorkloadIdentity& id, std::uint64_t 
               {"steps", spec.steps},
               {"warmup", spec.warmup},
               {"dataset_size", spec.effective_dataset_size()},
-              {"partial_window", spec.partial_window},
-              {"optimizer", spec.optimizer},
+              {"partial_window", std::string(to_string(spec.partial_window))},
+              {"optimizer", std::string(to_string(spec.optimizer))},
               {"lr", spec.lr},
               {"initial_parameters_hash", params_hash},
               {"libtorch", TORCH_VERSION}};
@@ -126,7 +126,7 @@ int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, co
   RunSpec spec = spec_in;
   spec.seed = spec_in.seed + (faults.perturb_seed ? 1 : 0);  // the data stream this rank reads
   workloads::WorkloadConfig wcfg = spec.workload;
-  if (spec.backend == "nccl") wcfg.device = fmt::format("cuda:{}", ctx.local_rank);  // one GPU per rank
+  if (spec.backend == Backend::nccl) wcfg.device = fmt::format("cuda:{}", ctx.local_rank);  // one GPU per rank
   const torch::Device device(wcfg.device);
   auto memory = engine::memory_for(device);
   auto comm = join(spec, ctx, wcfg.device, opts);
@@ -193,7 +193,7 @@ int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, co
   facts.expected_collectives = sync.expected_collectives(spec.accum_steps);
   facts.buckets = static_cast<Count>(sync.buckets().size());
   facts.launcher = ctx.launcher;
-  facts.backend = comm ? comm->backend() : std::string("none");
+  facts.backend = comm ? std::string(to_string(comm->backend())) : std::string("none");
   facts.device = device.str();
   facts.cpu = device.is_cpu();
   facts.launch = opts.launch;

@@ -33,7 +33,7 @@ struct RankRunOptions {
 };
 
 // Returns this process's exit code (0 every check passed, 1 a check failed; the record was
-// delivered either way). Throws InputError, RuntimeFailure (a failed collective from the c10d
+// delivered either way). Throws InputError, CollectiveFailure (a failed collective from the c10d
 // seam), std::bad_alloc / c10::Error; engine::rank_failure_exit_code maps them to exit codes.
 int run_validation_rank(const RunSpec& spec, const comm::RankContext& ctx, const RankRunOptions& opts);
 

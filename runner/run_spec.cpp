@@ -7,11 +7,20 @@
 
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
-#include "workloads/optimizer.hpp"
 
 namespace gaccum::runner {
 
 using nlohmann::json;
+
+std::string_view to_string(PartialWindow w) { return w == PartialWindow::drop ? "drop" : "run"; }
+
+PartialWindow parse_partial_window(std::string_view text, std::string_view flag) {
+  if (text == "run") return PartialWindow::run;
+  if (text == "drop") return PartialWindow::drop;
+  throw InputError(fmt::format("{}: unknown policy '{}': expected run or drop", flag, text));
+}
+
+void to_json(json& j, PartialWindow w) { j = std::string(to_string(w)); }
 
 Count RunSpec::effective_dataset_size() const {
   return dataset_size > 0 ? dataset_size : (warmup + steps) * global_batch();
@@ -42,15 +51,13 @@ void RunSpec::validate() const {
   if (threads_per_rank < 1) throw InputError("--threads-per-rank: must be at least 1");
   if (!(timeout > 0)) throw InputError("--timeout: must be positive, e.g. 60s");
   if (!(lr > 0)) throw InputError("--lr: must be positive");
-  if (partial_window != "run" && partial_window != "drop")
-    throw InputError(fmt::format("--partial-window: unknown policy '{}': expected run or drop", partial_window));
   if (dataset_size > 0 && full_windows() < warmup + 1)
     throw InputError(fmt::format("--dataset-size: {} samples make {} full window(s) of global_batch {} (b*k*p); "
                                  "need at least warmup + 1 = {}: raise --dataset-size or lower --warmup",
                                  dataset_size, full_windows(), global_batch(), warmup + 1));
-  (void)workloads::optimizer_state_slots(optimizer);  // InputError naming --optimizer
-  if (backend != "gloo" && backend != "nccl")
-    throw InputError(fmt::format("--backend: unknown backend '{}': expected gloo or nccl", backend));
+  if (!traits(optimizer).in_libtorch)
+    throw InputError(fmt::format("--optimizer: LibTorch has no {} optimizer: expected sgd, adam or adamw",
+                                 to_string(optimizer)));
   if (!(rtol >= 0) || !(atol >= 0)) throw InputError("gradient tolerances must be non-negative");
 }
 
@@ -74,13 +81,13 @@ json to_json(const RunSpec& s) {
               {"steps", s.steps},
               {"warmup", s.warmup},
               {"seed", s.seed},
-              {"optimizer", s.optimizer},
+              {"optimizer", std::string(to_string(s.optimizer))},
               {"lr", s.lr},
               {"dataset_size", s.dataset_size},
-              {"partial_window", s.partial_window},
+              {"partial_window", std::string(to_string(s.partial_window))},
               {"threads_per_rank", s.threads_per_rank},
               {"timeout_s", s.timeout},
-              {"backend", s.backend},
+              {"backend", std::string(to_string(s.backend))},
               {"rtol", s.rtol},
               {"atol", s.atol}};
 }
@@ -102,13 +109,13 @@ RunSpec run_spec_from_json(const json& j, const std::string& what) {
   s.steps = f.positive("steps");
   s.warmup = f.count("warmup");
   s.seed = static_cast<std::uint64_t>(f.count("seed"));
-  s.optimizer = f.str("optimizer");
+  s.optimizer = parse_libtorch_optimizer(f.str("optimizer"), "--optimizer");
   s.lr = f.num("lr");
   s.dataset_size = f.count("dataset_size");
-  s.partial_window = f.str("partial_window");
+  s.partial_window = parse_partial_window(f.str("partial_window"), "--partial-window");
   s.threads_per_rank = static_cast<int>(f.positive("threads_per_rank"));
   s.timeout = f.num("timeout_s");
-  s.backend = f.str("backend");
+  s.backend = parse_backend(f.str("backend"), "--backend");
   s.rtol = f.num("rtol");
   s.atol = f.num("atol");
   s.validate();

@@ -21,11 +21,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/backend.hpp"
+#include "core/optimizer.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
 #include "workloads/workload.hpp"
 
 namespace gaccum::runner {
+
+// The last partial window's policy (the Data paragraph above): "run" or "drop".
+enum class PartialWindow { run, drop };
+std::string_view to_string(PartialWindow w);
+// InputError naming `flag`: expected run or drop.
+PartialWindow parse_partial_window(std::string_view text, std::string_view flag = "--partial-window");
+// A JSON field holding a PartialWindow is its name.
+void to_json(nlohmann::json& j, PartialWindow w);
 
 struct RunSpec {
   workloads::WorkloadConfig workload;  // dtype and device inside
@@ -36,20 +46,20 @@ struct RunSpec {
   Count steps = 20;                    // timed optimizer steps
   Count warmup = 3;                    // untimed steps first (step 0 carries the gradient checks)
   std::uint64_t seed = 0;              // data stream
-  std::string optimizer = "adam";
+  Optimizer optimizer = Optimizer::adam;  // one LibTorch has
   double lr = 1e-3;
   Count dataset_size = 0;              // 0: (warmup + steps) * global_batch, no partial window
-  std::string partial_window = "run";  // run | drop
+  PartialWindow partial_window = PartialWindow::run;
   int threads_per_rank = 1;            // torch::set_num_threads in every rank
   Seconds timeout = 60;                // rendezvous, collectives, and the watchdog (no progress)
-  std::string backend = "gloo";        // gloo (cpu) | nccl (cuda)
+  Backend backend = Backend::gloo;     // gloo (cpu) | nccl (cuda)
   double rtol = 1.3e-6, atol = 1e-5;   // gradient equivalence (fp64: 1e-10, 1e-10)
 
   Count global_batch() const { return micro_batch * accum_steps * world_size; }
   Count effective_dataset_size() const;       // dataset_size or (warmup + steps) * B
   Count full_windows() const;                 // windows of B samples
   Count partial_samples() const;              // samples of the last partial window (0: none)
-  bool runs_partial_window() const { return partial_window == "run" && partial_samples() > 0; }
+  bool runs_partial_window() const { return partial_window == PartialWindow::run && partial_samples() > 0; }
   Count total_windows() const { return full_windows() + (runs_partial_window() ? 1 : 0); }
   Count timed_steps() const { return full_windows() - warmup; }
   // Samples [first, first + count) that rank r reads in micro-step m of window w (count may be

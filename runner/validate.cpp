@@ -169,7 +169,7 @@ void complete_specs(std::vector<RunSpec>& specs, const ValidateOptions& o, const
   const std::string device = workloads::resolve_device(o.spec.workload.device);
   for (auto& s : specs) {
     s.workload.device = device;
-    s.backend = device == "cpu" ? "gloo" : "nccl";
+    s.backend = backend_for(device_kind_of(device));
     if (!o.tolerances_given) std::tie(s.rtol, s.atol) = default_tolerances(s.workload.dtype);
     if (joined) {
       if (!o.world_size_given && o.from_tune.empty()) s.world_size = ctx.world_size;

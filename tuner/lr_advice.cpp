@@ -7,7 +7,7 @@
 
 namespace gaccum::tuner {
 
-LrAdvice recommend_lr(const std::optional<LrReference>& ref, const std::string& optimizer, Count global_batch,
+LrAdvice recommend_lr(const std::optional<LrReference>& ref, Optimizer optimizer, Count global_batch,
                       std::optional<Count> dataset_size) {
   LrAdvice a;
   a.optimizer = optimizer;
@@ -23,12 +23,11 @@ LrAdvice recommend_lr(const std::optional<LrReference>& ref, const std::string& 
   a.lr_ref = ref->lr;
   a.batch_ref = ref->global_batch;
   const double growth = double(global_batch) / double(ref->global_batch);
-  if (optimizer == "sgd") {
-    a.rule = "linear";
+  a.rule = std::string(to_string(traits(optimizer).lr_rule));
+  if (traits(optimizer).lr_rule == LrRule::linear) {
     a.rule_source = "Goyal et al. 2017";
     a.scale = growth;
   } else {
-    a.rule = "square-root";
     a.rule_source = "Hoffer et al. 2017; Malladi et al. 2022";
     a.scale = std::sqrt(growth);
   }
@@ -37,7 +36,7 @@ LrAdvice recommend_lr(const std::optional<LrReference>& ref, const std::string& 
   a.text = fmt::format(
       "lr {:.3g} for global_batch {} ({} scaling for {}, {}: {:.3g} x {}{}/{}{} = "
       "{:.3g} x {:.3g})",
-      a.lr, global_batch, a.rule, optimizer, a.rule_source, a.lr_ref, a.rule == "linear" ? "" : "sqrt(", global_batch,
+      a.lr, global_batch, a.rule, to_string(optimizer), a.rule_source, a.lr_ref, a.rule == "linear" ? "" : "sqrt(", global_batch,
       a.batch_ref, a.rule == "linear" ? "" : ")", a.lr_ref, a.scale);
   if (a.warmup) {
     a.warmup_epochs = kWarmupEpochs;

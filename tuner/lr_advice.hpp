@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "core/optimizer.hpp"
 #include "core/units.hpp"
 #include "tuner/tune_request.hpp"
 
@@ -18,8 +19,8 @@ namespace gaccum::tuner {
 
 struct LrAdvice {
   bool available = false;  // false without --lr-ref
-  std::string optimizer;
-  std::string rule;         // "linear" or "square-root"
+  Optimizer optimizer = Optimizer::adam;
+  std::string rule;         // "linear" or "square-root" (to_string of its LrRule)
   std::string rule_source;  // the paper the rule comes from
   double lr_ref = 0;
   Count batch_ref = 0;
@@ -32,8 +33,8 @@ struct LrAdvice {
   std::string text;                   // one sentence for reports
 };
 
-// B > 0; optimizer one of sgd | adam | adamw | lamb (validate() checked it).
-LrAdvice recommend_lr(const std::optional<LrReference>& ref, const std::string& optimizer, Count global_batch,
+// B > 0; the rule is traits(optimizer).lr_rule (core/optimizer.hpp).
+LrAdvice recommend_lr(const std::optional<LrReference>& ref, Optimizer optimizer, Count global_batch,
                       std::optional<Count> dataset_size);
 
 inline constexpr double kWarmupGrowth = 8.0;  // warm up when B / B_ref exceeds this

@@ -34,10 +34,6 @@ double objective_score(Objective o, const model::Prediction& p, std::optional<do
   return o == Objective::throughput ? -v : v;
 }
 
-bool better_value(Objective o, double a, double b) {
-  return o == Objective::throughput ? a > b : a < b;
-}
-
 std::vector<Count> divisors(Count n) {
   std::vector<Count> small, large;
   for (Count d = 1; d * d <= n; ++d) {

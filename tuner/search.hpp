@@ -53,8 +53,6 @@ struct SearchResult {
 double objective_value(Objective o, const model::Prediction& p, std::optional<double> noise_scale);
 // Lower-is-better key of objective_value (throughput is negated).
 double objective_score(Objective o, const model::Prediction& p, std::optional<double> noise_scale);
-// True when a has a better objective value than b (strictly).
-bool better_value(Objective o, double a, double b);
 
 SearchResult search(const model::CostModel& model, const TuneRequest& request);
 SearchResult search(const model::CostModel& model, const TuneRequest& request, const Limits& limits);

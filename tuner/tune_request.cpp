@@ -73,10 +73,6 @@ void validate(TuneRequest& r) {
   if (!(r.cost_per_device_hour >= 0 && std::isfinite(r.cost_per_device_hour)))
     throw InputError("--cost-per-device-hour: expected a non-negative number");
   if (r.top < 1) throw InputError("--top: expected a positive integer");
-  static const char* kOptimizers[] = {"sgd", "adam", "adamw", "lamb"};
-  if (std::none_of(std::begin(kOptimizers), std::end(kOptimizers), [&](const char* o) { return r.optimizer == o; }))
-    throw InputError(
-        fmt::format("--optimizer: unknown optimizer '{}': expected sgd, adam, adamw or lamb", r.optimizer));
 }
 
 std::vector<Count> world_sizes_up_to(Count n) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/optimizer.hpp"
 #include "core/parse.hpp"
 #include "core/plan.hpp"
 #include "core/strategy.hpp"
@@ -61,7 +62,7 @@ struct TuneRequest {
   std::string noise_scale_hint;
   double cost_per_device_hour = 0;    // > 0: also price configs in currency per sample
   std::optional<LrReference> lr_reference;
-  std::string optimizer = "adam";     // for the LR rule: sgd | adam | adamw | lamb
+  Optimizer optimizer = Optimizer::adam;  // for the LR rule (core/optimizer.hpp)
   std::optional<Count> dataset_size;  // samples per epoch, for warm-up steps
   Count top = 10;                     // picks explained and shown
   std::vector<std::string> notes;     // the caller's, e.g. what a DeepSpeed config pinned (reports' notes)

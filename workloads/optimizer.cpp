@@ -9,18 +9,16 @@
 
 namespace gaccum::workloads {
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params,
-                                                        const std::string& name, double lr) {
-  if (name == "adam") return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(lr));
-  if (name == "adamw") return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(lr));
-  if (name == "sgd") return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr).momentum(0.9));
-  throw InputError(fmt::format("--optimizer: unknown optimizer '{}': expected adam, adamw or sgd", name));
-}
-
-int optimizer_state_slots(const std::string& name) {
-  if (name == "adam" || name == "adamw") return 2;
-  if (name == "sgd") return 1;
-  throw InputError(fmt::format("--optimizer: unknown optimizer '{}': expected adam, adamw or sgd", name));
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params, Optimizer optimizer,
+                                                        double lr) {
+  switch (optimizer) {
+    case Optimizer::adam: return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(lr));
+    case Optimizer::adamw: return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(lr));
+    case Optimizer::sgd: return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr).momentum(0.9));
+    case Optimizer::lamb: break;
+  }
+  throw InputError(fmt::format("--optimizer: unknown optimizer '{}': LibTorch has sgd, adam and adamw (run {} as {})",
+                               to_string(optimizer), to_string(optimizer), to_string(traits(optimizer).profiled_as)));
 }
 
 void zero_grad(const std::vector<torch::Tensor>& params) {

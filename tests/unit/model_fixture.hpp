@@ -48,7 +48,7 @@ inline Profile synthetic_profile(bool with_overlap = true, bool with_allreduce =
   p.workload.tokens_per_sample = 64;
   p.workload.mean_tokens_per_sample = 40;
   p.settings.ranks = {1, 2};
-  p.settings.optimizer = "adam";
+  p.settings.optimizer = Optimizer::adam;
   for (Count b : {1, 2, 3, 4, 6, 8, 12, 16}) {
     MemoryPoint m;
     m.micro_batch = b;

@@ -250,8 +250,9 @@ TEST_CASE("DeepSpeed optimizer, lr, strategy, drop_last and unknown-key warnings
              Contains("offload_param.device"));
   CHECK(*in.drop_last);
   CHECK(in.global_batch.source == "deepspeed ds.json train_batch_size");
-  CHECK(*optimizer_rule_name("OneBitAdam") == "adam");
-  CHECK(*optimizer_rule_name("Lamb") == "lamb");
+  CHECK(*optimizer_rule_name("OneBitAdam") == Optimizer::adam);
+  CHECK(*optimizer_rule_name("Lamb") == Optimizer::lamb);
+  CHECK(*optimizer_rule_name("SGD") == Optimizer::sgd);
   CHECK_FALSE(optimizer_rule_name("Adagrad"));
   CHECK(*implied_world_size(ds(R"({"train_batch_size": 512, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 16})")) == 8);
 }

@@ -5,11 +5,14 @@
 #include <fstream>
 
 #include "core/atomic_file.hpp"
+#include "core/backend.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/json_fields.hpp"
+#include "core/optimizer.hpp"
 #include "core/profile.hpp"
 #include "core/strategy.hpp"
+#include "core/text_lines.hpp"
 
 using namespace gaccum;
 using nlohmann::json;
@@ -149,4 +152,39 @@ TEST_CASE("format_seconds: units, and no rounding residue printed as a time", "[
   CHECK(gaccum::format_seconds(850e-6) == "850 us");
   CHECK(gaccum::format_seconds(-6.51e-13) == "0 us");
   CHECK(gaccum::format_seconds(-0.002) == "-2 ms");
+}
+
+TEST_CASE("optimizer and backend names: one table each, parsed at the boundary", "[core]") {
+  for (const auto& t : kOptimizerTraits) {
+    CHECK(parse_optimizer(t.name) == t.optimizer);
+    CHECK(to_string(t.optimizer) == t.name);
+  }
+  CHECK(traits(Optimizer::sgd).lr_rule == LrRule::linear);
+  CHECK(traits(Optimizer::lamb).lr_rule == LrRule::square_root);
+  CHECK(traits(Optimizer::lamb).profiled_as == Optimizer::adam);
+  CHECK_FALSE(traits(Optimizer::lamb).in_libtorch);
+  CHECK_THROWS_WITH(parse_optimizer("rmsprop", "--optimizer"),
+                    "--optimizer: unknown optimizer 'rmsprop': expected sgd, adam, adamw or lamb");
+  CHECK_THROWS_WITH(parse_libtorch_optimizer("lamb", "--optimizer"),
+                    "--optimizer: unknown optimizer 'lamb': expected sgd, adam or adamw");
+  CHECK_FALSE(find_optimizer("Adam"));
+  CHECK(parse_backend("nccl") == Backend::nccl);
+  CHECK(traits(Backend::gloo).device == DeviceKind::cpu);
+  CHECK(backend_for(DeviceKind::cuda) == Backend::nccl);
+  CHECK(device_kind_of("cuda:1") == DeviceKind::cuda);
+  CHECK(device_kind_of("cpu") == DeviceKind::cpu);
+  CHECK_THROWS_AS(parse_backend("mpi", "--backend"), InputError);
+}
+
+TEST_CASE("first and last lines of a message, and a collective failure is a RuntimeFailure", "[core]") {
+  CHECK(first_line("c10d allreduce failed: x\n  at frame 1") == "c10d allreduce failed: x");
+  CHECK(first_line("one line") == "one line");
+  CHECK(first_line("") == "");
+  CHECK(last_nonempty_line("Traceback\n  frame\nRuntimeError: bad \n\n") == "RuntimeError: bad");
+  try {
+    throw CollectiveFailure("c10d store.get failed (x:1): peer lost");
+  } catch (const RuntimeFailure& e) {
+    CHECK(dynamic_cast<const CollectiveFailure*>(&e) != nullptr);
+    CHECK(std::string(e.what()) == "c10d store.get failed (x:1): peer lost");
+  }
 }

@@ -36,7 +36,7 @@ TEST_CASE("weights, gradients and Adam state are exact multiples of the paramete
   auto before_grads = mem->snapshot().allocated;
   workloads::zero_grad(params);
   CHECK(mem->snapshot().allocated - before_grads == P);
-  auto opt = workloads::make_optimizer(params, "adam", 1e-3);
+  auto opt = workloads::make_optimizer(params, Optimizer::adam, 1e-3);
   auto b = w->make_batch(1, 0, 2);
   auto loss = w->loss_sum(w->forward(b), b);
   loss.backward();

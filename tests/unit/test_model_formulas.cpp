@@ -134,8 +134,10 @@ TEST_CASE("strategy sync costs", "[model][strategy]") {
   auto fu = fused_sync(0.050, 0.002);
   CHECK(fu.comm_exposed == Approx(0.052));
   CHECK(fu.collectives == 1);
-  CHECK(optimizer_passes("adam") == 21);
-  CHECK(optimizer_passes("sgd") == 9);
+  CHECK(optimizer_passes(Optimizer::adam) == 21);
+  CHECK(optimizer_passes(Optimizer::sgd) == 9);
+  CHECK(optimizer_passes(Optimizer::adamw) == 23);
+  CHECK(optimizer_passes(Optimizer::lamb) == 21);  // profiled as adam
 }
 
 TEST_CASE("DDP buckets: reverse order, first 1 MiB, later 25 MiB", "[model][buckets]") {

@@ -110,7 +110,7 @@ TEST_CASE("cluster files: unreadable and malformed files are InputErrors", "[mod
 TEST_CASE("shipped spec examples load", "[model][spec]") {
   auto g2 = load_spec(kSource + "/examples/specs/gpt2-small.json");
   CHECK(g2.layers == 12);
-  CHECK(g2.optimizer == "adamw");
+  CHECK(g2.optimizer == Optimizer::adamw);
   CHECK(transformer_params(g2.shape()) == 124439808);
   auto big = load_spec(kSource + "/examples/specs/gpt-1.3b.json");
   CHECK(big.activation_checkpointing == Checkpointing::selective);
@@ -123,7 +123,7 @@ TEST_CASE("spec loader: defaults and errors naming the field", "[model][spec]") 
   auto load = [](const json& j, const std::string& w) { return spec_from_json(j, w); };
   auto s = load(good_spec(), "ok");
   CHECK(s.dtype == Precision::bf16);
-  CHECK(s.optimizer == "adam");
+  CHECK(s.optimizer == Optimizer::adam);
   CHECK(s.activation_checkpointing == Checkpointing::none);
   CHECK(s.mean_tokens_per_sample == 32);
   json j = good_spec();

@@ -264,7 +264,7 @@ TEST_CASE("spec model: memory, compute and communication by hand", "[model][spec
   s.seq_len = 32;
   s.vocab = 100;
   s.dtype = Precision::bf16;
-  s.optimizer = "adam";
+  s.optimizer = Optimizer::adam;
   s.tied_embeddings = false;
   s.mean_tokens_per_sample = 32;
   Cluster c = test_cluster();

@@ -30,12 +30,12 @@ TEST_CASE("static memory is exact: weights, gradients, Adam = 2x, SGD = 1x param
   // gpt-tiny: V*d + S*d + n*(12 d^2 + 13 d) + 2d + d*V with d=128, V=512, S=64, n=2
   //         = 65536 + 8192 + 2*(196608 + 1664) + 256 + 65536 = 536064 parameters.
   const Bytes P = 536064 * 4;
-  MemorySweep adam(config("gpt-tiny"), "adam", 1e-3);
+  MemorySweep adam(config("gpt-tiny"), Optimizer::adam, 1e-3);
   CHECK(adam.workload().identity().param_count == 536064);
   CHECK(adam.static_parts().weights == P);
   CHECK(adam.static_parts().gradients == P);
   CHECK(adam.static_parts().optimizer_state == 2 * P);
-  MemorySweep sgd(config("mlp-small"), "sgd", 1e-2);
+  MemorySweep sgd(config("mlp-small"), Optimizer::sgd, 1e-2);
   // mlp-small 256-512-512-10: 256*512+512 + 512*512+512 + 512*10+10 = 399370 parameters; the
   // workload also keeps its data stream's teacher matrix, [10, 256] float64 = 20480 bytes.
   CHECK(sgd.static_parts().weights == 399370 * 4 + 10 * 256 * 8);
@@ -45,7 +45,7 @@ TEST_CASE("static memory is exact: weights, gradients, Adam = 2x, SGD = 1x param
 
 TEST_CASE("activation memory grows with micro_batch; peak = static + activations", "[profiler][memory]") {
   torch::set_num_threads(1);
-  MemorySweep ms(config("gpt-tiny"), "adam", 1e-3);
+  MemorySweep ms(config("gpt-tiny"), Optimizer::adam, 1e-3);
   std::vector<MemoryPoint> pts;
   for (Count b : {1, 2, 4}) {
     auto p = ms.measure(b, 1);
@@ -71,7 +71,7 @@ TEST_CASE("the sweep finds the largest micro_batch under the cap", "[profiler][m
   torch::set_num_threads(1);
   // gpt-tiny's peak is affine in micro_batch (activations dominate the window's peak); an MLP's
   // is not at small b (the optimizer step's temporaries dominate), which the sweep also handles.
-  MemorySweep ms(config("gpt-tiny"), "adam", 1e-3);
+  MemorySweep ms(config("gpt-tiny"), Optimizer::adam, 1e-3);
   auto p4 = ms.measure(4, 1);
   auto p8 = ms.measure(8, 1);
   REQUIRE(p4);
@@ -101,7 +101,7 @@ TEST_CASE("the sweep finds the largest micro_batch under the cap", "[profiler][m
   CHECK(measured == std::vector<Count>{1, 2, 10, 11});
   o.time_budget = 0;
   // --max-micro-batch bounds it (not a power of two: the sweep still tries it).
-  MemorySweep small(config("mlp-small"), "sgd", 1e-2);
+  MemorySweep small(config("mlp-small"), Optimizer::sgd, 1e-2);
   o.cap = 1ull << 40;
   o.max_micro_batch = 6;
   r = small.run(o);
@@ -116,7 +116,7 @@ TEST_CASE("the sweep finds the largest micro_batch under the cap", "[profiler][m
 }
 
 TEST_CASE("a cap below the static memory fails with the needed and the capped bytes", "[profiler][memory]") {
-  MemorySweep ms(config("gpt-tiny"), "adam", 1e-3);
+  MemorySweep ms(config("gpt-tiny"), Optimizer::adam, 1e-3);
   MemorySweepOptions o;
   o.cap = 1 * MiB;
   CHECK_THROWS_AS(ms.run(o), InfeasibleError);

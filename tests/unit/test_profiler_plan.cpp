@@ -1,7 +1,12 @@
 // Unit tests for profiler/sweep_plan: defaults, peak prediction, the bisection step, compute
-// point planning under a budget and the noise-scale estimate, all with hand-computed values.
+// point planning under a budget, and the B_simple line of the profile summary (model/noise_scale's
+// estimator), all with hand-computed values.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <string>
+
+#include "profiler/summary.hpp"
 #include "profiler/sweep_plan.hpp"
 
 using namespace gaccum;
@@ -106,13 +111,27 @@ TEST_CASE("time interpolation between measured points", "[profiler][plan]") {
   CHECK(interpolate_time({{2, 0.02}}, 8) == Approx(0.08));
 }
 
-TEST_CASE("noise scale from squared gradient norms at two sizes", "[profiler][plan]") {
-  // |G|^2 = 2, tr(Sigma) = 16: E|G_b|^2 = 2 + 16/b -> b=2: 10, b=16: 3.
-  std::vector<GradNormPoint> g{{2, {9, 11}}, {16, {2.5, 3.5}}};
-  auto e = estimate_noise_scale(g);
-  REQUIRE(e.valid);
-  CHECK(e.grad_sq == Approx(2));      // (16*3 - 2*10) / 14
-  CHECK(e.trace_sigma == Approx(16)); // (10 - 3) / (1/2 - 1/16)
-  CHECK(e.b_simple == Approx(8));
-  CHECK_FALSE(estimate_noise_scale({{4, {1.0}}}).valid);
+TEST_CASE("profile summary prints the least-squares B_simple that tune uses", "[profiler][plan]") {
+  // Mean |G_b|^2 at b = 2, 4, 16: 10, 8, 3 (one sample each). Smallest and largest size alone:
+  // |G|^2 = (16*3 - 2*10)/14 = 2, tr(Sigma) = (10 - 3)/(1/2 - 1/16) = 16, B_simple 8.0.
+  // Least squares on x = 1/b (0.5, 0.25, 0.0625), equal weights: mean x = 13/48, mean y = 7,
+  // Sxx = 37/384, Sxy = 3/2 -> tr(Sigma) = 576/37 = 15.57, |G|^2 = 7 - 15.57 x 13/48 = 103/37
+  // = 2.784, B_simple = 576/103 = 5.6 samples.
+  auto summary_of = [](const Profile& p) {
+    std::FILE* f = std::tmpfile();
+    REQUIRE(f);
+    print_summary(p, f);
+    std::rewind(f);
+    std::string text;
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    std::fclose(f);
+    return text;
+  };
+  Profile p;
+  p.grad_norms = {{2, {10}}, {4, {8}}, {16, {3}}};
+  CHECK_THAT(summary_of(p), Catch::Contains("B_simple = tr(Sigma)/|G|^2 = 15.57 / 2.784 = 5.6 samples"));
+  p.grad_norms = {{4, {1.0}}};
+  CHECK_THAT(summary_of(p), Catch::Contains("B_simple: not estimable"));
 }

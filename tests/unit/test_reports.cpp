@@ -45,7 +45,7 @@ tuner::TuneResult golden_result() {
   r.margin = 0;
   r.max_accum_steps = 16;
   r.lr_reference = tuner::LrReference{3e-4, 8};
-  r.optimizer = "adam";
+  r.optimizer = Optimizer::adam;
   r.dataset_size = 100000;
   r.cost_per_device_hour = 2.5;
   r.top = 3;

@@ -114,7 +114,7 @@ TEST_CASE("run layout: windows, ranks, micro-steps and the partial window", "[ru
   CHECK(s.micro_range(2, 0, 0) == std::pair<Count, Count>{16, 2});
   CHECK(s.micro_range(2, 0, 1) == std::pair<Count, Count>{18, 1});
   CHECK(s.micro_range(2, 1, 0).second == 0);
-  s.partial_window = "drop";
+  s.partial_window = PartialWindow::drop;
   CHECK(s.total_windows() == 2);
   s.validate();
 }
@@ -127,9 +127,8 @@ TEST_CASE("RunSpec rejects unusable values naming the flag, and round-trips thro
   s.dataset_size = 100;  // 1 full window of 64 < warmup + 1
   CHECK_THROWS_WITH(s.validate(), Catch::Contains("--dataset-size"));
   s.dataset_size = 0;
-  s.partial_window = "keep";
-  CHECK_THROWS_WITH(s.validate(), Catch::Contains("--partial-window"));
-  s.partial_window = "run";
+  CHECK_THROWS_WITH(parse_partial_window("keep"), Catch::Contains("--partial-window"));
+  CHECK(parse_partial_window("drop") == PartialWindow::drop);
   s.micro_batch = 3;
   s.strategy = Strategy::every_step;
   s.seed = 7;

@@ -275,10 +275,8 @@ TEST_CASE("no feasible config: divisibility when no allowed world size divides",
 
 TEST_CASE("request validation names the flag", "[tuner]") {
   FakeCostModel m;
+  CHECK_THROWS_WITH(parse_optimizer("adagrad", "--optimizer"), Catch::Contains("--optimizer"));  // at the flag
   auto r = base_request();
-  r.optimizer = "adagrad";
-  CHECK_THROWS_WITH(tune(m, r), Catch::Contains("--optimizer"));
-  r = base_request();
   r.margin = 1.0;
   CHECK_THROWS_WITH(tune(m, r), Catch::Contains("--margin"));
   r = base_request();
@@ -303,23 +301,23 @@ TEST_CASE("learning-rate rules: linear for SGD, square-root for Adam-type, warm-
   CHECK_THROWS_AS(parse_lr_reference("3e-4@0"), InputError);
   CHECK_THROWS_AS(parse_lr_reference("-1@256"), InputError);
 
-  auto sgd = recommend_lr(ref, "sgd", 1024, std::nullopt);
+  auto sgd = recommend_lr(ref, Optimizer::sgd, 1024, std::nullopt);
   CHECK(sgd.rule == "linear");
   CHECK(sgd.lr == Approx(0.4));
   CHECK_FALSE(sgd.warmup);
   CHECK_THAT(sgd.text, Catch::Contains("linear") && Catch::Contains("Goyal"));
 
-  auto adam = recommend_lr(LrReference{3e-4, 256}, "adam", 1024, std::nullopt);
+  auto adam = recommend_lr(LrReference{3e-4, 256}, Optimizer::adam, 1024, std::nullopt);
   CHECK(adam.rule == "square-root");
   CHECK(adam.lr == Approx(6e-4));
-  auto lamb = recommend_lr(LrReference{3e-4, 256}, "lamb", 4096, 1281167);
+  auto lamb = recommend_lr(LrReference{3e-4, 256}, Optimizer::lamb, 4096, 1281167);
   CHECK(lamb.lr == Approx(1.2e-3));
   CHECK(lamb.warmup);
   REQUIRE(lamb.warmup_steps);
   CHECK(*lamb.warmup_steps == 1564);  // ceil(5 x 1281167 / 4096) = ceil(1563.9)
-  CHECK(recommend_lr(LrReference{3e-4, 256}, "adamw", 2048, std::nullopt).warmup == false);  // exactly 8x
-  CHECK(recommend_lr(LrReference{3e-4, 256}, "adamw", 64, std::nullopt).lr == Approx(1.5e-4));
-  CHECK_FALSE(recommend_lr(std::nullopt, "adam", 512, std::nullopt).available);
+  CHECK(recommend_lr(LrReference{3e-4, 256}, Optimizer::adamw, 2048, std::nullopt).warmup == false);  // exactly 8x
+  CHECK(recommend_lr(LrReference{3e-4, 256}, Optimizer::adamw, 64, std::nullopt).lr == Approx(1.5e-4));
+  CHECK_FALSE(recommend_lr(std::nullopt, Optimizer::adam, 512, std::nullopt).available);
 }
 
 TEST_CASE("critical batch: factors from the noise scale", "[tuner][critical]") {

@@ -120,9 +120,10 @@ TEST_CASE("optimizer state and zero_grad", "[workloads]") {
   auto params = w->parameters();
   zero_grad(params);
   for (const auto& p : params) CHECK(p.grad().abs().sum().item<double>() == 0);
-  CHECK(optimizer_state_slots("adam") == 2);
-  CHECK(optimizer_state_slots("sgd") == 1);
-  CHECK_THROWS_AS(make_optimizer(params, "lamb", 1e-3), InputError);
+  CHECK(traits(Optimizer::adam).state_slots == 2);
+  CHECK(traits(Optimizer::sgd).state_slots == 1);
+  CHECK(make_optimizer(params, Optimizer::adamw, 1e-3) != nullptr);
+  CHECK_THROWS_AS(make_optimizer(params, Optimizer::lamb, 1e-3), InputError);
 }
 
 TEST_CASE("workload names and overrides are validated", "[workloads]") {

@@ -1,0 +1,33 @@
+// What/why: names and parsers of the backends and device kinds in backend.hpp.
+#include "core/backend.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace gaccum {
+
+std::string_view to_string(Backend b) {
+  return traits(b).name;
+}
+
+std::string_view to_string(DeviceKind d) {
+  return d == DeviceKind::cuda ? "cuda" : "cpu";
+}
+
+Backend parse_backend(std::string_view text, std::string_view flag) {
+  for (const auto& t : kBackendTraits)
+    if (t.name == text) return t.backend;
+  throw InputError(fmt::format("{}: unknown backend '{}': expected gloo or nccl", flag, text));
+}
+
+DeviceKind device_kind_of(std::string_view device) {
+  return device.rfind("cuda", 0) == 0 ? DeviceKind::cuda : DeviceKind::cpu;
+}
+
+void to_json(nlohmann::json& j, Backend b) {
+  j = std::string(to_string(b));
+}
+
+}  // namespace gaccum
