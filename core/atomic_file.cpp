@@ -65,4 +65,12 @@ std::string read_file(const std::filesystem::path& path, std::string_view field)
   return ss.str();
 }
 
+std::string read_file_if_present(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 }  // namespace gaccum

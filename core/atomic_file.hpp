@@ -12,5 +12,8 @@ namespace gaccum {
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
 // Reads a whole file; InputError naming `field` and the path when it cannot be read.
 std::string read_file(const std::filesystem::path& path, std::string_view field);
+// Reads a whole file that may not exist (a result or error file another process may not have
+// written): "" when it cannot be read.
+std::string read_file_if_present(const std::filesystem::path& path);
 
 }  // namespace gaccum

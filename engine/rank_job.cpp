@@ -2,8 +2,6 @@
 #include "engine/rank_job.hpp"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -21,24 +19,16 @@ std::string trim(std::string s) {
   return s;
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 fs::path error_path(const fs::path& dir, int rank) { return dir / fmt::format("rank{}.err", rank); }
 
 // One line: what ended the launch, naming the rank, plus what that rank said about it.
 std::string describe_failure(const comm::LaunchResult& res, const fs::path& dir, int world) {
   std::string msg = res.failure;
   std::string said;
-  if (res.failed_rank >= 0) said = trim(read_text(error_path(dir, res.failed_rank)));
+  if (res.failed_rank >= 0) said = trim(read_file_if_present(error_path(dir, res.failed_rank)));
   if (said.empty())
     for (int r = 0; r < world && said.empty(); ++r) {
-      auto t = trim(read_text(error_path(dir, r)));
+      auto t = trim(read_file_if_present(error_path(dir, r)));
       if (!t.empty() && t.find("c10d") == std::string::npos) said = t;
     }
   if (!said.empty()) msg += " -- " + said.substr(0, said.find('\n'));

@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -32,14 +30,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 int default_threads(int ranks_on_host) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -259,7 +249,7 @@ void run_local(Validation& v, const std::vector<RunSpec>& specs) {
     job.scratch_prefix = "gaccum-validate";
     std::optional<RunRecord> record;
     const auto res = engine::run_rank_job(job, [&](const std::string& dir, const engine::RankJobOutcome& oc) {
-      const std::string text = read_text(engine::rank_result_path(dir, 0));
+      const std::string text = read_file_if_present(engine::rank_result_path(dir, 0));
       if (!text.empty() && !oc.launch.interrupted)
         record = run_record_from_json(parse_json_text(text, "rank 0's record"), "rank 0's record");
     });
