@@ -22,7 +22,7 @@ Data (must match workloads/torchscript.cpp and workloads/synthetic_rng.hpp bit f
   runner's layout (workloads::sample_offset).
 Loss: sum of per-sample losses (cross-entropy or squared error) * world_size / B per
   micro-batch, so DDP's gradient average equals the gradient of the window's mean loss, as in
-  runner/rank_run.cpp. The reported loss of a window is sum over ranks of the loss sums / B.
+  runner/accumulation_loop.hpp. The reported loss of a window is sum over ranks of the loss sums / B.
 Timing: per window, zero_grad .. optimizer.step(), each rank's wall time; per window the
   slowest rank; the data is generated before the first window (not timed, unlike the runner,
   which builds each micro-batch inside the step: this favours DDP slightly).

@@ -31,6 +31,7 @@
 #include "check/rank_agreement_c10d.hpp"
 #include "check/verdict.hpp"
 #include "cli/model_flags.hpp"
+#include "cli/model_source.hpp"
 #include "core/model_inputs.hpp"
 #include "cli/command.hpp"
 #include "cli/noise_scale_cache.hpp"
@@ -214,17 +215,14 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
   if (o.reprofile && (in.profile || in.spec))
     throw InputError("--reprofile applies to --workload / --torchscript without a profile");
   const std::string cluster = in.cluster ? *in.cluster : std::string();
+  // The one loader of predict, tune and check (cli/model_source.hpp), from the merged inputs.
+  ModelSource src;
+  src.cluster = cluster;
   if (in.spec) {
-    out.model = load_spec_model(*in.spec, cluster, in.mfu ? std::optional<double>(*in.mfu) : std::nullopt);
+    src.spec = *in.spec;
+    if (in.mfu) src.mfu = *in.mfu;
   } else if (in.profile) {
-    LoadedModel l = load_profile_model(*in.profile, cluster);
-    const std::string where = in.workload ? in.workload.source : in.workload_hash ? in.workload_hash.source : "";
-    std::optional<std::string> wl = in.workload ? std::optional<std::string>(*in.workload) : std::nullopt;
-    if (in.torchscript) wl = "torchscript";
-    check::require_profile_of(*l.profile, *in.profile, wl,
-                              in.workload_hash ? std::optional<std::string>(*in.workload_hash) : std::nullopt,
-                              in.torchscript ? in.torchscript.source : where);
-    out.model = std::move(l);
+    src.profile = *in.profile;
   } else if (in.workload || in.torchscript) {
     workloads::WorkloadConfig cfg;
     if (in.torchscript) {
@@ -235,18 +233,27 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
     } else {
       cfg = workloads::parse_workload_arg(*in.workload);
     }
-    cfg.device = workloads::resolve_device("auto");
-    nlohmann::json source;
+    src.workload = cfg;
     // The optimizer whose state is profiled: a DeepSpeed type without an LR rule (e.g. Adagrad)
     // is measured as Adam (two state slots, the larger common case).
-    const Optimizer opt = find_optimizer(out.job.optimizer).value_or(Optimizer::adam);
-    std::optional<Bytes> device_memory;
-    if (!o.device_memory.empty()) device_memory = parse_bytes(o.device_memory, "--device-memory");
-    Profile p = obtain_cached_profile(cfg, opt, o.reprofile, source, device_memory);
-    if (in.workload_hash && p.workload.hash != *in.workload_hash)
-      check::require_profile_of(p, source.value("path", std::string()), std::nullopt, *in.workload_hash,
+    src.optimizer = find_optimizer(out.job.optimizer).value_or(Optimizer::adam);
+    if (!o.device_memory.empty()) src.device_memory = parse_bytes(o.device_memory, "--device-memory");
+    src.reprofile = o.reprofile;
+  }
+  if (src.spec || src.profile || src.workload) {
+    LoadedModel l = load_model_source(src);
+    if (in.profile) {
+      const std::string where = in.workload ? in.workload.source : in.workload_hash ? in.workload_hash.source : "";
+      std::optional<std::string> wl = in.workload ? std::optional<std::string>(*in.workload) : std::nullopt;
+      if (in.torchscript) wl = "torchscript";
+      check::require_profile_of(*l.profile, *in.profile, wl,
+                                in.workload_hash ? std::optional<std::string>(*in.workload_hash) : std::nullopt,
+                                in.torchscript ? in.torchscript.source : where);
+    } else if (src.workload && in.workload_hash && l.profile->workload.hash != *in.workload_hash) {
+      check::require_profile_of(*l.profile, l.source.value("path", std::string()), std::nullopt, *in.workload_hash,
                                 in.workload_hash.source);
-    out.model = model_from_profile(std::move(p), std::move(source), cluster);
+    }
+    out.model = std::move(l);
   }
   if (out.model) {
     // B_noise: --noise-scale or the job file's, else a stronger one validate measured for this

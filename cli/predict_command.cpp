@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/model_flags.hpp"
+#include "cli/model_source.hpp"
 #include "cli/command.hpp"
 #include "cli/profile_cache.hpp"
 #include "core/checked.hpp"
@@ -33,12 +34,7 @@ namespace gaccum::cli {
 namespace {
 
 struct PredictOptions {
-  std::string profile;            // profile.json from `gaccum-tune profile`
-  std::string workload, device_memory;  // profile-first (cached)
-  TorchScriptFlags ts;                  // --torchscript and its inputs: profile-first too
-  std::string spec;               // analytic transformer spec
-  std::string cluster;            // cluster description (required with --spec)
-  std::string mfu;                // model FLOP utilisation for --spec; default 0.4
+  ModelSourceFlags source;        // --profile | --spec (+ --cluster, --mfu) | --workload / --torchscript
   std::string micro_batch;        // required
   std::string accum_steps = "1";
   std::string world_size = "1";
@@ -50,39 +46,15 @@ struct PredictOptions {
   bool json = false;
 };
 
-inline constexpr double kDefaultMfu = 0.4;
-
+// The model of the one source the flags name (cli/model_source.hpp); a profile-first source
+// says on stderr where its profile came from.
 std::unique_ptr<model::CostModel> make_model(const PredictOptions& o) {
-  const bool profile_first = !o.workload.empty() || o.ts.given();
-  if (int(!o.profile.empty()) + int(!o.spec.empty()) + int(profile_first) != 1)
-    throw InputError("pass exactly one of --profile profile.json, --spec spec.json or --workload / --torchscript");
-  if (!o.device_memory.empty() && !profile_first)
-    throw InputError("--device-memory applies to --workload / --torchscript (the profile they are measured into)");
-  std::optional<model::Cluster> cluster;
-  if (!o.cluster.empty()) cluster = model::load_cluster(o.cluster);
-  if (!o.spec.empty()) {
-    if (!cluster) throw InputError("--spec needs --cluster cluster.json (device peak FLOP/s, memory and links)");
-    double mfu = kDefaultMfu;
-    if (!o.mfu.empty()) {
-      mfu = parse_fraction(o.mfu, "--mfu");
-      if (!(mfu > 0)) throw InputError("--mfu: must be above 0 (a fraction such as 0.4 or 40%)");
-    }
-    return model::make_spec_model(model::load_spec(o.spec), *cluster, mfu);
-  }
-  if (!o.mfu.empty()) throw InputError("--mfu applies to --spec only (a profile's compute is measured)");
-  if (profile_first) {
-    auto cfg = workload_from_flags(o.workload, o.ts, "gpt-tiny");
-    cfg.device = workloads::resolve_device("auto");
-    std::optional<Bytes> device_memory;
-    if (!o.device_memory.empty()) device_memory = parse_bytes(o.device_memory, "--device-memory");
-    nlohmann::json source;
-    Profile prof = obtain_cached_profile(cfg, Optimizer::adam, false, source, device_memory);
-    std::cerr << fmt::format("gaccum-tune: profile {} {}\n", source.value("cached", false) ? "cached" : "measured now and cached at",
-                             source.value("path", std::string()));
-    return model::make_profile_model(prof, cluster ? &*cluster : nullptr);
-  }
-  Profile prof = load_profile(o.profile);
-  return model::make_profile_model(prof, cluster ? &*cluster : nullptr);
+  LoadedModel l = load_model_source(model_source_from_flags(o.source, Optimizer::adam, ""));
+  if (o.source.profile_first())
+    std::cerr << fmt::format("gaccum-tune: profile {} {}\n",
+                             l.source.value("cached", false) ? "cached" : "measured now and cached at",
+                             l.source.value("path", std::string()));
+  return std::move(l.model);
 }
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
@@ -222,13 +194,7 @@ int run_predict(const PredictOptions& o) {
 void add_predict_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<PredictOptions>();
   auto* sub = app.add_subcommand("predict", "Predict step time, throughput and peak memory of one configuration");
-  sub->add_option("--profile", o->profile, "profile.json from `gaccum-tune profile`");
-  sub->add_option("--spec", o->spec, "analytic transformer spec (examples/specs/), needs --cluster");
-  sub->add_option("--workload", o->workload, "a built-in workload, profiled first and cached (as tune --workload)");
-  add_torchscript_flags(sub, o->ts);
-  sub->add_option("--device-memory", o->device_memory, "--workload / --torchscript: the emulated CPU device's memory");
-  sub->add_option("--cluster", o->cluster, "cluster description (examples/clusters/): scale beyond the local machine");
-  sub->add_option("--mfu", o->mfu, "model FLOP utilisation for --spec (default 0.4)");
+  add_model_source_flags(sub, o->source, false);
   sub->add_option("--micro-batch,-b", o->micro_batch, "samples per forward/backward on one rank (at most 2^40)")->required();
   sub->add_option("--accum-steps,-k", o->accum_steps, "micro-batches per optimizer step (at most 2^40)");
   sub->add_option("--world-size,-p", o->world_size, "data-parallel ranks (at most 2^40; b*k*p at most 2^40)");

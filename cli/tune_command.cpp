@@ -30,6 +30,7 @@
 #include "check/deepspeed_tune.hpp"
 #include "cli/command.hpp"
 #include "cli/model_flags.hpp"
+#include "cli/model_source.hpp"
 #include "cli/noise_scale_cache.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/profile_source.hpp"
@@ -59,13 +60,7 @@ inline constexpr Count kDefaultGlobalBatch = 512;
 const std::vector<std::string> kOutputNames = {"result.csv", "result.json", "result.md", "report.html"};
 
 struct TuneOptions {
-  std::string workload;  // default kDefaultWorkload when no --profile/--spec
-  TorchScriptFlags ts;                           // a user's TorchScript model, profiled first
-  std::string device_memory;                     // the CPU "device" to profile with
-  std::string profile;
-  std::string spec;
-  std::string cluster;
-  std::string mfu;                 // --spec only; default 0.4
+  ModelSourceFlags source;  // cli/model_source.hpp; no source: the cached profile of kDefaultWorkload
   std::string global_batch;        // default kDefaultGlobalBatch
   std::string global_batch_range;  // "256-1024"
   std::string max_world_size;      // default: see the file comment
@@ -88,45 +83,18 @@ struct TuneOptions {
   std::string out = "gaccum-out";
   bool extrapolate = false;
   bool force = false;
-  bool reprofile = false;
   bool json = false;
   std::string command;  // reconstructed for the reports
   std::string deepspeed_config;  // --deepspeed-config: pins what it fixes, written back completed
 };
 
 // ---- model ---------------------------------------------------------------------------------
-// The source resolution (profile / spec / cached profile of a workload) is shared with `check`:
-// cli/profile_source.hpp (torch-free) and cli/profile_cache.hpp (profiles a workload, LibTorch).
+// The source resolution (profile / spec / cached profile of a workload) is shared with predict and
+// check: cli/model_source.hpp.
 
 LoadedModel load_model(const TuneOptions& o) {
-  const int sources =
-      int(!o.profile.empty()) + int(!o.spec.empty()) + int(!o.workload.empty() || o.ts.given());
-  if (sources > 1)
-    throw InputError("pass at most one of --workload / --torchscript, --profile profile.json or --spec spec.json");
-  if (!o.device_memory.empty() && (!o.profile.empty() || !o.spec.empty()))
-    throw InputError("--device-memory applies to the profile-first path (--workload / --torchscript), not to "
-                     "--profile/--spec");
-  if (o.reprofile && (!o.profile.empty() || !o.spec.empty()))
-    throw InputError(
-        "--reprofile applies to the profile-first path (--workload or no source), not to --profile/--spec");
-  if (!o.mfu.empty() && o.spec.empty())
-    throw InputError("--mfu applies to --spec only (a profile's compute is measured)");
-  if (!o.spec.empty()) {
-    std::optional<double> mfu;
-    if (!o.mfu.empty()) {
-      mfu = parse_fraction(o.mfu, "--mfu");
-      if (!(*mfu > 0)) throw InputError("--mfu: must be above 0 (a fraction such as 0.4 or 40%)");
-    }
-    return load_spec_model(o.spec, o.cluster, mfu);
-  }
-  if (!o.profile.empty()) return load_profile_model(o.profile, o.cluster);
-  auto cfg = workload_from_flags(o.workload, o.ts, kDefaultWorkload);
-  cfg.device = workloads::resolve_device("auto");
-  std::optional<Bytes> device_memory;
-  if (!o.device_memory.empty()) device_memory = parse_bytes(o.device_memory, "--device-memory");
-  nlohmann::json source;
-  Profile p = obtain_cached_profile(cfg, parse_optimizer(o.optimizer, "--optimizer"), o.reprofile, source, device_memory);
-  return model_from_profile(std::move(p), std::move(source), o.cluster);
+  return load_model_source(
+      model_source_from_flags(o.source, parse_optimizer(o.optimizer, "--optimizer"), kDefaultWorkload));
 }
 
 tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {
@@ -291,7 +259,7 @@ int run_tune(const TuneOptions& o) {
   {
     // B_noise: --noise-scale, else a stronger one validate measured for this workload, else the
     // profile's; without any, the report names the validate command (cli/noise_scale_cache.hpp).
-    const NoiseLookup noise = lookup_noise_scale(l, o.workload.empty() ? std::string() : "--workload " + o.workload);
+    const NoiseLookup noise = lookup_noise_scale(l, o.source.workload.empty() ? std::string() : "--workload " + o.source.workload);
     if (!req.noise_scale && noise.recorded) {
       req.noise_scale = noise.recorded->noise_scale;
       req.noise_scale_source = noise.recorded->source;
@@ -351,18 +319,10 @@ void add_tune_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<TuneOptions>();
   auto* sub = app.add_subcommand(
       "tune", "Recommend micro_batch, accum_steps, world_size and strategy for a global batch, with reasons");
-  sub->add_option("--workload", o->workload,
-                  "Workload to profile first (cached per workload, hardware and library versions) [default: gpt-tiny]");
-  add_torchscript_flags(sub, o->ts);
-  sub->add_option("--device-memory", o->device_memory,
-                  "CPU profile-first path: the emulated device's memory, e.g. 512MiB [default: the profiler's]");
-  sub->add_option("--profile", o->profile, "Measured profile.json (from `gaccum-tune profile`)");
-  sub->add_option("--spec", o->spec, "Analytic transformer spec.json (needs --cluster)");
+  add_model_source_flags(sub, o->source, true);
   sub->add_option("--deepspeed-config", o->deepspeed_config,
                   "DeepSpeed config: its numeric batch fields, ZeRO stage, bf16/fp16, activation_checkpointing and "
                   "offload pin the search; \"auto\" fields are filled with the pick in --out/deepspeed_config.json");
-  sub->add_option("--cluster", o->cluster, "Cluster description (nodes, GPUs per node, links, memory, price)");
-  sub->add_option("--mfu", o->mfu, "Model FLOP utilisation for --spec [default: 0.4]");
   sub->add_option("--global-batch", o->global_batch, "Target global batch B = b*k*p, at most 2^40 [default: 512]");
   sub->add_option("--global-batch-range", o->global_batch_range, "Target range LO-HI, e.g. 256-1024 (HI at most 2^40)");
   sub->add_option("--max-world-size", o->max_world_size,
@@ -389,7 +349,6 @@ void add_tune_command(CLI::App& app, Action& action) {
   sub->add_option("--top", o->top, "Picks shown and explained");
   sub->add_option("--out", o->out, "Output directory for result.csv, result.json, result.md, report.html");
   sub->add_flag("--force", o->force, "Replace the reports of an earlier run in --out");
-  sub->add_flag("--reprofile", o->reprofile, "Profile again even when a cached profile matches");
   sub->add_flag("--json", o->json, "Print the JSON result instead of the terminal report");
   sub->footer(
       "Defaults: --workload gpt-tiny --global-batch 512 --memory-cap 100% --margin 10% --max-accum-steps 64\n"

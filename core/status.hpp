@@ -28,9 +28,15 @@ inline constexpr StatusTraits kStatusTraits[] = {
     {Status::skip, "SKIP", "n/a"},
 };
 
-constexpr const StatusTraits& traits(Status s) { return kStatusTraits[static_cast<int>(s)]; }
-constexpr std::string_view to_string(Status s) { return traits(s).label; }
-constexpr std::string_view record_name(Status s) { return traits(s).record; }
+constexpr const StatusTraits& traits(Status s) {
+  return kStatusTraits[static_cast<int>(s)];
+}
+constexpr std::string_view to_string(Status s) {
+  return traits(s).label;
+}
+constexpr std::string_view record_name(Status s) {
+  return traits(s).record;
+}
 inline std::optional<Status> status_from_record(std::string_view word) {
   for (const auto& t : kStatusTraits)
     if (t.record == word) return t.status;

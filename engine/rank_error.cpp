@@ -25,16 +25,21 @@ void RankPosition::set(Count step, Count micro) {
   g_step = step;
   g_micro = micro;
 }
-void RankPosition::set_micro(Count micro) { g_micro = micro; }
-Count RankPosition::step() { return g_step.load(); }
+void RankPosition::set_micro(Count micro) {
+  g_micro = micro;
+}
+Count RankPosition::step() {
+  return g_step.load();
+}
 
 std::string RankPosition::describe() {
   if (g_step.load() < 0) {
     const char* addr = std::getenv("MASTER_ADDR");
     const char* port = std::getenv("MASTER_PORT");
-    return fmt::format("before step 0 (connecting through MASTER_ADDR={} MASTER_PORT={}: is the address right and the "
-                       "port free, and was every rank started?)",
-                       addr && *addr ? addr : "<unset>", port && *port ? port : "<unset>");
+    return fmt::format(
+        "before step 0 (connecting through MASTER_ADDR={} MASTER_PORT={}: is the address right and the "
+        "port free, and was every rank started?)",
+        addr && *addr ? addr : "<unset>", port && *port ? port : "<unset>");
   }
   return fmt::format("in step {} micro-step {}", g_step.load(), g_micro.load());
 }
@@ -59,7 +64,8 @@ int rank_failure_exit_code(int rank, std::exception_ptr e) {
     report_rank_error(rank, fmt::format("out of memory {}: lower --micro-batch", where));
     return kExitOutOfMemory;
   } catch (const c10::OutOfMemoryError& ex) {
-    report_rank_error(rank, fmt::format("out of memory {}: {}: lower --micro-batch", where, ex.what_without_backtrace()));
+    report_rank_error(rank,
+                      fmt::format("out of memory {}: {}: lower --micro-batch", where, ex.what_without_backtrace()));
     return kExitOutOfMemory;
   } catch (const InputError& ex) {
     report_rank_error(rank, ex.what());

@@ -19,7 +19,9 @@ std::string trim(std::string s) {
   return s;
 }
 
-fs::path error_path(const fs::path& dir, int rank) { return dir / fmt::format("rank{}.err", rank); }
+fs::path error_path(const fs::path& dir, int rank) {
+  return dir / fmt::format("rank{}.err", rank);
+}
 
 // One line: what ended the launch, naming the rank, plus what that rank said about it.
 std::string describe_failure(const comm::LaunchResult& res, const fs::path& dir, int world) {
@@ -64,7 +66,11 @@ RankJobOutcome run_rank_job(const RankJob& job,
 
   comm::LaunchOptions lo;
   lo.argv = {job.executable.empty() ? comm::self_executable() : job.executable,
-             "_worker", "--role", job.role, "--args", args_file.string()};
+             "_worker",
+             "--role",
+             job.role,
+             "--args",
+             args_file.string()};
   lo.world_size = job.world_size;
   lo.deadline = job.deadline;
   lo.store_timeout = job.store_timeout;

@@ -26,7 +26,7 @@
 namespace gaccum::engine {
 
 struct RankJob {
-  std::string role;                        // the `_worker --role` name
+  std::string role;                                // the `_worker --role` name
   nlohmann::json args = nlohmann::json::object();  // the role's arguments ("job_dir" is added)
   int world_size = 1;
   Seconds deadline = 0;                    // whole job; 0 = none

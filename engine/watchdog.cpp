@@ -25,7 +25,9 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-void Watchdog::beat() { last_.store(Clock::now().time_since_epoch().count()); }
+void Watchdog::beat() {
+  last_.store(Clock::now().time_since_epoch().count());
+}
 
 void Watchdog::loop() {
   std::unique_lock<std::mutex> lock(mu_);

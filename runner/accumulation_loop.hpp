@@ -64,7 +64,7 @@ struct LoopContext {
   comm::GradSync& sync;
   torch::optim::Optimizer& optimizer;
   int rank = 0;
-  std::uint64_t seed = 0;    // the data stream
+  std::uint64_t seed = 0;  // the data stream
 };
 
 // Runs spec.total_windows() windows and returns this rank's series (the observer's own columns,

@@ -65,7 +65,9 @@ std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params) {
   return g;
 }
 
-std::vector<double> flat_grads(const std::vector<torch::Tensor>& params) { return flat_double(grads_of(params), params); }
+std::vector<double> flat_grads(const std::vector<torch::Tensor>& params) {
+  return flat_double(grads_of(params), params);
+}
 
 double grad_sq_norm(const std::vector<torch::Tensor>& params) {
   double s = 0;

@@ -11,16 +11,21 @@ namespace {
 
 using nlohmann::json;
 
-std::string fmt_g(double v) { return fmt::format("{:.3g}", v); }
-Status verdict(bool ok) { return ok ? Status::pass : Status::fail; }
+std::string fmt_g(double v) {
+  return fmt::format("{:.3g}", v);
+}
+Status verdict(bool ok) {
+  return ok ? Status::pass : Status::fail;
+}
 
 void gradient_checks(std::vector<CheckRecord>& out, const RunFacts& f, const WindowChecks& c0) {
   const RunSpec& spec = f.spec;
   const std::string reference =
       c0.micro_reference
-          ? fmt::format("the same {} micro-batches ({} samples) computed one after another in one process (the model "
-                        "has batch statistics or dropout, so they are not slices of one big batch)",
-                        spec.accum_steps * spec.world_size, c0.samples)
+          ? fmt::format(
+                "the same {} micro-batches ({} samples) computed one after another in one process (the model "
+                "has batch statistics or dropout, so they are not slices of one big batch)",
+                spec.accum_steps * spec.world_size, c0.samples)
           : fmt::format("one pass over the same {} samples", c0.samples);
   out.push_back({"gradient_equivalence", verdict(c0.equivalence.within()),
                  fmt::format("step 0: the accumulated, allreduced, averaged gradient vs {}: "
@@ -50,10 +55,11 @@ CheckRecord zero_grad_check(const RunFacts& f, const std::vector<RankRecord>& ra
   }
   const Count windows = f.spec.total_windows();
   return {"zero_grad_at_window_start", verdict(worst == 0),
-          worst == 0 ? fmt::format("every gradient element was exactly 0 at the start of all {} windows on all {} ranks",
-                                   windows, f.spec.world_size)
-                     : fmt::format("gradients were not zero at a window start: up to {} non-zero elements (per rank: {})",
-                                   worst, per_rank.dump()),
+          worst == 0
+              ? fmt::format("every gradient element was exactly 0 at the start of all {} windows on all {} ranks",
+                            windows, f.spec.world_size)
+              : fmt::format("gradients were not zero at a window start: up to {} non-zero elements (per rank: {})",
+                            worst, per_rank.dump()),
           json{{"max_nonzero_per_rank", per_rank}, {"windows", windows}}};
 }
 
@@ -63,8 +69,8 @@ CheckRecord parameters_check(const RunFacts& f, const std::vector<RankRecord>& r
   for (const auto& r : ranks) {
     params.insert(r.params_hash_final);
     grads.insert(r.grads_hash_step0);
-    hashes.push_back({{"rank", r.rank}, {"params_hash_final", r.params_hash_final},
-                      {"grads_hash_step0", r.grads_hash_step0}});
+    hashes.push_back(
+        {{"rank", r.rank}, {"params_hash_final", r.params_hash_final}, {"grads_hash_step0", r.grads_hash_step0}});
   }
   const bool same = params.size() == 1 && grads.size() == 1;
   return {"parameters_identical", verdict(same),
@@ -148,15 +154,15 @@ CheckRecord collectives_check(const RunFacts& f, const std::vector<RankRecord>& 
     }
   }
   const auto& s0 = ranks.front().steps;
-  const std::vector<Count> per_micro0 = s0.collectives_per_micro.empty() ? std::vector<Count>{}
-                                                                         : s0.collectives_per_micro.front();
-  return {"collectives_match_strategy", verdict(ok),
-          fmt::format("{}: {} gradient allreduce(s) per step on every rank and step (expected {}), per micro-step {}, "
-                      "{} launched from autograd hooks during backward",
-                      to_string(spec.strategy), s0.collectives.empty() ? 0 : s0.collectives.front(),
-                      f.expected_collectives, json(per_micro0).dump(),
-                      s0.launched_in_backward.empty() ? 0 : s0.launched_in_backward.front()),
-          json{{"expected_per_step", f.expected_collectives}, {"buckets", f.buckets}, {"per_micro_step", per_micro0}}};
+  const std::vector<Count> per_micro0 =
+      s0.collectives_per_micro.empty() ? std::vector<Count>{} : s0.collectives_per_micro.front();
+  return {
+      "collectives_match_strategy", verdict(ok),
+      fmt::format("{}: {} gradient allreduce(s) per step on every rank and step (expected {}), per micro-step {}, "
+                  "{} launched from autograd hooks during backward",
+                  to_string(spec.strategy), s0.collectives.empty() ? 0 : s0.collectives.front(), f.expected_collectives,
+                  json(per_micro0).dump(), s0.launched_in_backward.empty() ? 0 : s0.launched_in_backward.front()),
+      json{{"expected_per_step", f.expected_collectives}, {"buckets", f.buckets}, {"per_micro_step", per_micro0}}};
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ namespace gaccum::runner {
 
 // What rank 0 knows of the run besides the rank records.
 struct RunFacts {
-  RunSpec spec;                  // seed: the data stream used
+  RunSpec spec;  // seed: the data stream used
   WorkloadFacts workload;
   bool token_workload = false;
   workloads::BatchDependence dependence;

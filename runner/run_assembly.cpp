@@ -28,12 +28,10 @@ struct Series {
 };
 
 Series slowest_rank(const std::vector<RankRecord>& ranks) {
-  return Series{max_over_ranks(per_rank(ranks, &RankSteps::step_time)),
-                max_over_ranks(per_rank(ranks, &RankSteps::exposed)),
-                max_over_ranks(per_rank(ranks, &RankSteps::comm_total)),
-                max_over_ranks(per_rank(ranks, &RankSteps::compute)),
-                max_over_ranks(per_rank(ranks, &RankSteps::optimizer)),
-                spread_over_ranks(per_rank(ranks, &RankSteps::arrival))};
+  return Series{
+      max_over_ranks(per_rank(ranks, &RankSteps::step_time)),  max_over_ranks(per_rank(ranks, &RankSteps::exposed)),
+      max_over_ranks(per_rank(ranks, &RankSteps::comm_total)), max_over_ranks(per_rank(ranks, &RankSteps::compute)),
+      max_over_ranks(per_rank(ranks, &RankSteps::optimizer)),  spread_over_ranks(per_rank(ranks, &RankSteps::arrival))};
 }
 
 // The window's mean loss over every real sample/token across ranks (the quantity the gradient is
@@ -85,8 +83,8 @@ Measured measured_figures(const RunFacts& f, const std::vector<RankRecord>& rank
       if (v >= 0) small_sq.push_back(v);
   for (auto v : timed(r0.g_big_sq))
     if (v >= 0) big_sq.push_back(v);
-  m.noise_scale = noise_scale(static_cast<double>(spec.micro_batch), small_sq,
-                              static_cast<double>(spec.global_batch()), big_sq);
+  m.noise_scale =
+      noise_scale(static_cast<double>(spec.micro_batch), small_sq, static_cast<double>(spec.global_batch()), big_sq);
   return m;
 }
 
@@ -162,9 +160,10 @@ void warnings_and_notes(const RunFacts& f, const std::vector<RankRecord>& ranks,
     for (const auto& [host, tc] : per_host)
       if (tc.first > tc.second) {
         rec.environment->oversubscribed = true;
-        rec.warnings.push_back(fmt::format("oversubscribed, timings not representative: {} compute threads on {} "
-                                           "cores of host {} (world_size x threads_per_rank > cores)",
-                                           tc.first, tc.second, host));
+        rec.warnings.push_back(
+            fmt::format("oversubscribed, timings not representative: {} compute threads on {} "
+                        "cores of host {} (world_size x threads_per_rank > cores)",
+                        tc.first, tc.second, host));
       }
   const auto& d = f.dependence;
   const Count b = f.spec.micro_batch, B = f.spec.global_batch(), k = f.spec.accum_steps;
@@ -176,15 +175,17 @@ void warnings_and_notes(const RunFacts& f, const std::vector<RankRecord>& ranks,
         "dependence on the batch",
         d.batch_statistics.size(), d.batch_statistics.front(), d.batch_statistics.size() > 1 ? ", ..." : "", b, B, k));
     if (b < kSmallBatchNormMicroBatch)
-      rec.warnings.push_back(fmt::format("micro_batch {} < {}: BatchNorm statistics from {} samples per forward are "
-                                         "noisy and differ from training with the global batch of {}; raise "
-                                         "micro_batch (fewer accum_steps) or use GroupNorm/SyncBatchNorm",
-                                         b, kSmallBatchNormMicroBatch, b, B));
+      rec.warnings.push_back(
+          fmt::format("micro_batch {} < {}: BatchNorm statistics from {} samples per forward are "
+                      "noisy and differ from training with the global batch of {}; raise "
+                      "micro_batch (fewer accum_steps) or use GroupNorm/SyncBatchNorm",
+                      b, kSmallBatchNormMicroBatch, b, B));
   }
   if (!d.dropout.empty())
-    rec.model_notes.push_back(fmt::format("dropout ({} layer(s): {}{}): masks are drawn per micro-batch (seeded from "
-                                          "its position in the data stream, so the reference draws the same ones)",
-                                          d.dropout.size(), d.dropout.front(), d.dropout.size() > 1 ? ", ..." : ""));
+    rec.model_notes.push_back(
+        fmt::format("dropout ({} layer(s): {}{}): masks are drawn per micro-batch (seeded from "
+                    "its position in the data stream, so the reference draws the same ones)",
+                    d.dropout.size(), d.dropout.front(), d.dropout.size() > 1 ? ", ..." : ""));
 }
 
 }  // namespace
@@ -200,7 +201,8 @@ RunRecord assemble_run(const RunFacts& f, std::vector<CheckRecord> checks, const
   rec.measured = measured_figures(f, ranks, s, loss);
   rec.steps = window_table(f, ranks, s, loss);
   rec.checks = std::move(checks);
-  rec.ok = std::none_of(rec.checks.begin(), rec.checks.end(), [](const CheckRecord& c) { return c.status == Status::fail; });
+  rec.ok =
+      std::none_of(rec.checks.begin(), rec.checks.end(), [](const CheckRecord& c) { return c.status == Status::fail; });
   return rec;
 }
 

@@ -20,9 +20,13 @@ void RunObserver::window_begin(Count w) {
   g_small_ = -1;
 }
 
-bool RunObserver::zero_gradients(Count w) { return !(faults_.skip_zero_grad && w > 0); }
+bool RunObserver::zero_gradients(Count w) {
+  return !(faults_.skip_zero_grad && w > 0);
+}
 
-void RunObserver::after_zero_grad(Count) { o_.nonzero_at_start.push_back(nonzero_grad_elements(c_.params)); }
+void RunObserver::after_zero_grad(Count) {
+  o_.nonzero_at_start.push_back(nonzero_grad_elements(c_.params));
+}
 
 void RunObserver::micro_begin(Count w, Count m) {
   engine::RankPosition::set_micro(m);

@@ -23,7 +23,7 @@ namespace gaccum::runner {
 // What the observer found, merged into the rank's record.
 struct Observations {
   std::vector<Count> nonzero_at_start;
-  std::vector<double> g_small_sq, g_big_sq;  // < 0: not measured in that window
+  std::vector<double> g_small_sq, g_big_sq;    // < 0: not measured in that window
   std::optional<WindowChecks> step0, partial;  // rank 0
   std::string grads_hash_step0;
   Bytes peak_memory = 0, memory_at_reset = 0;

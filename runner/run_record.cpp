@@ -7,12 +7,15 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "runner/record_reader.hpp"
 
 namespace gaccum::runner {
 
 using nlohmann::json;
 
 namespace {
+
+using record::Reader;
 
 // ---- writer helpers -----------------------------------------------------------------------------
 
@@ -31,15 +34,18 @@ json spec_config(const RunSpec& spec, const std::optional<WorkloadFacts>& facts)
 }
 
 json check_json(const CheckRecord& c) {
-  return json{{"name", c.name}, {"status", std::string(record_name(c.status))}, {"detail", c.detail},
-              {"numbers", c.numbers}};
+  return json{
+      {"name", c.name}, {"status", std::string(record_name(c.status))}, {"detail", c.detail}, {"numbers", c.numbers}};
 }
 
 json measured_json(const Measured& m) {
   const auto& st = m.step_time;
-  return json{{"step_time",
-               json{{"median", st.median}, {"p10", st.p10}, {"p90", st.p90}, {"mean", st.mean}, {"min", st.min},
-                    {"max", st.max}}},
+  return json{{"step_time", json{{"median", st.median},
+                                 {"p10", st.p10},
+                                 {"p90", st.p90},
+                                 {"mean", st.mean},
+                                 {"min", st.min},
+                                 {"max", st.max}}},
               {"throughput_samples_per_s", m.throughput_samples_per_s},
               {"tokens_per_s", m.tokens_per_s},
               {"peak_memory", m.peak_memory},
@@ -82,9 +88,12 @@ json environment_json(const Environment& e) {
 
 const char* gate_name(Gate g) {
   switch (g) {
-    case Gate::tolerance: return "tolerance";
-    case Gate::exact: return "exact";
-    case Gate::info: return "info";
+    case Gate::tolerance:
+      return "tolerance";
+    case Gate::exact:
+      return "exact";
+    case Gate::info:
+      return "info";
   }
   return "info";
 }
@@ -118,60 +127,9 @@ json steps_json(const std::vector<WindowRow>& steps) {
   return out;
 }
 
-// ---- reader helpers: a missing or mistyped field is an InputError naming it ------------------------
-
-struct Reader {
-  const json& j;
-  std::string what;
-  const json& at(const char* key) const {
-    if (!j.is_object() || !j.contains(key)) throw InputError(fmt::format("{}: missing \"{}\"", what, key));
-    return j[key];
-  }
-  bool has(const char* key) const { return j.is_object() && j.contains(key) && !j[key].is_null(); }
-  template <class T>
-  T get(const char* key) const {
-    try {
-      return at(key).get<T>();
-    } catch (const json::exception&) {
-      throw InputError(fmt::format("{}.{}: unexpected type ({})", what, key, at(key).dump()));
-    }
-  }
-  template <class T>
-  T get_or(const char* key, T fallback) const {
-    return has(key) ? get<T>(key) : fallback;
-  }
-  Reader child(const char* key) const { return Reader{at(key), what + "." + key}; }
-  Reader item(const char* key, std::size_t i) const {
-    return Reader{at(key).at(i), fmt::format("{}.{}[{}]", what, key, i)};
-  }
-  std::size_t size(const char* key) const { return at(key).size(); }
-};
-
 Status status_of(const std::string& word, const std::string& what) {
   if (auto s = status_from_record(word)) return *s;
   throw InputError(fmt::format("{}: unknown status '{}'", what, word));
-}
-
-RankSteps rank_steps_from(const Reader& r) {
-  RankSteps s;
-  s.step_time = r.get<std::vector<double>>("step_time");
-  s.compute = r.get<std::vector<double>>("compute");
-  s.arrival = r.get<std::vector<double>>("arrival");
-  s.exposed = r.get<std::vector<double>>("exposed");
-  s.comm_total = r.get<std::vector<double>>("comm_total");
-  s.optimizer = r.get<std::vector<double>>("optimizer");
-  s.instrumentation = r.get<std::vector<double>>("instrumentation");
-  s.collectives = r.get<std::vector<Count>>("collectives");
-  s.launched_in_backward = r.get<std::vector<Count>>("launched_in_backward");
-  s.collectives_per_micro = r.get<std::vector<std::vector<Count>>>("collectives_per_micro");
-  s.nonzero_at_start = r.get<std::vector<Count>>("nonzero_at_start");
-  s.local_terms = r.get<std::vector<Count>>("local_terms");
-  s.local_samples = r.get<std::vector<Count>>("local_samples");
-  s.global_terms = r.get<std::vector<Count>>("global_terms");
-  s.g_small_sq = r.get<std::vector<double>>("g_small_sq");
-  s.g_big_sq = r.get<std::vector<double>>("g_big_sq");
-  s.loss_sum = r.get<std::vector<double>>("loss_sum");
-  return s;
 }
 
 NoiseScale noise_scale_from(const Reader& r) {
@@ -240,8 +198,8 @@ Environment environment_from(const Reader& r) {
   e.tool_version = v.get<std::string>("tool");
   e.libtorch_version = v.get<std::string>("libtorch");
   e.gloo_version = v.get<std::string>("gloo");
-  static const char* kKnown[] = {"launcher", "backend", "device", "world_size", "threads_per_rank",
-                                 "oversubscribed", "ranks", "versions"};
+  static const char* kKnown[] = {"launcher",         "backend",        "device", "world_size",
+                                 "threads_per_rank", "oversubscribed", "ranks",  "versions"};
   for (auto it = r.j.begin(); it != r.j.end(); ++it)
     if (std::none_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return it.key() == k; }))
       e.launch[it.key()] = it.value();
@@ -285,59 +243,6 @@ WindowRow window_from(const Reader& r) {
 }
 
 }  // namespace
-
-json to_json(const RankRecord& r) {
-  const auto& s = r.steps;
-  json steps{{"step_time", s.step_time},
-             {"compute", s.compute},
-             {"arrival", s.arrival},
-             {"exposed", s.exposed},
-             {"comm_total", s.comm_total},
-             {"optimizer", s.optimizer},
-             {"instrumentation", s.instrumentation},
-             {"collectives", s.collectives},
-             {"launched_in_backward", s.launched_in_backward},
-             {"collectives_per_micro", s.collectives_per_micro},
-             {"nonzero_at_start", s.nonzero_at_start},
-             {"local_terms", s.local_terms},
-             {"local_samples", s.local_samples},
-             {"global_terms", s.global_terms},
-             {"g_small_sq", s.g_small_sq},
-             {"g_big_sq", s.g_big_sq},
-             {"loss_sum", s.loss_sum}};
-  return json{{"rank", r.rank},
-              {"local_rank", r.local_rank},
-              {"host", r.host},
-              {"pid", r.pid},
-              {"threads", r.threads},
-              {"interop_threads", r.interop_threads},
-              {"cores", r.cores},
-              {"peak_memory", r.peak_memory},
-              {"memory_at_reset", r.memory_at_reset},
-              {"comm_buffer_bytes", r.comm_buffer_bytes},
-              {"grads_hash_step0", r.grads_hash_step0},
-              {"params_hash_final", r.params_hash_final},
-              {"steps", steps}};
-}
-
-RankRecord rank_record_from_json(const json& j, const std::string& what) {
-  const Reader r{j, what};
-  RankRecord x;
-  x.rank = r.get<int>("rank");
-  x.local_rank = r.get<int>("local_rank");
-  x.host = r.get<std::string>("host");
-  x.pid = r.get<long>("pid");
-  x.threads = r.get<int>("threads");
-  x.interop_threads = r.get<int>("interop_threads");
-  x.cores = r.get<int>("cores");
-  x.peak_memory = r.get<Bytes>("peak_memory");
-  x.memory_at_reset = r.get<Bytes>("memory_at_reset");
-  x.comm_buffer_bytes = r.get<Bytes>("comm_buffer_bytes");
-  x.grads_hash_step0 = r.get<std::string>("grads_hash_step0");
-  x.params_hash_final = r.get<std::string>("params_hash_final");
-  x.steps = rank_steps_from(r.child("steps"));
-  return x;
-}
 
 json to_json(const RunRecord& r) {
   json j{{"config", spec_config(r.spec, r.facts)}, {"ok", r.ok}};

@@ -108,7 +108,7 @@ struct ComparisonRow {
   double measured = 0, predicted = 0;
   std::optional<double> error_pct;  // none: predicted 0 and measured not
   Gate gate = Gate::info;
-  std::optional<Status> status;     // pass / fail for gated rows; none: informational
+  std::optional<Status> status;  // pass / fail for gated rows; none: informational
 };
 struct Comparison {
   double tolerance_pct = 0;
@@ -117,12 +117,12 @@ struct Comparison {
 };
 
 struct RunRecord {
-  RunSpec spec;                         // as run (seed: the data stream used)
-  std::optional<WorkloadFacts> facts;   // completed runs
+  RunSpec spec;                        // as run (seed: the data stream used)
+  std::optional<WorkloadFacts> facts;  // completed runs
   // A launch that failed: the one line naming the rank, and the launcher's wall time.
   std::optional<std::string> failure;
   std::optional<Seconds> launcher_wall_s;
-  std::optional<std::string> stopped;   // e.g. "rank agreement failed": no training ran
+  std::optional<std::string> stopped;  // e.g. "rank agreement failed": no training ran
   std::optional<Environment> environment;
   std::vector<std::string> warnings, model_notes;
   std::vector<CheckRecord> checks;

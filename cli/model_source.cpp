@@ -1,0 +1,79 @@
+// What/why: see model_source.hpp.
+#include "cli/model_source.hpp"
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/profile_cache.hpp"
+#include "core/error.hpp"
+#include "core/parse.hpp"
+
+namespace gaccum::cli {
+
+LoadedModel load_model_source(const ModelSource& s) {
+  if (int(s.profile.has_value()) + int(s.spec.has_value()) + int(s.workload.has_value()) != 1)
+    throw InputError("pass one of --workload / --torchscript, --profile profile.json or --spec spec.json");
+  if (s.spec) return load_spec_model(*s.spec, s.cluster, s.mfu);
+  if (s.profile) return load_profile_model(*s.profile, s.cluster);
+  auto cfg = *s.workload;
+  cfg.device = workloads::resolve_device("auto");
+  nlohmann::json source;
+  Profile p = obtain_cached_profile(cfg, s.optimizer, s.reprofile, source, s.device_memory);
+  return model_from_profile(std::move(p), std::move(source), s.cluster);
+}
+
+void add_model_source_flags(CLI::App* sub, ModelSourceFlags& f, bool with_reprofile) {
+  sub->add_option("--workload", f.workload,
+                  "Built-in workload NAME[:key=value,...], profiled first and cached (see `gaccum-tune workloads`)");
+  add_torchscript_flags(sub, f.ts);
+  sub->add_option("--device-memory", f.device_memory,
+                  "--workload / --torchscript: the emulated CPU device's memory, e.g. 256MiB [default: 96MiB; a "
+                  "TorchScript model: sized to it]");
+  sub->add_option("--profile", f.profile, "Measured profile.json (from `gaccum-tune profile`)");
+  sub->add_option("--spec", f.spec, "Analytic transformer spec.json (examples/specs/; needs --cluster)");
+  sub->add_option("--cluster", f.cluster,
+                  "Cluster description (examples/clusters/: nodes, GPUs per node, links, memory, price); scales a "
+                  "profile beyond the local machine");
+  sub->add_option("--mfu", f.mfu, "Model FLOP utilisation for --spec [default: 0.4]");
+  if (with_reprofile) sub->add_flag("--reprofile", f.reprofile, "Profile again even when a cached profile matches");
+}
+
+ModelSource model_source_from_flags(const ModelSourceFlags& f, Optimizer optimizer,
+                                    const std::string& default_workload) {
+  const bool first = f.profile_first();
+  if (int(!f.profile.empty()) + int(!f.spec.empty()) + int(first) > 1)
+    throw InputError("pass at most one of --workload / --torchscript, --profile profile.json or --spec spec.json");
+  if (!f.device_memory.empty() && (!f.profile.empty() || !f.spec.empty()))
+    throw InputError(
+        "--device-memory applies to the profile-first path (--workload / --torchscript), not to "
+        "--profile/--spec");
+  if (f.reprofile && (!f.profile.empty() || !f.spec.empty()))
+    throw InputError(
+        "--reprofile applies to the profile-first path (--workload or no source), not to --profile/--spec");
+  if (!f.mfu.empty() && f.spec.empty())
+    throw InputError("--mfu applies to --spec only (a profile's compute is measured)");
+  ModelSource s;
+  s.cluster = f.cluster;
+  s.optimizer = optimizer;
+  if (!f.spec.empty()) {
+    s.spec = f.spec;
+    if (!f.mfu.empty()) {
+      s.mfu = parse_fraction(f.mfu, "--mfu");
+      if (!(*s.mfu > 0)) throw InputError("--mfu: must be above 0 (a fraction such as 0.4 or 40%)");
+    }
+    return s;
+  }
+  if (!f.profile.empty()) {
+    s.profile = f.profile;
+    return s;
+  }
+  if (!first && default_workload.empty())
+    throw InputError("pass one of --profile profile.json, --spec spec.json or --workload / --torchscript");
+  s.workload = workload_from_flags(f.workload, f.ts, default_workload);
+  if (!f.device_memory.empty()) s.device_memory = parse_bytes(f.device_memory, "--device-memory");
+  s.reprofile = f.reprofile;
+  return s;
+}
+
+}  // namespace gaccum::cli
