@@ -1,38 +1,59 @@
 // What/why: see accumulation_loop.hpp.
 #include "runner/accumulation_loop.hpp"
 
-#include <chrono>
 #include <cmath>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "engine/phase_clock.hpp"
 
 namespace gaccum::runner {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double secs(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-// Times the observer's calls within one window.
-struct ObserverTime {
-  double total = 0;
+// The window's clock (engine/phase_clock.hpp: steady clock on CPU, CUDA events on a GPU, read
+// once when the window ends): marks at the phase boundaries, and which intervals were the
+// observer's. Interval i lies between mark i and mark i + 1 (mark 0 is begin()).
+class WindowClock {
+ public:
+  explicit WindowClock(engine::PhaseClock& clock) : clock_(clock) {}
+  void begin() {
+    clock_.begin();
+    marks_ = 0;
+    observer_.clear();
+  }
+  int mark() {  // closes interval `marks_`
+    clock_.mark();
+    return marks_++;
+  }
+  // Runs an observer call as its own interval.
   template <class F>
-  auto operator()(F&& f) {
-    const auto t = Clock::now();
+  auto observed(F&& f) {
+    mark();
     if constexpr (std::is_void_v<decltype(f())>) {
       f();
-      total += secs(t, Clock::now());
+      observer_.push_back(mark());
     } else {
       auto r = f();
-      total += secs(t, Clock::now());
+      observer_.push_back(mark());
       return r;
     }
   }
+  std::vector<Seconds> intervals() { return clock_.intervals(); }
+  const std::vector<int>& observer() const { return observer_; }
+
+ private:
+  engine::PhaseClock& clock_;
+  int marks_ = 0;
+  std::vector<int> observer_;
 };
+
+double sum(const std::vector<Seconds>& v, int first, int end) {
+  double s = 0;
+  for (int i = first; i < end; ++i) s += v[static_cast<std::size_t>(i)];
+  return s;
+}
 
 struct WindowTerms {
   Count local_terms = 0, local_samples = 0;
@@ -81,15 +102,16 @@ RankSteps run_windows(const LoopContext& c, LoopObserver& obs) {
   const RunSpec& spec = c.spec;
   const Count k = spec.accum_steps;
   const bool token_workload = c.workload.identity().tokens_per_sample > 0;
+  auto phase_clock = engine::clock_for(c.workload.device());
+  WindowClock clock(*phase_clock);
   RankSteps rec;
   for (Count w = 0; w < spec.total_windows(); ++w) {
     obs.window_begin(w);
-    ObserverTime observed;
-    const auto t0 = Clock::now();
+    clock.begin();
 
     // 1. zero the gradients.
-    if (observed([&] { return obs.zero_gradients(w); })) workloads::zero_grad(c.params);
-    observed([&] { obs.after_zero_grad(w); });
+    if (clock.observed([&] { return obs.zero_gradients(w); })) workloads::zero_grad(c.params);
+    clock.observed([&] { obs.after_zero_grad(w); });
 
     // 2. the window's loss terms across ranks.
     WindowTerms terms = token_workload ? token_terms(c, w) : WindowTerms{};
@@ -99,10 +121,10 @@ RankSteps run_windows(const LoopContext& c, LoopObserver& obs) {
 
     // 3. k micro-steps: forward, loss, backward, the strategy's synchronisation.
     WindowLoss loss;
-    Clock::time_point last_backward_end = t0;
+    int arrival_end = 0;  // intervals before the end of the last backward
     c.sync.begin_step(k);
     for (Count m = 0; m < k; ++m) {
-      observed([&] { obs.micro_begin(w, m); });
+      clock.observed([&] { obs.micro_begin(w, m); });
       c.sync.before_backward(m);
       auto [first, count] = spec.micro_range(w, c.rank, m);
       if (count > 0) {
@@ -112,37 +134,40 @@ RankSteps run_windows(const LoopContext& c, LoopObserver& obs) {
           terms.local_samples += count;
         }
         MicroStep ms{w, m, first, count, batch.loss_terms, 0.0};
-        ms.loss_scale = observed([&] { return obs.loss_scale(ms, scale); });
+        ms.loss_scale = clock.observed([&] { return obs.loss_scale(ms, scale); });
         auto loss_sum = c.workload.loss_sum(c.workload.forward(batch), batch);
         loss.add(loss_sum);
         (loss_sum * ms.loss_scale).backward();
-        observed([&] { obs.after_backward(ms); });
+        clock.observed([&] { obs.after_backward(ms); });
         batch = workloads::Batch{};  // release the micro-batch before the next one
       }
-      if (m == k - 1) last_backward_end = Clock::now();
+      if (m == k - 1) arrival_end = clock.mark() + 1;
       c.sync.after_backward(m);
     }
-    observed([&] { obs.after_sync(w); });
+    clock.observed([&] { obs.after_sync(w); });
 
     // 4. the optimizer step (the window checks, untimed, come before it: they read .grad).
-    const auto t_checks = Clock::now();
+    clock.mark();
     obs.check_window(w);
-    const auto t_opt = Clock::now();
+    const int checks = clock.mark();
     c.optimizer.step();
-    const auto t_end = Clock::now();
+    const int optimizer_step = clock.mark();
     obs.after_step(w);
 
     // This rank's figures of the window.
+    const auto iv = clock.intervals();
+    double observed = 0;
+    for (int i : clock.observer()) observed += iv[static_cast<std::size_t>(i)];
     const auto& st = c.sync.stats();
-    const double optimizer = secs(t_opt, t_end);
-    const double step_time = secs(t0, t_end) - secs(t_checks, t_opt) - observed.total;
+    const double optimizer = iv[static_cast<std::size_t>(optimizer_step)];
+    const double step_time = sum(iv, 0, optimizer_step + 1) - iv[static_cast<std::size_t>(checks)] - observed;
     rec.step_time.push_back(step_time);
     rec.optimizer.push_back(optimizer);
     rec.exposed.push_back(st.exposed);
     rec.comm_total.push_back(st.comm_total);
     rec.compute.push_back(step_time - st.exposed - optimizer);
-    rec.arrival.push_back(secs(t0, last_backward_end));
-    rec.instrumentation.push_back(observed.total);
+    rec.arrival.push_back(sum(iv, 0, arrival_end));
+    rec.instrumentation.push_back(observed);
     rec.collectives.push_back(st.collectives);
     rec.launched_in_backward.push_back(st.launched_in_backward);
     rec.collectives_per_micro.push_back(st.collectives_per_micro);

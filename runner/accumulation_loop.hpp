@@ -13,7 +13,9 @@
 //   Everything that is not training (progress, the zero check, gradient norms, the reference
 //   gradients, memory marks, test faults) is attached through LoopObserver; the loop times each
 //   observer call and leaves it out of the step: step_time = wall time of the window minus
-//   observer time (instrumentation) minus the window checks.
+//   observer time (instrumentation) minus the window checks. Timing is engine/phase_clock.hpp's
+//   (steady clock on CPU; CUDA events on a GPU, read once after the window, so the step never
+//   waits for the device inside).
 // Why: the loop reads top to bottom like the training step it proves (docs/DESIGN.md, "Runner").
 // Units: seconds.
 #pragma once
