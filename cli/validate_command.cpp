@@ -35,6 +35,7 @@ struct ValidateCliOptions {
   std::string accum_steps = "8";
   std::string world_size = "2";
   std::string strategy = "overlap";
+  std::string sharding = "none";
   std::string steps = "20";
   std::string warmup = "3";
   std::string profile;
@@ -83,6 +84,7 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
   s.world_size = parse_count_at_most(c.world_size, "--world-size");
   checked_global_batch(s.micro_batch, s.accum_steps, s.world_size, "--micro-batch x --accum-steps x --world-size");
   s.strategy = parse_strategy(c.strategy, "--strategy");
+  s.sharding = parse_sharding(c.sharding, "--sharding");
   s.steps = parse_count_at_most(c.steps, "--steps");
   s.warmup = count_or_zero(c.warmup, "--warmup");
   s.timeout = parse_seconds(c.timeout, "--timeout");
@@ -162,6 +164,9 @@ void add_validate_command(CLI::App& app, Action& action) {
   auto* ws = sub->add_option("--world-size,-p", o->world_size,
                              "world_size p: ranks (local launch); under torchrun/Slurm/mpirun the job's size");
   sub->add_option("--strategy", o->strategy, "Gradient sync: overlap | fused | every-step");
+  sub->add_option("--sharding", o->sharding,
+                  "none (DDP) | zero1 | zero2 | zero3 | hsdp:G: what is sharded across the ranks (overlap / fused keep the "
+                  "full gradient over the window, every-step reduce-scatters every micro-step)");
   auto* steps = sub->add_option("--steps", o->steps, "Timed optimizer steps (after the warm-up)");
   sub->add_option("--warmup", o->warmup, "Untimed steps first (>= 1; step 0 carries the gradient checks)");
   sub->add_option("--profile", o->profile, "profile.json: put the cost model's prediction beside each figure");

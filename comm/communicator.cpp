@@ -24,6 +24,7 @@
 #include <gloo/config.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -131,9 +132,24 @@ class WorkHandle final : public PendingCollective {
 template <class PG>
 class C10dCommunicator final : public Communicator {
  public:
-  C10dCommunicator(int rank, int world, Backend backend, torch::Device dev, std::unique_ptr<KeyValueStore> store,
-                   c10::intrusive_ptr<PG> pg)
-      : Communicator(rank, world, backend, dev, std::move(store)), pg_(std::move(pg)) {}
+  // Makes a process group of `size` ranks over a store (the job's options: devices, timeout).
+  using Factory = std::function<c10::intrusive_ptr<PG>(const StorePtr&, int rank, int size)>;
+  C10dCommunicator(int rank, int world, Backend backend, torch::Device dev, StorePtr store, Factory factory)
+      : Communicator(rank, world, backend, dev, std::make_unique<C10dStore>(store)),
+        raw_store_(store),
+        factory_(std::move(factory)) {
+    auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", raw_store_);
+    pg_ = GACCUM_C10D("process group", factory_(pg_store, rank, world));
+  }
+
+  std::unique_ptr<Communicator> split(const std::vector<int>& members, const std::string& tag) override {
+    const auto at = std::find(members.begin(), members.end(), rank_);
+    if (at == members.end() || members.empty())
+      throw Error(fmt::format("split {}: rank {} is not a member", tag, rank_));
+    StorePtr sub = c10::make_intrusive<c10d::PrefixStore>("group/" + tag, raw_store_);
+    return std::make_unique<C10dCommunicator<PG>>(static_cast<int>(at - members.begin()),
+                                                  static_cast<int>(members.size()), backend_, device_, sub, factory_);
+  }
 
   std::unique_ptr<PendingCollective> allreduce_sum_async(torch::Tensor& t) override {
     std::vector<at::Tensor> v{t};
@@ -151,25 +167,47 @@ class C10dCommunicator final : public Communicator {
     GACCUM_C10D("broadcast.wait", work->wait());
   }
 
-  void reduce_scatter_sum(const torch::Tensor& input, torch::Tensor& output) override {
+  void reduce_scatter_sum_into(const torch::Tensor& input, torch::Tensor& output, torch::Tensor* scratch,
+                               bool accumulate) override {
     const std::int64_t p = world_size_;
     if (input.numel() % p != 0 || output.numel() * p != input.numel())
       throw Error(fmt::format("reduce_scatter_sum: input of {} elements does not split into {} chunks of {}",
                               input.numel(), p, output.numel()));
+    if (scratch && (scratch->numel() < input.numel() || !scratch->is_contiguous() ||
+                    scratch->scalar_type() != input.scalar_type()))
+      throw Error(fmt::format("reduce_scatter_sum: scratch of {} elements cannot receive {}", scratch->numel(),
+                              input.numel()));
     at::Tensor in = input.contiguous();
-    at::Tensor recv = at::empty_like(in);
+    at::Tensor recv = scratch ? scratch->narrow(0, 0, in.numel()) : at::empty_like(in);
     std::vector<std::int64_t> splits;  // empty: equal splits
     std::vector<std::int64_t> splits_in;
     c10d::AllToAllOptions o;
     auto work = GACCUM_C10D("reduce_scatter (alltoall)", pg_->alltoall_base(recv, in, splits, splits_in, o));
     GACCUM_C10D("reduce_scatter.wait", work->wait());
-    output.copy_(recv.view({p, output.numel()}).sum(0).view_as(output));
+    // The local sum over the p received chunks, in rank order, without temporaries.
+    auto chunks = recv.view({p, output.numel()});
+    auto out = output.view({output.numel()});
+    if (!accumulate) out.copy_(chunks[0]);
+    for (std::int64_t r = accumulate ? 0 : 1; r < p; ++r) out.add_(chunks[r]);
   }
 
-  void all_gather(const torch::Tensor& input, torch::Tensor& output) override {
+  void all_gather_into(const torch::Tensor& input, torch::Tensor& output, torch::Tensor* scratch) override {
     const std::int64_t p = world_size_;
     if (output.numel() != input.numel() * p)
       throw Error(fmt::format("all_gather: output of {} elements is not {} x {}", output.numel(), p, input.numel()));
+    if (scratch) {
+      if (scratch->numel() < output.numel() || !scratch->is_contiguous() || !output.is_contiguous() ||
+          scratch->scalar_type() != input.scalar_type())
+        throw Error(fmt::format("all_gather: scratch of {} elements cannot stage {}", scratch->numel(), output.numel()));
+      at::Tensor staged = scratch->narrow(0, 0, output.numel());
+      for (std::int64_t r = 0; r < p; ++r) staged.narrow(0, r * input.numel(), input.numel()).copy_(input.reshape({-1}));
+      at::Tensor out = output.view({output.numel()});
+      std::vector<std::int64_t> splits;  // empty: equal splits
+      c10d::AllToAllOptions o;
+      auto work = GACCUM_C10D("all_gather (alltoall)", pg_->alltoall_base(out, staged, splits, splits, o));
+      GACCUM_C10D("all_gather.wait", work->wait());
+      return;
+    }
     std::vector<at::Tensor> in{input.contiguous()};
     std::vector<std::vector<at::Tensor>> outs(1);
     for (std::int64_t r = 0; r < p; ++r) outs[0].push_back(output.view({p, input.numel()})[r]);
@@ -179,6 +217,8 @@ class C10dCommunicator final : public Communicator {
   }
 
  private:
+  StorePtr raw_store_;
+  Factory factory_;
   c10::intrusive_ptr<PG> pg_;
 };
 
@@ -203,6 +243,18 @@ std::vector<std::string> Communicator::allgather_strings(const std::string& mine
   std::vector<std::string> out;
   for (int r = 0; r < world_size_; ++r) out.push_back(store_->get(fmt::format("allgather/{}/{}", seq, r)));
   return out;
+}
+
+double Communicator::allreduce_sum_scalar(double v) {
+  if (device_.is_cpu()) {
+    scalar_ = v;
+    auto t = torch::from_blob(&scalar_, {1}, torch::TensorOptions().dtype(torch::kFloat64));
+    allreduce_sum(t);
+    return scalar_;
+  }
+  auto t = torch::full({1}, v, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  allreduce_sum(t);
+  return t.item<double>();
 }
 
 void rendezvous(KeyValueStore& st, const std::string& tag, int rank, int world, Seconds timeout) {
@@ -261,21 +313,21 @@ std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptio
       }
     }
     go->devices.push_back(GACCUM_C10D("Gloo device for " + host, c10d::ProcessGroupGloo::createDeviceForHostname(host)));
-    auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", store);
-    auto pg = GACCUM_C10D("ProcessGroupGloo", c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, ctx.rank,
-                                                                                         ctx.world_size, go));
-    return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(ctx.rank, ctx.world_size, Backend::gloo,
-                                                                      torch::Device(opts.device), std::move(kv), pg);
+    return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(
+        ctx.rank, ctx.world_size, Backend::gloo, torch::Device(opts.device), store,
+        [go](const StorePtr& s, int rank, int size) {
+          return c10::make_intrusive<c10d::ProcessGroupGloo>(s, rank, size, go);
+        });
   }
   // Backend::nccl
 #ifdef USE_C10D_NCCL
   auto no = c10d::ProcessGroupNCCL::Options::create();
   no->timeout = to_ms(opts.timeout);
-  auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", store);
-  auto pg = GACCUM_C10D("ProcessGroupNCCL", c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, ctx.rank,
-                                                                                       ctx.world_size, no));
-  return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(ctx.rank, ctx.world_size, Backend::nccl,
-                                                                    torch::Device(opts.device), std::move(kv), pg);
+  return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(
+      ctx.rank, ctx.world_size, Backend::nccl, torch::Device(opts.device), store,
+      [no](const StorePtr& s, int rank, int size) {
+        return c10::make_intrusive<c10d::ProcessGroupNCCL>(s, rank, size, no);
+      });
 #else
   throw InputError("--backend: nccl is not available: this LibTorch was built without CUDA/NCCL "
                    "(build against a CUDA LibTorch, e.g. pip torch, via CMAKE_PREFIX_PATH)");

@@ -66,6 +66,10 @@ class Communicator {
   // In-place sum over ranks. The tensor must be contiguous and stay alive until wait().
   virtual std::unique_ptr<PendingCollective> allreduce_sum_async(torch::Tensor& t) = 0;
   void allreduce_sum(torch::Tensor& t) { allreduce_sum_async(t)->wait(); }
+  // The sum over ranks of one number. On CPU the message lives in this object, not in the
+  // allocator: the backend's worker thread may drop its reference to a finished collective's
+  // tensor late, which would move a tracked 8-byte allocation into the next phase's peak.
+  double allreduce_sum_scalar(double v);
   virtual void broadcast(torch::Tensor& t, int root) = 0;
   // Reduce-scatter (sum): `input` holds world_size equal chunks (contiguous, numel a multiple of
   // world_size); rank r receives the sum over ranks of chunk r in `output` (numel / world_size).
@@ -73,10 +77,26 @@ class Communicator {
   // chunks: each rank sends and receives (p-1)/p of the message, the bytes of a ring
   // reduce-scatter (ProcessGroupGloo of LibTorch 1.13 has no reduce_scatter). The method's name
   // is reduce_scatter_method(), recorded with every measurement.
-  virtual void reduce_scatter_sum(const torch::Tensor& input, torch::Tensor& output) = 0;
+  void reduce_scatter_sum(const torch::Tensor& input, torch::Tensor& output) {
+    reduce_scatter_sum_into(input, output, nullptr, false);
+  }
+  // The same with the all-to-all's receive buffer given (`scratch`: contiguous, at least
+  // input.numel() elements of its dtype, so nothing is allocated per call) and, with
+  // `accumulate`, the chunk sum added to `output` instead of written.
+  virtual void reduce_scatter_sum_into(const torch::Tensor& input, torch::Tensor& output, torch::Tensor* scratch,
+                                       bool accumulate) = 0;
   virtual const char* reduce_scatter_method() const { return "alltoall+local-sum"; }
   // All-gather: every rank's `input` (equal numel) into `output` in rank order (numel x p).
-  virtual void all_gather(const torch::Tensor& input, torch::Tensor& output) = 0;
+  void all_gather(const torch::Tensor& input, torch::Tensor& output) { all_gather_into(input, output, nullptr); }
+  // The same without a temporary: with `scratch` (contiguous, at least p x input.numel()
+  // elements of its dtype) the gather runs as an all-to-all of `input` repeated p times into
+  // `output` (each rank sends and receives (p-1)/p of the output, a ring all-gather's bytes);
+  // without, as the backend's allgather (which stages the output in a flat temporary).
+  virtual void all_gather_into(const torch::Tensor& input, torch::Tensor& output, torch::Tensor* scratch) = 0;
+  // A communicator over `members` (ranks of this one, in the order that gives their new ranks),
+  // on its own process group and store prefix `tag`; every member calls it with the same
+  // arguments (c10d's new_group). This rank must be a member.
+  virtual std::unique_ptr<Communicator> split(const std::vector<int>& members, const std::string& tag) = 0;
   void barrier();
   // Every rank's string, indexed by rank (through the store; for small metadata).
   std::vector<std::string> allgather_strings(const std::string& mine);
@@ -91,6 +111,7 @@ class Communicator {
   torch::Device device_;
   std::unique_ptr<KeyValueStore> store_;
   std::int64_t gather_seq_ = 0;
+  double scalar_ = 0;  // allreduce_sum_scalar's message on CPU
 };
 
 struct ConnectOptions {

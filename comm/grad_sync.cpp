@@ -11,6 +11,7 @@
 
 #include "comm/grad_hooks.hpp"
 #include "core/error.hpp"
+#include "workloads/optimizer.hpp"
 
 namespace gaccum::comm {
 
@@ -93,9 +94,46 @@ GradSync::~GradSync() {
   }
 }
 
-Count GradSync::expected_collectives(Count accum_steps) const {
-  return collectives_per_step(strategy_, static_cast<Count>(buckets_.size()), accum_steps, world_size_);
+Count WindowSync::expected_collectives(Count accum_steps) const {
+  Count n = 0;
+  for (Count c : expected_per_micro(accum_steps)) n += c;
+  return n;
 }
+
+std::vector<Count> GradSync::expected_per_micro(Count accum_steps) const {
+  std::vector<Count> per(static_cast<std::size_t>(std::max<Count>(1, accum_steps)), 0);
+  if (world_size_ < 2) return per;
+  for (Count m = 0; m < accum_steps; ++m)
+    if (syncs_in_micro_step(strategy_, m, accum_steps))
+      per[static_cast<std::size_t>(m)] = static_cast<Count>(buckets_.size());
+  return per;
+}
+
+void GradSync::zero_grad() { workloads::zero_grad(params_); }
+
+std::vector<torch::Tensor> GradSync::full_gradients() {
+  std::vector<torch::Tensor> g;
+  for (const auto& p : params_) g.push_back(p.grad());
+  return g;
+}
+
+std::vector<torch::Tensor> GradSync::held_gradients() const {
+  std::vector<torch::Tensor> g;
+  for (const auto& p : params_) g.push_back(p.grad());
+  return g;
+}
+
+double sq_norm(const std::vector<torch::Tensor>& ts) {
+  double s = 0;
+  for (const auto& t : ts)
+    if (t.defined()) {
+      const double n = t.norm().item<double>();
+      s += n * n;
+    }
+  return s;
+}
+
+double GradSync::gradient_sq_norm() { return sq_norm(full_gradients()); }
 
 void GradSync::begin_step(Count accum_steps) {
   if (accum_steps < 1) throw InputError("gradient sync: accum_steps must be at least 1");

@@ -46,6 +46,7 @@
 #include <torch/types.h>
 
 #include "comm/communicator.hpp"
+#include "comm/window_sync.hpp"
 #include "core/buckets.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
@@ -54,16 +55,7 @@ namespace gaccum::comm {
 
 class GradReadyHooks;
 
-struct GradSyncStats {
-  std::vector<Count> collectives_per_micro;  // index m = micro-step
-  Count collectives = 0;                     // per optimizer step
-  Count launched_in_backward = 0;            // of those, launched by the hooks while backward ran
-  Bytes bytes_reduced = 0;                   // sum of allreduce message sizes
-  Seconds exposed = 0;
-  Seconds comm_total = 0;
-};
-
-class GradSync {
+class GradSync final : public WindowSync {
  public:
   // comm may be null only when world_size is 1. params: trainable parameters in registration
   // order, all of one dtype and device.
@@ -73,20 +65,25 @@ class GradSync {
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
 
-  void begin_step(Count accum_steps);
-  void before_backward(Count micro);
-  void after_backward(Count micro);
-  const GradSyncStats& stats() const { return stats_; }  // of the current/last step
+  void zero_grad() override;  // .grad zeroed in place (allocated once)
+  void begin_step(Count accum_steps) override;
+  void before_backward(Count micro) override;
+  void after_backward(Count micro) override;
 
   Strategy strategy() const { return strategy_; }
   int world_size() const { return world_size_; }
   // Bytes of communication buffers held (the memory contract above).
-  Bytes buffer_bytes() const { return buffer_bytes_; }
+  Bytes buffer_bytes() const override { return buffer_bytes_; }
   // Messages of one synchronisation point, in launch order (fused: one; ws 1: none).
   const std::vector<Bucket>& buckets() const { return buckets_; }
-  // Gradient allreduces one optimizer step issues: overlap n_buckets, fused 1, every_step
-  // k * n_buckets; 0 at world_size 1.
-  Count expected_collectives(Count accum_steps) const;
+  Count units() const override { return static_cast<Count>(buckets_.size()); }
+  // Gradient allreduces per micro-step: overlap n_buckets in the last, fused 1 in the last,
+  // every_step n_buckets in each; none at world_size 1.
+  std::vector<Count> expected_per_micro(Count accum_steps) const override;
+  std::vector<torch::Tensor> optimizer_parameters() const override { return params_; }
+  std::vector<torch::Tensor> full_gradients() override;  // the parameters' .grad (no collective)
+  double gradient_sq_norm() override;
+  std::vector<torch::Tensor> held_gradients() const override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -121,7 +118,6 @@ class GradSync {
   Count current_micro_ = 0;
 
   Count accum_steps_ = 1;
-  GradSyncStats stats_;
   std::vector<std::pair<Clock::time_point, Clock::time_point>> intervals_;
 };
 

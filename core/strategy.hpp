@@ -40,12 +40,6 @@ constexpr const StrategyTraits& traits(Strategy s) { return kStrategyTraits[stat
 
 // Whether micro-step m (0-based) of a window of k reduces gradients, at world_size > 1.
 constexpr bool syncs_in_micro_step(Strategy s, Count m, Count k) { return traits(s).every_micro_step || m == k - 1; }
-// Gradient collectives per optimizer step with `buckets` DDP buckets (0 at world_size 1).
-constexpr Count collectives_per_step(Strategy s, Count buckets, Count k, Count world_size) {
-  if (world_size < 2) return 0;
-  if (!traits(s).bucketed) return 1;
-  return traits(s).every_micro_step ? buckets * k : buckets;
-}
 
 // "overlap", "fused", "every-step" (the spelling used in flags, CSV and JSON).
 std::string_view to_string(Strategy s);

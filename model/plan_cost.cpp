@@ -97,18 +97,37 @@ MemoryBreakdown plan_memory(const Config& c, const StateSizes& s) {
   const auto& t = traits(c.sharding.sharding);
   const Count n = c.world_size > 1 ? std::max<Count>(1, shard_group(c)) : 1;
   const Bytes nb = static_cast<Bytes>(n);
-  auto shard = [&](Bytes b) { return (b + nb - 1) / nb; };  // flat shards are padded to N equal parts
   const bool sharded = c.sharding.sharding != Sharding::none && n > 1;
+  // The flat layout: shard = sum ceil(S_u / n) parameters, padded = n x shard, largest padded unit.
+  Count shard_params = 0, padded_max = 0;
+  for (Count u : s.unit_params) {
+    const Count per = (u + n - 1) / n;
+    shard_params += per;
+    padded_max = std::max(padded_max, per * n);
+  }
+  const bool flat = !s.unit_params.empty() && s.params > 0;
+  const Bytes psi = static_cast<Bytes>(std::max<Count>(1, s.params));
+  auto part = [&](Bytes total, Count elems) {  // `total` spread evenly over psi parameters, for `elems` of them
+    const Bytes e = static_cast<Bytes>(elems);
+    return total / psi * e + total % psi * e / psi;
+  };
+  auto shard = [&](Bytes b) { return flat ? part(b, shard_params) : (b + nb - 1) / nb; };
+  auto padded = [&](Bytes b) { return flat ? part(b, shard_params * n) : b; };
+  const Bytes unit_w = flat ? part(s.weights, padded_max) : s.largest_unit;
+  const Bytes unit_g = flat ? part(s.gradients, padded_max) : s.largest_unit_grad;
   MemoryBreakdown m;
-  m.weights = sharded && t.shards_parameters ? shard(s.weights) : s.weights;
-  m.gradients =
-      sharded && t.shards_gradients && traits(c.strategy).every_micro_step ? shard(s.gradients) : s.gradients;
+  m.weights = !sharded ? s.weights : t.shards_parameters ? shard(s.weights) : padded(s.weights);
+  m.gradients = s.gradients;
+  if (sharded)
+    m.gradients = t.shards_gradients && traits(c.strategy).every_micro_step ? shard(s.gradients)
+                                                                             : s.gradients + shard(s.gradients);
   m.optimizer_state = sharded && t.shards_optimizer ? shard(s.optimizer) : s.optimizer;
-  m.gathered = sharded && t.shards_parameters ? std::min(s.weights, Bytes(kPrefetchUnits) * s.largest_unit) : 0;
+  m.gathered = sharded && t.shards_parameters ? std::min(padded(s.weights), Bytes(kPrefetchUnits) * unit_w) : 0;
   // Offloaded state lives in host memory: not on the device (its transfer time is not modelled).
   if (c.offload_optimizer) m.optimizer_state = 0;
   if (c.offload_params && c.sharding.sharding == Sharding::zero3) m.weights = 0;
-  if (c.world_size > 1) m.comm_buffers = sharded ? std::min(s.gradients, 2 * s.largest_unit_grad) : s.bucket_buffers;
+  if (c.world_size > 1)
+    m.comm_buffers = !sharded ? s.bucket_buffers : flat ? 2 * unit_g : std::min(s.gradients, 2 * unit_g);
   return m;
 }
 

@@ -6,16 +6,21 @@
 //     weights      W (= 2 Psi bf16/fp16, 4 Psi fp32)            / N  from zero3
 //     gradients    G (in the reduction dtype = the weights')    / N  from zero2, but only when the
 //                  strategy reduce-scatters every micro-step; overlap and fused keep the full
-//                  unsharded gradient across the window (FSDP no_sync)
+//                  unsharded gradient across the window (FSDP no_sync) and the shard G / N it is
+//                  reduce-scattered into (zero1 likewise): G + G / N
 //     optimizer    O = 4 Psi x state slots + 4 Psi fp32 master (mixed precision) / N from zero1
-//     => DDP 16 Psi, ZeRO-1 4 Psi + 12 Psi / N, ZeRO-2 2 Psi + 14 Psi / N, ZeRO-3 16 Psi / N
+//     => DDP 16 Psi, ZeRO-1 4 Psi + 12 Psi / N (+ 2 Psi / N), ZeRO-2 2 Psi + 14 Psi / N,
+//        ZeRO-3 16 Psi / N
+//     "/ N" of a flat layout (StateSizes::unit_params): each unit padded to a multiple of N,
+//     shard = sum ceil(S_u / N) parameters; unsharded weights of zero1/zero2 are the padded flat
+//     buffers, sum ceil(S_u / N) N parameters
 //   working set    zero3/hsdp: kPrefetchUnits x the largest wrapped unit's parameters gathered
-//                  (the unit computing + the one prefetched)
+//                  (the unit computing + the one prefetched), at most every unit
 //   offload        DeepSpeed offload_optimizer: optimizer state 0 on the device; offload_param
 //                  (zero3): weights 0 on the device (the gathered working set stays); the PCIe
 //                  transfers and the CPU optimizer step are not priced (step time: a lower bound)
-//   comm buffers   DDP: G (bucket buffers); sharded: 2 x the largest unit's gradient (the unit
-//                  being reduce-scattered + the one filling); 0 at world_size 1
+//   comm buffers   DDP: G (bucket buffers); sharded: 2 x the largest (padded) unit's gradient
+//                  (the unit being filled + the reduce-scatter's receive buffer); 0 at world_size 1
 //
 //   collectives per optimizer step (k micro-steps; "bucketed": issued as the backward produces
 //   gradients, overlappable; "after": one message after the backward, exposed):
@@ -35,6 +40,8 @@
 //     hsdp:G    zero3 inside the group (AG, RS over N = G ranks) + AR(G / N, R) across groups
 //               once per window (set_requires_all_reduce(False) on the first k-1 micro-steps): in
 //               the last backward (overlap, every-step) or after it (fused)
+//   Every phase's message is cut into its pieces (units, or buckets for zero1/zero2's gradients),
+//   also after the backward and after the step (one collective per flat unit, as the runner does).
 //   RS and AG of S bytes over n ranks cost half an allreduce of S over n ranks (ring: (n-1)
 //   steps each, (n-1)/n S / busbw; nccl-tests' busbw factor (n-1)/n for both), at both levels of
 //   the hierarchical model.
@@ -66,6 +73,12 @@ struct StateSizes {
   Bytes largest_unit_grad = 0;
   Count units = 1;            // wrapped units (zero3 gathers and reduce-scatters one at a time)
   Bytes bucket_buffers = 0;   // DDP's gradient bucket buffers (world_size > 1): G unless measured otherwise
+  // The flat layout, where known (a profile: the units are its DDP buckets): parameters per unit
+  // and in all. Each unit is padded to a multiple of N and sharded in N equal parts (the
+  // runner's comm/sharded_sync.hpp), so shard and gathered sizes are exact. Empty: one flat
+  // tensor padded as a whole, the largest unit from largest_unit / largest_unit_grad.
+  std::vector<Count> unit_params;
+  Count params = 0;
 };
 
 // Model-state bytes for Psi parameters at a precision with `slots` fp32 optimizer-state slots

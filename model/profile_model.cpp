@@ -288,6 +288,12 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   states_.optimizer = memory_.optimizer_state();
   states_.bucket_buffers = grad_bytes_;
   states_.units = static_cast<Count>(bucket_bytes_.size());
+  // The flat layout of the runner's sharded plans: the buckets as units, in parameters.
+  states_.params = prof.workload.param_count;
+  if (states_.params > 0 && grad_bytes_ % static_cast<Bytes>(states_.params) == 0) {
+    const Bytes elem = grad_bytes_ / static_cast<Bytes>(states_.params);
+    for (Bytes b : bucket_bytes_) states_.unit_params.push_back(static_cast<Count>(b / elem));
+  }
   const Bytes largest_bucket = *std::max_element(bucket_bytes_.begin(), bucket_bytes_.end());
   const double weight_share = grad_bytes_ > 0 ? double(states_.weights) / double(grad_bytes_) : 1.0;
   states_.largest_unit = static_cast<Bytes>(double(largest_bucket) * weight_share);

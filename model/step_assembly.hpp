@@ -10,9 +10,9 @@
 //   world_size 1: no communication, no copies, no buffers.
 //   sharded plans (assemble_sharded_prediction): the collectives of model/plan_cost.hpp's
 //   sync_plan, each phase's message split into its pieces (wrapped units for zero3/hsdp,
-//   gradient buckets for zero1/zero2; n x cost(S/n)), and exposed by pipelined_exposure behind
-//   the forward (all-gather prefetch) or the backward (all-gather + reduce-scatter, sharing one
-//   link); after-backward and after-step messages are exposed whole:
+//   gradient buckets for zero1/zero2; n x cost(S/n), in every phase), and exposed by
+//   pipelined_exposure behind the forward (all-gather prefetch) or the backward (all-gather +
+//   reduce-scatter, sharing one link); after-backward and after-step messages are exposed whole:
 //     exposed = k x fwd(AG) + (k-1) x bwd(per-micro-step) + bwd(per-micro-step + last-only)
 //               + after_backward + after_step + copies x gradient syncs + token sync
 //   The band (lo/hi) prices the same collectives against the p10/p90 compute.
@@ -145,8 +145,7 @@ Prediction assemble_sharded_prediction(const Config& c, const StepTerms& s, cons
   Count calls = 0;
   for (const CollectiveUse& use : plan) {
     const Bytes msg = (use.parameters ? u.weights : u.gradients) / static_cast<Bytes>(use.divisor);
-    const bool split = use.phase == CommPhase::forward || use.phase == CommPhase::backward;
-    const Count n = split ? std::max<Count>(1, use.parameters ? u.units : grad_pieces) : 1;
+    const Count n = std::max<Count>(1, use.parameters ? u.units : grad_pieces);  // one collective per piece
     const Seconds t = double(n) * cost(use.op, use.group, msg / static_cast<Bytes>(n));
     calls += n * (use.every_micro_step ? c.accum_steps : 1);
     switch (use.phase) {

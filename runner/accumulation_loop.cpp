@@ -70,10 +70,8 @@ WindowTerms token_terms(const LoopContext& c, Count w) {
     t.local_terms += c.workload.loss_terms(c.seed, first, count);
     t.local_samples += count;
   }
-  auto x = torch::full({1}, static_cast<double>(t.local_terms),
-                       torch::TensorOptions().dtype(torch::kFloat64).device(c.workload.device()));
-  if (c.comm) c.comm->allreduce_sum(x);
-  t.global_terms = x.item<double>();
+  t.global_terms = c.comm ? c.comm->allreduce_sum_scalar(static_cast<double>(t.local_terms))
+                         : static_cast<double>(t.local_terms);
   return t;
 }
 
@@ -110,7 +108,7 @@ RankSteps run_windows(const LoopContext& c, LoopObserver& obs) {
     clock.begin();
 
     // 1. zero the gradients.
-    if (clock.observed([&] { return obs.zero_gradients(w); })) workloads::zero_grad(c.params);
+    if (clock.observed([&] { return obs.zero_gradients(w); })) c.sync.zero_grad();
     clock.observed([&] { obs.after_zero_grad(w); });
 
     // 2. the window's loss terms across ranks.
@@ -125,7 +123,7 @@ RankSteps run_windows(const LoopContext& c, LoopObserver& obs) {
     c.sync.begin_step(k);
     for (Count m = 0; m < k; ++m) {
       clock.observed([&] { obs.micro_begin(w, m); });
-      c.sync.before_backward(m);
+      c.sync.before_forward(m);
       auto [first, count] = spec.micro_range(w, c.rank, m);
       if (count > 0) {
         auto batch = c.workload.make_batch(c.seed, first, count);
@@ -135,11 +133,18 @@ RankSteps run_windows(const LoopContext& c, LoopObserver& obs) {
         }
         MicroStep ms{w, m, first, count, batch.loss_terms, 0.0};
         ms.loss_scale = clock.observed([&] { return obs.loss_scale(ms, scale); });
-        auto loss_sum = c.workload.loss_sum(c.workload.forward(batch), batch);
-        loss.add(loss_sum);
-        (loss_sum * ms.loss_scale).backward();
+        torch::Tensor scaled;  // the one 0-dim tensor alive in the backward, as in the profile's
+        {
+          auto loss_sum = c.workload.loss_sum(c.workload.forward(batch), batch);
+          loss.add(loss_sum);
+          scaled = loss_sum * ms.loss_scale;
+        }
+        c.sync.before_backward(m);
+        scaled.backward();
         clock.observed([&] { obs.after_backward(ms); });
         batch = workloads::Batch{};  // release the micro-batch before the next one
+      } else {
+        c.sync.before_backward(m);  // no samples left: the collectives all the same
       }
       if (m == k - 1) arrival_end = clock.mark() + 1;
       c.sync.after_backward(m);
@@ -152,6 +157,8 @@ RankSteps run_windows(const LoopContext& c, LoopObserver& obs) {
     const int checks = clock.mark();
     c.optimizer.step();
     const int optimizer_step = clock.mark();
+    c.sync.after_optimizer_step();  // zero1/zero2: the stepped shards all-gathered
+    const int after_step = clock.mark();
     obs.after_step(w);
 
     // This rank's figures of the window.
@@ -160,7 +167,7 @@ RankSteps run_windows(const LoopContext& c, LoopObserver& obs) {
     for (int i : clock.observer()) observed += iv[static_cast<std::size_t>(i)];
     const auto& st = c.sync.stats();
     const double optimizer = iv[static_cast<std::size_t>(optimizer_step)];
-    const double step_time = sum(iv, 0, optimizer_step + 1) - iv[static_cast<std::size_t>(checks)] - observed;
+    const double step_time = sum(iv, 0, after_step + 1) - iv[static_cast<std::size_t>(checks)] - observed;
     rec.step_time.push_back(step_time);
     rec.optimizer.push_back(optimizer);
     rec.exposed.push_back(st.exposed);

@@ -4,8 +4,10 @@
 //         the window's loss terms across ranks (token workloads: counted without building the
 //           batches and allreduced before the first backward; otherwise the window's samples)
 //         k micro-steps m: forward, loss_sum * world_size / window_loss_terms, backward, with the
-//           strategy's synchronisation around it (comm/grad_sync.hpp)
-//         optimizer step
+//           plan's synchronisation around them (comm/window_sync.hpp: DDP's comm/grad_sync.hpp,
+//           ZeRO's comm/sharded_sync.hpp)
+//         optimizer step (on the tensors the plan gives it), then the plan's after-step
+//           all-gather (zero1/zero2)
 //       The loss scale world_size / global_terms makes the averaged gradient the gradient of the
 //       mean loss over every real token (samples for non-sequence workloads) of the window.
 //       Ranks and micro-steps past the end of the data (the partial window) skip forward and
@@ -26,7 +28,7 @@
 #include <torch/torch.h>
 
 #include "comm/communicator.hpp"
-#include "comm/grad_sync.hpp"
+#include "comm/window_sync.hpp"
 #include "runner/run_record.hpp"
 #include "runner/run_spec.hpp"
 #include "workloads/optimizer.hpp"
@@ -63,7 +65,7 @@ struct LoopContext {
   workloads::Workload& workload;
   const std::vector<torch::Tensor>& params;
   comm::Communicator* comm;  // null at world_size 1
-  comm::GradSync& sync;
+  comm::WindowSync& sync;
   torch::optim::Optimizer& optimizer;
   int rank = 0;
   std::uint64_t seed = 0;  // the data stream

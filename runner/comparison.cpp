@@ -23,6 +23,9 @@ Comparison compare_to_prediction(const Measured& m, const model::Prediction& p, 
   add("step_time", "s", m.step_time.median, p.time.step_time, Gate::tolerance);
   add("throughput", "samples/s", m.throughput_samples_per_s, p.throughput, Gate::tolerance);
   add("peak_memory", "bytes", static_cast<double>(m.peak_memory), static_cast<double>(p.memory.peak), Gate::tolerance);
+  // Model states + buffers held between steps (zero3's gathered parameters are freed by then).
+  const Bytes resident = p.memory.weights + p.memory.gradients + p.memory.optimizer_state + p.memory.comm_buffers;
+  add("resident_memory", "bytes", static_cast<double>(m.resident_memory), static_cast<double>(resident), Gate::info);
   add("collectives_per_step", "count", static_cast<double>(m.collectives_per_step),
       static_cast<double>(p.collectives_per_step), Gate::exact);
   add("comm_buffer_bytes", "bytes", static_cast<double>(m.comm_buffer_bytes), static_cast<double>(p.memory.comm_buffers),

@@ -64,6 +64,10 @@ Faults Faults::from_env(int rank) {
       f.skip_zero_grad = true;
     } else if (b == "normalise-by-k") {
       f.normalise_by_k = true;
+    } else if (b == "shard-overwrite") {
+      f.shard = comm::ShardFault::overwrite;
+    } else if (b == "shard-local") {
+      f.shard = comm::ShardFault::local;
     } else {
       auto parts = split(b, ':');
       if (parts.size() != 3 || parts[2] != "param")

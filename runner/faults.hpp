@@ -5,16 +5,20 @@
 //                         the forward pass), nojoin (never reaches the rendezvous). Default
 //                         STEP 1, MICRO 0: when rank R starts that micro-step.
 //   GACCUM_TEST_PERTURB = rank:R:seed                   rank R uses seed + 1 (agreement check)
-//   GACCUM_TEST_BREAK   = skip-zero-grad | normalise-by-k | rank:R:param
+//   GACCUM_TEST_BREAK   = skip-zero-grad | normalise-by-k | rank:R:param | shard-overwrite |
+//                         shard-local
 //                         deliberate training bugs, so the tests show each check can fail:
 //                         no zero_grad between windows; loss divided by accum_steps and the
 //                         micro-batch's own tokens (the common mistake); rank R's parameters
-//                         nudged after step 0.
+//                         (sharded: its shards) nudged after step 0; sharded runs: each
+//                         reduce-scatter overwrites the gradient shard instead of adding to it,
+//                         or no reduce-scatter at all (comm/sharded_sync.hpp, ShardFault).
 // Why: every fault and every check must be exercised by a real multi-process test.
 #pragma once
 
 #include <string>
 
+#include "comm/sharded_sync.hpp"
 #include "core/units.hpp"
 
 namespace gaccum::runner {
@@ -26,6 +30,7 @@ struct Faults {
   bool skip_zero_grad = false;
   bool normalise_by_k = false;
   bool perturb_param = false;
+  comm::ShardFault shard = comm::ShardFault::none;
 
   // The faults that apply to `rank`. InputError for a malformed variable.
   static Faults from_env(int rank);

@@ -6,21 +6,6 @@
 namespace gaccum::runner {
 namespace {
 
-std::vector<double> flat_double(const std::vector<torch::Tensor>& ts, const std::vector<torch::Tensor>& shapes) {
-  std::vector<double> out;
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const auto n = shapes[i].numel();
-    if (!ts[i].defined()) {
-      out.insert(out.end(), static_cast<std::size_t>(n), 0.0);
-      continue;
-    }
-    auto c = ts[i].detach().to(torch::kCPU, torch::kFloat64).contiguous();
-    const double* p = c.data_ptr<double>();
-    out.insert(out.end(), p, p + n);
-  }
-  return out;
-}
-
 // Gradient of loss_sum(samples [first, first+count)) / their loss terms, in one pass, without
 // touching .grad.
 std::vector<double> one_pass_gradient(workloads::Workload& wl, const std::vector<torch::Tensor>& params,
@@ -59,30 +44,30 @@ std::vector<double> micro_batch_gradient(workloads::Workload& wl, const std::vec
 
 }  // namespace
 
+std::vector<double> flat_double(const std::vector<torch::Tensor>& ts, const std::vector<torch::Tensor>& shapes) {
+  std::vector<double> out;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const auto n = shapes[i].numel();
+    if (!ts[i].defined()) {
+      out.insert(out.end(), static_cast<std::size_t>(n), 0.0);
+      continue;
+    }
+    auto c = ts[i].detach().to(torch::kCPU, torch::kFloat64).contiguous();
+    const double* p = c.data_ptr<double>();
+    out.insert(out.end(), p, p + n);
+  }
+  return out;
+}
+
 std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params) {
   std::vector<torch::Tensor> g;
   for (const auto& p : params) g.push_back(p.grad());
   return g;
 }
 
-std::vector<double> flat_grads(const std::vector<torch::Tensor>& params) {
-  return flat_double(grads_of(params), params);
-}
-
-double grad_sq_norm(const std::vector<torch::Tensor>& params) {
-  double s = 0;
-  for (const auto& p : params)
-    if (p.grad().defined()) {
-      const double n = p.grad().norm().item<double>();
-      s += n * n;
-    }
-  return s;
-}
-
-Count nonzero_grad_elements(const std::vector<torch::Tensor>& params) {
+Count nonzero_elements(const std::vector<torch::Tensor>& tensors) {
   Count n = 0;
-  for (const auto& p : params) {
-    const auto& g = p.grad();
+  for (const auto& g : tensors) {
     if (!g.defined()) continue;
     if (g.is_cpu() && g.is_contiguous() && g.scalar_type() == torch::kFloat32) {
       const float* d = g.data_ptr<float>();

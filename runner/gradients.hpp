@@ -27,11 +27,12 @@
 
 namespace gaccum::runner {
 
-std::vector<double> flat_grads(const std::vector<torch::Tensor>& params);
+// Tensors shaped as `params` (undefined ones as zeros) flattened to float64, parameter order.
+std::vector<double> flat_double(const std::vector<torch::Tensor>& ts, const std::vector<torch::Tensor>& params);
 std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params);
-double grad_sq_norm(const std::vector<torch::Tensor>& params);
-// Elements of the gradients that are not exactly zero (-0.0 counts as zero); no allocation on CPU.
-Count nonzero_grad_elements(const std::vector<torch::Tensor>& params);
+// Elements that are not exactly zero (-0.0 counts as zero; undefined tensors hold none); no
+// allocation on CPU.
+Count nonzero_elements(const std::vector<torch::Tensor>& tensors);
 std::string hash_tensors(const std::vector<torch::Tensor>& ts);
 
 struct WindowChecks {

@@ -13,6 +13,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/grad_sync.hpp"
+#include "comm/sharded_sync.hpp"
 #include "comm/launcher.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -44,6 +45,7 @@ json identity_of(const RunSpec& spec, const WorkloadIdentity& id, std::uint64_t 
               {"accum_steps", spec.accum_steps},
               {"world_size", spec.world_size},
               {"strategy", std::string(to_string(spec.strategy))},
+              {"sharding", to_string(spec.sharding)},
               {"seed", seed},
               {"dtype", spec.workload.dtype},
               {"steps", spec.steps},
@@ -82,7 +84,22 @@ std::unique_ptr<comm::Communicator> join(const RunSpec& spec, const comm::RankCo
   return comm::connect(ctx, co);
 }
 
-RankRecord my_record(const comm::RankContext& ctx, const Observations& o, const comm::GradSync& sync,
+// The plan's synchroniser: DDP's allreduces, or the sharded plan's reduce-scatters and all-gathers.
+std::unique_ptr<comm::WindowSync> make_sync(const RunSpec& spec, comm::Communicator* comm,
+                                            const std::vector<torch::Tensor>& params, const Faults& faults) {
+  if (spec.sharding.sharding == Sharding::none) return std::make_unique<comm::GradSync>(comm, params, spec.strategy);
+  return std::make_unique<comm::ShardedSync>(comm, params, spec.sharding, spec.strategy, faults.shard);
+}
+
+// Every rank's final parameters, gathered where the plan shards them (a collective).
+std::string final_parameters_hash(comm::WindowSync& sync, const std::vector<torch::Tensor>& params) {
+  sync.gather_parameters();
+  std::string h = hash_tensors(params);
+  sync.release_parameters();
+  return h;
+}
+
+RankRecord my_record(const comm::RankContext& ctx, const Observations& o, comm::WindowSync& sync,
                      const std::vector<torch::Tensor>& params, RankSteps steps) {
   RankRecord r;
   r.rank = ctx.rank;
@@ -96,7 +113,7 @@ RankRecord my_record(const comm::RankContext& ctx, const Observations& o, const 
   r.memory_at_reset = o.memory_at_reset;
   r.comm_buffer_bytes = sync.buffer_bytes();
   r.grads_hash_step0 = o.grads_hash_step0;
-  r.params_hash_final = hash_tensors(params);
+  r.params_hash_final = final_parameters_hash(sync, params);
   steps.nonzero_at_start = o.nonzero_at_start;
   steps.g_small_sq = o.g_small_sq;
   steps.g_big_sq = o.g_big_sq;
@@ -168,16 +185,16 @@ int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, co
   }
 
   // --- training ----------------------------------------------------------------------------------
-  comm::GradSync sync(comm.get(), params, spec.strategy);
-  auto optimizer = workloads::make_optimizer(params, spec.optimizer, spec.lr);
-  workloads::zero_grad(params);  // gradients allocated once, before the optimizer's state
-  const LoopContext loop{spec, *workload, params, comm.get(), sync, *optimizer, rank, spec.seed};
+  auto sync = make_sync(spec, comm.get(), params, faults);
+  auto optimizer = workloads::make_optimizer(sync->optimizer_parameters(), spec.optimizer, spec.lr);
+  sync->zero_grad();  // gradients allocated once, before the optimizer's state
+  const LoopContext loop{spec, *workload, params, comm.get(), *sync, *optimizer, rank, spec.seed};
   RunObserver observer(loop, faults, *memory, watchdog);
   RankSteps steps = run_windows(loop, observer);
   const Observations seen = observer.finish();
 
   // --- every rank's record to rank 0 ---------------------------------------------------------------
-  const RankRecord mine = my_record(ctx, seen, sync, params, std::move(steps));
+  const RankRecord mine = my_record(ctx, seen, *sync, params, std::move(steps));
   std::vector<RankRecord> ranks{mine};
   if (comm) {
     ranks.clear();
@@ -190,8 +207,9 @@ int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, co
   // --- rank 0: the record --------------------------------------------------------------------------
   facts.token_workload = id.tokens_per_sample > 0;
   facts.dependence = workload->batch_dependence();
-  facts.expected_collectives = sync.expected_collectives(spec.accum_steps);
-  facts.buckets = static_cast<Count>(sync.buckets().size());
+  facts.expected_per_micro = sync->expected_per_micro(spec.accum_steps);
+  facts.expected_collectives = sync->expected_collectives(spec.accum_steps);
+  facts.buckets = sync->units();
   facts.launcher = ctx.launcher;
   facts.backend = comm ? std::string(to_string(comm->backend())) : std::string("none");
   facts.device = device.str();

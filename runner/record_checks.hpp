@@ -33,8 +33,9 @@ struct RunFacts {
   WorkloadFacts workload;
   bool token_workload = false;
   workloads::BatchDependence dependence;
-  Count expected_collectives = 0;  // per step (comm::GradSync::expected_collectives)
-  Count buckets = 0;
+  Count expected_collectives = 0;       // per step (comm::WindowSync::expected_collectives)
+  std::vector<Count> expected_per_micro;  // per micro-step of a full window (expected_per_micro)
+  Count buckets = 0;                      // DDP buckets, or the sharded plan's wrapped units
   std::string launcher, backend, device;
   bool cpu = true;
   nlohmann::json launch = nlohmann::json::object();  // launcher-side facts ("launcher" overrides)

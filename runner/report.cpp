@@ -108,8 +108,9 @@ std::string format_measured(const RunSpec& spec, const Measured& m) {
   out += fmt::format("  throughput    {}\n", tput);
   std::vector<std::string> per;
   for (const auto v : m.peak_memory_per_rank) per.push_back(format_bytes(v));
-  out += fmt::format("  peak_memory   {} per rank (max; ranks: {}), comm buffers {}\n", format_bytes(m.peak_memory),
-                     fmt::join(per, ", "), format_bytes(m.comm_buffer_bytes));
+  out += fmt::format("  peak_memory   {} per rank (max; ranks: {}), resident {}, comm buffers {}\n",
+                     format_bytes(m.peak_memory), fmt::join(per, ", "), format_bytes(m.resident_memory),
+                     format_bytes(m.comm_buffer_bytes));
   out += fmt::format("  breakdown     compute {}, exposed comm {}, comm in flight {}, optimizer {}, rank skew {}\n",
                      format_seconds(m.compute), format_seconds(m.comm_exposed), format_seconds(m.comm_total),
                      format_seconds(m.optimizer), format_seconds(m.rank_skew));

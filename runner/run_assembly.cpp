@@ -62,6 +62,7 @@ Measured measured_figures(const RunFacts& f, const std::vector<RankRecord>& rank
   for (const auto& r : ranks) {
     m.peak_memory_per_rank.push_back(r.peak_memory);
     m.peak_memory = std::max(m.peak_memory, r.peak_memory);
+    m.resident_memory = std::max(m.resident_memory, r.memory_at_reset);
   }
   m.comm_exposed = median_of(s.exposed);
   m.comm_total = median_of(s.comm);

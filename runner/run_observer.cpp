@@ -25,14 +25,19 @@ bool RunObserver::zero_gradients(Count w) {
 }
 
 void RunObserver::after_zero_grad(Count) {
-  o_.nonzero_at_start.push_back(nonzero_grad_elements(c_.params));
+  o_.nonzero_at_start.push_back(nonzero_elements(c_.sync.held_gradients()));
 }
 
 void RunObserver::micro_begin(Count w, Count m) {
   engine::RankPosition::set_micro(m);
   watchdog_.beat();
   faults_.maybe_trigger(w, m);
-  if (check_step(w) && c_.rank == 0 && m == c_.spec.accum_steps - 1) before_last_ = flat_grads(c_.params);
+  // The negative control: the gradient as the plan holds it before the last micro-step (a
+  // collective where the plan shards its reduced gradient: every rank takes part).
+  if (check_step(w) && m == c_.spec.accum_steps - 1) {
+    const auto g = c_.sync.full_gradients();
+    if (c_.rank == 0) before_last_ = flat_double(g, c_.params);
+  }
 }
 
 double RunObserver::loss_scale(const MicroStep& ms, double correct) {
@@ -42,34 +47,38 @@ double RunObserver::loss_scale(const MicroStep& ms, double correct) {
 
 void RunObserver::after_backward(const MicroStep& ms) {
   const bool partial = ms.window >= c_.spec.full_windows();
-  if (ms.micro == 0 && !partial && ms.count == c_.spec.micro_batch && o_.nonzero_at_start.back() == 0) {
+  if (ms.micro == 0 && !partial && ms.count == c_.spec.micro_batch && o_.nonzero_at_start.back() == 0 &&
+      c_.sync.keeps_local_gradients()) {
     // |G_b|^2 of this micro-batch's mean-loss gradient: .grad holds scale * terms * G_b.
     const double f = ms.loss_scale * static_cast<double>(ms.loss_terms);
-    g_small_ = grad_sq_norm(c_.params) / (f * f);
+    g_small_ = comm::sq_norm(grads_of(c_.params)) / (f * f);
   }
 }
 
 void RunObserver::after_sync(Count w) {
   o_.g_small_sq.push_back(g_small_);
-  o_.g_big_sq.push_back(w < c_.spec.full_windows() ? grad_sq_norm(c_.params) : -1.0);
+  o_.g_big_sq.push_back(w < c_.spec.full_windows() ? c_.sync.gradient_sq_norm() : -1.0);
 }
 
 void RunObserver::check_window(Count w) {
   if (!check_step(w)) return;
-  const auto got = flat_grads(c_.params);
-  if (w == 0) o_.grads_hash_step0 = hash_tensors(grads_of(c_.params));
-  if (c_.rank != 0) return;
+  const auto synced = c_.sync.full_gradients();
+  if (w == 0) o_.grads_hash_step0 = hash_tensors(synced);
+  c_.sync.gather_parameters();  // the reference pass needs the parameters (zero3)
+  if (c_.rank != 0) return c_.sync.release_parameters();
+  const auto got = flat_double(synced, c_.params);
   const bool token_workload = c_.workload.identity().tokens_per_sample > 0;
   const bool by_k = w == 0 && token_workload && c_.spec.accum_steps * c_.spec.world_size > 1;
   auto checks = runner::check_window(c_.workload, c_.params, c_.spec, c_.seed, w, got, before_last_, by_k,
                                      [this] { watchdog_.beat(); });
   (w == 0 ? o_.step0 : o_.partial) = std::move(checks);
+  c_.sync.release_parameters();
 }
 
 void RunObserver::after_step(Count w) {
   if (faults_.perturb_param && w == 0) {
     torch::NoGradGuard ng;
-    c_.params.front().add_(1e-3);
+    c_.sync.optimizer_parameters().front().add_(1e-3);
   }
 }
 

@@ -50,6 +50,7 @@ json measured_json(const Measured& m) {
               {"tokens_per_s", m.tokens_per_s},
               {"peak_memory", m.peak_memory},
               {"peak_memory_per_rank", m.peak_memory_per_rank},
+              {"resident_memory", m.resident_memory},
               {"comm_exposed", m.comm_exposed},
               {"comm_total", m.comm_total},
               {"compute", m.compute},
@@ -161,6 +162,7 @@ Measured measured_from(const Reader& r) {
   m.tokens_per_s = r.get<double>("tokens_per_s");
   m.peak_memory = r.get<Bytes>("peak_memory");
   m.peak_memory_per_rank = r.get<std::vector<Bytes>>("peak_memory_per_rank");
+  m.resident_memory = r.get_or<Bytes>("resident_memory", 0);  // absent before sharded runs
   m.comm_exposed = r.get<double>("comm_exposed");
   m.comm_total = r.get<double>("comm_total");
   m.compute = r.get<double>("compute");

@@ -59,6 +59,7 @@ struct Measured {
   double throughput_samples_per_s = 0, tokens_per_s = 0;
   Bytes peak_memory = 0;
   std::vector<Bytes> peak_memory_per_rank;
+  Bytes resident_memory = 0;  // max over ranks of the bytes held when the timed steps began (model states + buffers)
   Seconds comm_exposed = 0, comm_total = 0, compute = 0, optimizer = 0, rank_skew = 0;
   Count collectives_per_step = 0, collectives_launched_in_backward = 0;
   std::vector<Count> collectives_per_micro_step;

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "model/plan_cost.hpp"
 
 namespace gaccum::runner {
 
@@ -59,6 +60,11 @@ void RunSpec::validate() const {
     throw InputError(fmt::format("--optimizer: LibTorch has no {} optimizer: expected sgd, adam or adamw",
                                  to_string(optimizer)));
   if (!(rtol >= 0) || !(atol >= 0)) throw InputError("gradient tolerances must be non-negative");
+  model::Config c;
+  c.world_size = world_size;
+  c.strategy = strategy;
+  c.sharding = sharding;
+  if (auto why = model::plan_rejection(c)) throw InputError("--sharding: " + *why);
 }
 
 std::pair<double, double> default_tolerances(const std::string& dtype) {
@@ -78,6 +84,7 @@ json to_json(const RunSpec& s) {
               {"accum_steps", s.accum_steps},
               {"world_size", s.world_size},
               {"strategy", std::string(to_string(s.strategy))},
+              {"sharding", to_string(s.sharding)},
               {"steps", s.steps},
               {"warmup", s.warmup},
               {"seed", s.seed},
@@ -106,6 +113,7 @@ RunSpec run_spec_from_json(const json& j, const std::string& what) {
   s.accum_steps = f.positive("accum_steps");
   s.world_size = f.positive("world_size");
   s.strategy = parse_strategy(f.str("strategy"), "--strategy");
+  s.sharding = parse_sharding(f.opt_str("sharding").value_or("none"), "--sharding");  // absent before sharded runs
   s.steps = f.positive("steps");
   s.warmup = f.count("warmup");
   s.seed = static_cast<std::uint64_t>(f.count("seed"));

@@ -23,6 +23,7 @@
 
 #include "core/backend.hpp"
 #include "core/optimizer.hpp"
+#include "core/plan.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
 #include "workloads/workload.hpp"
@@ -43,6 +44,7 @@ struct RunSpec {
   Count accum_steps = 8;
   Count world_size = 2;
   Strategy strategy = Strategy::overlap;
+  ShardingChoice sharding;             // none (DDP), zero1, zero2, zero3 (comm/sharded_sync.hpp)
   Count steps = 20;                    // timed optimizer steps
   Count warmup = 3;                    // untimed steps first (step 0 carries the gradient checks)
   std::uint64_t seed = 0;              // data stream

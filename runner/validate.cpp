@@ -43,6 +43,7 @@ void add_prediction(RunRecord& run, const model::CostModel* model, const Profile
   mc.accum_steps = run.spec.accum_steps;
   mc.world_size = run.spec.world_size;
   mc.strategy = run.spec.strategy;
+  mc.sharding = run.spec.sharding;
   const auto pred = model->predict(mc);
   run.prediction = model::to_json(pred);
   run.comparison = compare_to_prediction(*run.measured, pred, tolerance_pct);
@@ -117,14 +118,16 @@ std::vector<TunePick> read_tune_picks(const json& result, Count top, const std::
     p.accum_steps = f.positive("accum_steps");
     p.world_size = f.positive("world_size");
     p.strategy = parse_strategy(f.str("strategy"), "--from-tune: " + where + ".strategy");
-    // Schema 2 carries the plan; the runner runs DDP in the workload's fp32 without checkpointing.
+    // Schema 2 carries the plan; the runner runs DDP and zero1-3 in the workload's fp32 without
+    // checkpointing.
     const std::string sharding = f.opt_str("sharding").value_or("none");
     const std::string precision = f.opt_str("precision").value_or("fp32");
     const std::string checkpointing = f.opt_str("checkpointing").value_or("none");
-    if (sharding != "none" || precision != "fp32" || checkpointing != "none")
-      throw InputError(fmt::format("--from-tune: {} is a {} {} plan with {} checkpointing; validate runs DDP (sharding none) "
-                                   "in fp32 without checkpointing: re-tune with --sharding none, or pass the setting "
-                                   "with --micro-batch/--accum-steps/--world-size",
+    p.sharding = parse_sharding(sharding, "--from-tune: " + where + ".sharding");
+    if (precision != "fp32" || checkpointing != "none")
+      throw InputError(fmt::format("--from-tune: {} is a {} {} plan with {} checkpointing; validate runs every sharding "
+                                   "in fp32 without checkpointing: re-tune with --precision fp32 --checkpointing none, "
+                                   "or pass the setting with --micro-batch/--accum-steps/--world-size/--sharding",
                                    where, sharding, precision, checkpointing));
     picks.push_back(p);
   }
@@ -146,6 +149,7 @@ std::vector<RunSpec> configurations(ValidateOptions& o) {
     s.accum_steps = pick.accum_steps;
     s.world_size = pick.world_size;
     s.strategy = pick.strategy;
+    s.sharding = pick.sharding;
     specs.push_back(s);
   }
   return specs;

@@ -11,8 +11,8 @@
 // --profile, else max(1, cores / ranks on this host); every rank calls torch::set_num_threads.
 // A tune result (--from-tune) is the result.json of `gaccum-tune tune` (schema
 // "gaccum-tune/tune-result", reports/json_printer.hpp; versions up to the current one): its
-// "picks"[i].config give micro_batch, accum_steps, world_size, strategy (and the plan, which must
-// be DDP in fp32 without checkpointing); "model.workload_name" names the workload when --workload
+// "picks"[i].config give micro_batch, accum_steps, world_size, strategy and sharding (none, zero1,
+// zero2 or zero3; the plan must be fp32 without checkpointing); "model.workload_name" names the workload when --workload
 // is not given; without --profile, the profile the tune used ("source": {"kind": "profile",
 // "path"}) gives the predictions.
 #pragma once
@@ -55,6 +55,7 @@ ValidateOutcome validate(ValidateOptions options);
 struct TunePick {
   Count micro_batch = 0, accum_steps = 0, world_size = 0;
   Strategy strategy = Strategy::overlap;
+  ShardingChoice sharding;
 };
 std::vector<TunePick> read_tune_picks(const nlohmann::json& result, Count top, const std::string& what);
 std::string tune_workload_name(const nlohmann::json& result);  // "" if none

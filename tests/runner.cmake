@@ -39,9 +39,9 @@ gaccum_cli_test(validate-bad-device 2 "--device" --one-line-stderr -- ${_v} --de
 gaccum_cli_test(validate-bad-output-dir 2 "-o: directory '/nonexistent-dir' does not exist" --one-line-stderr --
                 ${G} validate -o /nonexistent-dir/v.json)
 
-# A tune result whose picks are sharded plans: validate runs DDP only and says so (exit 2).
-gaccum_cli_test(validate-from-tune-sharded 2 "picks\\[0\\] is a zero2 fp32 plan.*validate runs DDP" --one-line-stderr -- sh -c
-  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --sharding zero2 --out \"$1\" >/dev/null && \"$0\" validate --from-tune \"$1/result.json\""
+# A tune result whose picks are mixed-precision plans: validate runs fp32 only and says so (exit 2).
+gaccum_cli_test(validate-from-tune-bf16 2 "picks\\[0\\] is a zero2 bf16 plan.*validate runs every sharding in fp32" --one-line-stderr -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --sharding zero2 --out \"$1\" >/dev/null && sed -i 's/\"precision\": \"fp32\"/\"precision\": \"bf16\"/' \"$1/result.json\" && \"$0\" validate --from-tune \"$1/result.json\""
   $<TARGET_FILE:gaccum-tune> ${CMAKE_CURRENT_BINARY_DIR}/tune-out/sharded-from-tune ${CMAKE_CURRENT_SOURCE_DIR}/data)
 # The same short flags as predict and check.
 gaccum_cli_test(validate-short-flags 2 "--micro-batch: 4611686018427387904 is above" --one-line-stderr --

@@ -218,6 +218,125 @@ TEST_CASE("4-rank gpt-tiny validations of all three strategies pass every check"
   }
 }
 
+// Sharded runs (comm/sharded_sync.hpp). gpt-tiny has 2 wrapped units (its DDP buckets), k = 3:
+// zero1/zero2 reduce-scatter 2 units per reducing micro-step and all-gather 2 after the step
+// (counted in the last micro-step); zero3 all-gathers 2 units for every forward and again for
+// every backward.
+TEST_CASE("2-rank sharded runs of zero1, zero2 and zero3 with every sync choice pass every check",
+          "[runner][integration][sharded]") {
+  struct Case {
+    const char* sharding;
+    const char* strategy;
+    std::vector<Count> per_micro;
+  };
+  const std::vector<Case> cases{{"zero2", "every-step", {2, 2, 4}}, {"zero2", "overlap", {0, 0, 4}},
+                                {"zero2", "fused", {0, 0, 4}},      {"zero3", "every-step", {6, 6, 6}},
+                                {"zero3", "overlap", {4, 4, 6}},    {"zero3", "fused", {4, 4, 6}},
+                                {"zero1", "overlap", {0, 0, 4}}};
+  for (const auto& c : cases) {
+    auto a = small("gpt-tiny", 2, 3, 2, c.strategy);
+    a.insert(a.end(), {"--sharding", c.sharding});
+    auto r = validate(a);
+    INFO(c.sharding << " " << c.strategy);
+    require_all_pass(r);
+    const auto& run = r.doc.at("runs").at(0);
+    const auto& m = run.at("measured");
+    CHECK(run.at("config").at("sharding") == c.sharding);
+    CHECK(m.at("collectives_per_micro_step").get<std::vector<Count>>() == c.per_micro);
+    const Count launched = m.at("collectives_launched_in_backward");
+    // Reduce-scatters launched by the autograd hooks while the backward runs: 2 units in each of
+    // the 3 backwards (every-step), in the last (overlap), none (fused: after the backward).
+    const std::string st = c.strategy;
+    CHECK(launched == (st == "fused" ? 0 : st == "every-step" ? 6 : 2));
+    CHECK(check(run, "gradient_equivalence").at("detail").get<std::string>().find("reduce-scattered") !=
+          std::string::npos);
+    CHECK(check(run, "negative_control").at("status") == "pass");
+    CHECK(check(run, "zero_grad_at_window_start").at("status") == "pass");
+  }
+}
+
+TEST_CASE("4-rank sharded runs pass every check", "[runner][integration][sharded]") {
+  for (const char* sharding : {"zero2", "zero3"})
+    for (const char* strategy : {"every-step", "overlap"}) {
+      auto a = small("gpt-tiny", 1, 2, 4, strategy);
+      a.insert(a.end(), {"--sharding", sharding});
+      auto r = validate(a);
+      INFO(sharding << " " << strategy);
+      require_all_pass(r);
+      CHECK(r.doc.at("runs").at(0).at("environment").at("ranks").size() == 4);
+    }
+}
+
+// hsdp:2 on 4 ranks: zero3 inside {0,1} and {2,3}, each unit's shard allreduced across {0,2} and
+// {1,3} once per window (k = 2: 2 units gathered for the forward and the backward of both
+// micro-steps, reduce-scattered in the reducing ones, + 2 allreduces in the last).
+TEST_CASE("4-rank hsdp:2 runs pass every check, the cross-group allreduce once per window",
+          "[runner][integration][sharded]") {
+  struct Case {
+    const char* strategy;
+    std::vector<Count> per_micro;
+  };
+  for (const auto& c : {Case{"every-step", {6, 8}}, Case{"overlap", {4, 8}}, Case{"fused", {4, 8}}}) {
+    auto a = small("gpt-tiny", 1, 2, 4, c.strategy);
+    a.insert(a.end(), {"--sharding", "hsdp:2"});
+    auto r = validate(a);
+    INFO(c.strategy);
+    require_all_pass(r);
+    const auto& run = r.doc.at("runs").at(0);
+    CHECK(run.at("config").at("sharding") == "hsdp:2");
+    CHECK(run.at("measured").at("collectives_per_micro_step").get<std::vector<Count>>() == c.per_micro);
+  }
+  // A group size that does not divide the world is refused before any rank starts.
+  auto bad = small("gpt-tiny", 1, 2, 4, "overlap");
+  bad.insert(bad.end(), {"--sharding", "hsdp:3"});
+  auto r = validate(bad);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--sharding: hsdp:3 at world_size 4"));
+}
+
+TEST_CASE("sharded runs: the negative controls fail the gradient checks", "[runner][integration][sharded]") {
+  {
+    // every-step zero2 whose reduce-scatter overwrites the shard keeps only the last micro-step.
+    auto a = small("gpt-tiny", 2, 3, 2, "every-step");
+    a.insert(a.end(), {"--sharding", "zero2"});
+    auto r = validate(a, {{"GACCUM_TEST_BREAK", "shard-overwrite"}});
+    INFO(r.out << r.err);
+    CHECK(r.code == 1);
+    CHECK(check(r.doc.at("runs").at(0), "gradient_equivalence").at("status") == "fail");
+  }
+  {
+    // zero3 no_sync without a reduce-scatter: each rank steps on its own chunk of its local gradient.
+    auto a = small("gpt-tiny", 2, 3, 2, "overlap");
+    a.insert(a.end(), {"--sharding", "zero3"});
+    auto r = validate(a, {{"GACCUM_TEST_BREAK", "shard-local"}});
+    INFO(r.out << r.err);
+    CHECK(r.code == 1);
+    CHECK(check(r.doc.at("runs").at(0), "gradient_equivalence").at("status") == "fail");
+  }
+  {
+    // No zero_grad between windows: the shards carry the last window's gradient.
+    auto a = small("gpt-tiny", 2, 2, 2, "every-step");
+    a.insert(a.end(), {"--sharding", "zero3"});
+    auto r = validate(a, {{"GACCUM_TEST_BREAK", "skip-zero-grad"}});
+    INFO(r.out << r.err);
+    CHECK(r.code == 1);
+    CHECK(check(r.doc.at("runs").at(0), "zero_grad_at_window_start").at("status") == "fail");
+  }
+}
+
+TEST_CASE("a killed rank ends a sharded run, named, within timeout + 10 s", "[runner][integration][sharded]") {
+  // Killed in the middle of the window (step 1, micro-step 1), between all-gathers and reduce-scatters.
+  auto a = small("gpt-tiny", 2, 3, 2, "every-step");
+  a.back() = "5s";  // --timeout
+  a.insert(a.end(), {"--sharding", "zero3"});
+  auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:1:sigkill:1:1"}});
+  INFO(r.out << r.err);
+  CHECK(r.code == 86);  // README.md, "Exit codes": a rank died
+  CHECK_THAT(r.err, Catch::Contains("rank 1 (pid"));
+  CHECK(r.seconds < 5 + 10);
+  CHECK(r.leftovers.empty());
+}
+
 TEST_CASE("fp64 gradient equivalence at 1e-10", "[runner][integration]") {
   auto a = small("gpt-tiny", 2, 2, 2, "overlap");
   a.insert(a.end(), {"--dtype", "float64"});
@@ -478,6 +597,49 @@ TEST_CASE("the top picks of a tune result are validated (from-tune)", "[runner][
   CHECK(v.doc.at("runs").at(1).at("config").at("world_size") == 1);
   CHECK(v.doc.at("runs").at(1).at("config").at("workload").at("name") == "mlp-small");
   CHECK(v.doc.at("runs").at(1).at("measured").at("collectives_per_step") == 0);
+}
+
+// The runner's sharded memory against the model's (model/plan_cost.hpp), from a gpt-tiny profile:
+// the CPU tracking allocator's peak and the bytes held between steps, byte for byte, and the
+// saving of each stage against DDP.
+TEST_CASE("sharded runs: peak and resident memory byte-exact against the prediction", "[runner][integration][sharded]") {
+  Sandbox sb;
+  const fs::path profile = sb.dir / "profile.json";
+  {
+    const auto t0 = Clock::now();
+    pid_t pid = spawn(sb,
+                      {"profile", "--workload", "gpt-tiny", "--micro-batches", "2", "--ranks", "1,2", "--time-budget",
+                       "5s", "--iters", "2", "--comm-iters", "3", "-q", "-o", profile.string()},
+                      {});
+    auto p = finish(sb, pid, t0, profile);
+    INFO(p.err);
+    REQUIRE(p.code == 0);
+  }
+  std::map<std::string, double> resident;
+  for (const char* sharding : {"none", "zero1", "zero2", "zero3"})
+    for (const char* strategy : {"every-step", "fused"}) {
+      if (std::string(sharding) == "zero1" && std::string(strategy) == "every-step") continue;  // rejected
+      auto a = small("gpt-tiny", 2, 3, 2, strategy);
+      a.insert(a.end(), {"--sharding", sharding, "--profile", profile.string(), "--tolerance", "1000%"});
+      auto r = validate(a);
+      INFO(sharding << " " << strategy);
+      require_all_pass(r);
+      const auto& run = r.doc.at("runs").at(0);
+      std::map<std::string, json> rows;
+      for (const auto& row : run.at("comparison").at("rows")) rows[row.at("figure")] = row;
+      CHECK(rows["collectives_per_step"].at("status") == "pass");
+      CHECK(rows["comm_buffer_bytes"].at("status") == "pass");
+      CHECK(rows["peak_memory"].at("measured").get<double>() == rows["peak_memory"].at("predicted").get<double>());
+      CHECK(rows["resident_memory"].at("measured").get<double>() ==
+            rows["resident_memory"].at("predicted").get<double>());
+      resident[std::string(sharding) + " " + strategy] = rows["resident_memory"].at("measured").get<double>();
+    }
+  // Each stage holds less between steps: optimizer state halves at zero1, gradients at zero2
+  // (every-step), parameters at zero3; keeping the full gradient (fused) costs it back.
+  CHECK(resident["zero1 fused"] < resident["none fused"]);
+  CHECK(resident["zero2 every-step"] < resident["zero1 fused"]);
+  CHECK(resident["zero3 every-step"] < resident["zero2 every-step"]);
+  CHECK(resident["zero2 fused"] > resident["zero2 every-step"]);
 }
 
 TEST_CASE("with a real profile, each figure sits beside its prediction", "[runner][integration]") {

@@ -41,8 +41,9 @@ TEST_CASE("model states per stage match the ZeRO paper (mixed-precision Adam, K 
   CHECK(s.optimizer == 12 * P);  // fp32 master 4 + Adam m 4 + v 4
   const Count N = 8;
   // DDP 16 Psi; ZeRO-1 4 Psi + 12 Psi / N; ZeRO-2 2 Psi + 14 Psi / N; ZeRO-3 16 Psi / N (Rajbhandari et al. 2020).
+  // ZeRO-1 also holds the gradient shard its full gradient is reduce-scattered into: + 2 Psi / N.
   CHECK(model_states(plan_memory(plan(Sharding::none, Strategy::overlap, N), s)) == 16 * P);
-  CHECK(model_states(plan_memory(plan(Sharding::zero1, Strategy::overlap, N), s)) == 4 * P + 12 * P / 8);
+  CHECK(model_states(plan_memory(plan(Sharding::zero1, Strategy::overlap, N), s)) == 4 * P + 12 * P / 8 + 2 * P / 8);
   CHECK(model_states(plan_memory(plan(Sharding::zero2, Strategy::every_step, N), s)) == 2 * P + 14 * P / 8);
   CHECK(model_states(plan_memory(plan(Sharding::zero3, Strategy::every_step, N), s)) == 16 * P / 8);
   // The same at N = 64 (exact: 64 divides 2e6 and 12e6).
@@ -57,7 +58,7 @@ TEST_CASE("model states per stage match the ZeRO paper (mixed-precision Adam, K 
   CHECK(model_state_sizes(psi, Precision::fp16, 1).optimizer == 8 * P);  // master + momentum
 }
 
-TEST_CASE("no_sync under zero2/zero3 keeps the unsharded gradient across the window", "[model][plans]") {
+TEST_CASE("no_sync under zero2/zero3 keeps the unsharded gradient across the window, and its shard", "[model][plans]") {
   const Count psi = 1000000;
   const Bytes P = Bytes(psi);
   const StateSizes s = model_state_sizes(psi, Precision::bf16, 2);
@@ -65,14 +66,14 @@ TEST_CASE("no_sync under zero2/zero3 keeps the unsharded gradient across the win
   const auto z2_nosync = plan_memory(plan(Sharding::zero2, Strategy::overlap, 8), s);
   const auto z2_fused = plan_memory(plan(Sharding::zero2, Strategy::fused, 8), s);
   CHECK(z2_every.gradients == 2 * P / 8);
-  CHECK(z2_nosync.gradients == 2 * P);
-  CHECK(z2_fused.gradients == 2 * P);
+  CHECK(z2_nosync.gradients == 2 * P + 2 * P / 8);  // the full gradient + the shard it is reduced into
+  CHECK(z2_fused.gradients == 2 * P + 2 * P / 8);
   const auto z3_nosync = plan_memory(plan(Sharding::zero3, Strategy::overlap, 8), s);
   CHECK(z3_nosync.weights == 2 * P / 8);
-  CHECK(z3_nosync.gradients == 2 * P);
-  CHECK(model_states(z3_nosync) == 2 * P / 8 + 2 * P + 12 * P / 8);
-  // zero1 never shards gradients.
-  CHECK(plan_memory(plan(Sharding::zero1, Strategy::fused, 8), s).gradients == 2 * P);
+  CHECK(z3_nosync.gradients == 2 * P + 2 * P / 8);
+  CHECK(model_states(z3_nosync) == 2 * P / 8 + 2 * P + 2 * P / 8 + 12 * P / 8);
+  // zero1 never shards the gradient it accumulates.
+  CHECK(plan_memory(plan(Sharding::zero1, Strategy::fused, 8), s).gradients == 2 * P + 2 * P / 8);
 }
 
 TEST_CASE("zero3 working set, buffers, padding and offload", "[model][plans]") {
@@ -147,6 +148,29 @@ TEST_CASE("the collectives of each plan", "[model][plans]") {
   CHECK(h.uses[3].divisor == 8);            // of the 1/G gradient shard
 }
 
+TEST_CASE("a flat layout pads each unit to N equal shards (the runner's bytes)", "[model][plans]") {
+  // 10 fp32 parameters in units of 7 and 3, Adam: W = G = 40 B, O = 80 B. N = 4: shards of
+  // ceil(7/4) + ceil(3/4) = 3 parameters, padded flat buffers 4 x 2 + 4 x 1 = 12, largest 8.
+  StateSizes s = model_state_sizes(10, Precision::fp32, 2);
+  s.unit_params = {7, 3};
+  s.params = 10;
+  const auto z2 = plan_memory(plan(Sharding::zero2, Strategy::every_step, 4), s);
+  CHECK(z2.weights == 48);        // 12 padded parameters x 4 B
+  CHECK(z2.gradients == 12);      // 3 x 4 B
+  CHECK(z2.optimizer_state == 24);
+  CHECK(z2.gathered == 0);
+  CHECK(z2.comm_buffers == 64);   // fill + receive buffer of the largest padded unit: 2 x 8 x 4 B
+  CHECK(plan_memory(plan(Sharding::zero2, Strategy::overlap, 4), s).gradients == 40 + 12);
+  const auto z3 = plan_memory(plan(Sharding::zero3, Strategy::every_step, 4), s);
+  CHECK(z3.weights == 12);
+  CHECK(z3.gathered == 48);       // min(all 12 padded, 2 x the largest 8) parameters x 4 B
+  const auto z1 = plan_memory(plan(Sharding::zero1, Strategy::fused, 4), s);
+  CHECK(z1.weights == 48);
+  CHECK(z1.gradients == 52);
+  CHECK(z1.optimizer_state == 24);
+  CHECK(plan_memory(plan(Sharding::none, Strategy::overlap, 4), s).weights == 40);  // DDP: no padding
+}
+
 TEST_CASE("pipelined exposure of collectives behind a compute phase", "[model][plans]") {
   CHECK(pipelined_exposure(10, 20, 5, 1.0) == Approx(2));   // c = 2 <= t = 4: one piece exposed
   CHECK(pipelined_exposure(30, 10, 5, 1.0) == Approx(22));  // C - T + T/n
@@ -180,7 +204,7 @@ TEST_CASE("a sharded step assembled by hand", "[model][plans]") {
     CHECK(p.time.comm_exposed == Approx(3 * 0.05 + 0.05 + 0.2));
     CHECK(p.time.comm_total == Approx(4 * 0.2 + 0.2));
     CHECK(p.time.step_time == Approx(4.0 + 0.4 + 0.1));
-    CHECK(p.collectives_per_step == 4 * 4 + 1);
+    CHECK(p.collectives_per_step == 4 * 4 + 4);  // 4 RS per backward + 4 unit AGs after the step
     CHECK(p.gradient_syncs == 4);
   }
   {
@@ -286,9 +310,15 @@ TEST_CASE("measured reduce-scatter / all-gather replace the allreduce-derived pr
   Profile prof = load_profile(src + "/tests/data/small-profile.json");
   Config c{4, 1, 2, Strategy::fused};
   c.sharding = {Sharding::zero2, 0};
-  const Prediction derived = make_profile_model(prof)->predict(c);
+  const auto model = make_profile_model(prof);
+  const Prediction derived = model->predict(c);
   CHECK(derived.comm_source == CommSource::allreduce_derived);
-  const Bytes W = derived.memory.weights, G = derived.memory.gradients;  // zero2 fused: both full
+  // Every collective is cut into the n units (the profile's buckets): messages of W / n and G / n.
+  const Count n = static_cast<Count>(model->info().fit.at("buckets").size());
+  Config ddp = c;
+  ddp.sharding = {};
+  const Prediction full = model->predict(ddp);
+  const Bytes W = full.memory.weights / static_cast<Bytes>(n), G = full.memory.gradients / static_cast<Bytes>(n);
   // Measured points at W, G and twice the larger; lookups at exactly W and G return the measurement.
   auto with = [&](Seconds rs, Seconds ag) {
     Profile q = prof;
@@ -309,10 +339,11 @@ TEST_CASE("measured reduce-scatter / all-gather replace the allreduce-derived pr
   };
   const Prediction a = with(0.010, 0.020), b = with(0.110, 0.220);
   CHECK(a.comm_source == CommSource::measured);
-  // fused zero2 at k = 1: one reduce-scatter after the backward and one all-gather after the
-  // step, both exposed whole: +0.1 s and +0.2 s of measurement add exactly 0.3 s.
-  CHECK(b.time.comm_exposed - a.time.comm_exposed == Approx(0.3));
-  CHECK(b.time.step_time - a.time.step_time == Approx(0.3));
+  // fused zero2 at k = 1: n reduce-scatters after the backward and n all-gathers after the
+  // step, all exposed whole: +0.1 s and +0.2 s of measurement per piece add exactly n x 0.3 s.
+  CHECK(b.time.comm_exposed - a.time.comm_exposed == Approx(0.3 * double(n)));
+  CHECK(b.time.step_time - a.time.step_time == Approx(0.3 * double(n)));
+  CHECK(b.collectives_per_step == 2 * n);
   // Old profiles (schema 1, no collectives) still load and price as before.
   CHECK(prof.collectives.empty());
   CHECK(prof.schema_version == 1);

@@ -264,7 +264,7 @@ TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
       "measured (3 timed steps, step time = slowest rank per step)\n"
       "  step_time     median 1.05 s  p90 1.2 s  (min 1 s, max 1.3 s)\n"
       "  throughput    60 samples/s\n"
-      "  peak_memory   150 B per rank (max; ranks: 150 B, 140 B), comm buffers 64 B\n"
+      "  peak_memory   150 B per rank (max; ranks: 150 B, 140 B), resident 0 B, comm buffers 64 B\n"
       "  breakdown     compute 1 s, exposed comm 10 ms, comm in flight 20 ms, optimizer 40 ms, rank skew 1 ms\n"
       "  collectives   2 per step, per micro-step [0,2]\n"
       "  noise scale   B_simple 16 samples (|G_b|^2 1 at b=2, |G_B|^2 0.3 at B=16)\n"
