@@ -43,7 +43,8 @@ struct WindowChecks {
   std::vector<std::vector<Count>> micro_terms;  // [rank][micro] loss terms (by_k only)
 };
 
-// `got`: the synced gradient; `before_last`: rank 0's gradient before its last micro-step;
+// `got`: the synced gradient; `before_last`: the gradient as the plan held it before the last
+// micro-step (comm::WindowSync::full_gradients);
 // `progress` is called between the reference's passes (the watchdog's beat).
 WindowChecks check_window(workloads::Workload& wl, const std::vector<torch::Tensor>& params, const RunSpec& spec,
                           std::uint64_t seed, Count w, const std::vector<double>& got,

@@ -3,12 +3,15 @@
 //   checks (each a function of the records; pass / fail / n/a with its numbers)
 //     gradient_equivalence       step 0: the accumulated, synced gradient vs the reference
 //                                (runner/gradients.hpp) within rtol/atol
-//     negative_control           rank 0's gradient before its last micro-step must differ
+//     negative_control           the gradient as the plan holds it before the last micro-step
+//                                (rank 0's local one; sharded every-step: the reduced shards)
+//                                must differ
 //     zero_grad_at_window_start  every element exactly 0 at every window start, every rank
 //     parameters_identical       final parameters and step-0 synced gradients bitwise equal
 //     token_normalisation        (token workloads) dividing by accum_steps would differ
 //     partial_window             the last partial window equals its reference (or was dropped)
-//     collectives_match_strategy the collectives per step / micro-step the strategy defines
+//     collectives_match_strategy the collectives per step / micro-step the plan defines
+//                                (comm::WindowSync::expected_per_micro), every rank and window
 //   measured (timed steps: per step the slowest rank, then the median over steps; README.md
 //     and runner/report.hpp give the fields), the per-window table, the environment, warnings
 //     (oversubscribed cores, BatchNorm at a small micro_batch) and notes on batch-dependent layers.

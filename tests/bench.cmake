@@ -17,7 +17,11 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME "bench: regret smoke"
            COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/bench/regret.py" --smoke
                    --gaccum ${G} --out-dir "${_bench_out}/regret")
-  set_tests_properties("bench: accuracy smoke" "bench: regret smoke" PROPERTIES
+  # Sharded plans: gated on correctness and byte-exact memory (deterministic), not on step time.
+  add_test(NAME "bench: sharded smoke"
+           COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/bench/sharded.py" --smoke
+                   --gaccum ${G} --out-dir "${_bench_out}/sharded" --profile-dir "${_bench_out}/sharded-profiles")
+  set_tests_properties("bench: accuracy smoke" "bench: regret smoke" "bench: sharded smoke" PROPERTIES
                        LABELS integration TIMEOUT 900 RUN_SERIAL TRUE)
 
   # The DDP side needs PyTorch (Debian's python3-torch at /usr/bin/python3).
