@@ -32,6 +32,17 @@ gaccum_cli_test(models-validate-model-raises 2 "raised in forward at micro_batch
   ${G} validate --torchscript ${_bn} --input-shape 3,16,16 -b 1 -k 2 -p 1 --steps 1 --warmup 1 -o ${M}/v-b1.json)
 set_tests_properties("cli: models-validate-model-raises" PROPERTIES FIXTURES_REQUIRED torchscript)
 
+# Sharded runs of models we did not write: a scripted transformer encoder with dropout and padding
+# masks (zero3 every-step) and a scripted CNN with BatchNorm (zero2 no_sync), every check passing.
+gaccum_cli_test(models-validate-zero3-encoder 0 "collectives_match_strategy  every-step zero3: 6 collective" --
+  ${G} validate --torchscript ${_enc} --input tokens:1000:32 --input pad-mask:32 --target tokens:1000 -b 2 -k 2 -p 2
+  --strategy every-step --sharding zero3 --steps 1 --warmup 1 --timeout 60s -o ${M}/v-zero3.json)
+gaccum_cli_test(models-validate-zero2-batchnorm 0 "PASS  gradient_equivalence .*reduce-scattered \\(zero2" --
+  ${G} validate --torchscript ${_bn} --input-shape 3,16,16 -b 2 -k 2 -p 2 --strategy overlap --sharding zero2
+  --steps 1 --warmup 1 --timeout 60s -o ${M}/v-zero2.json)
+set_tests_properties("cli: models-validate-zero3-encoder" "cli: models-validate-zero2-batchnorm" PROPERTIES
+                     FIXTURES_REQUIRED torchscript)
+
 # Input flags: errors name the flag and the fix.
 gaccum_cli_test(models-mask-without-tokens 2 "--input: 'mask:32' is a mask but no token input is given" --one-line-stderr --
   ${G} predict --torchscript ${_enc} --input mask:32 -b 1)

@@ -170,6 +170,15 @@ TEST_CASE("tune result picks are read from the tune schema, in order, up to --to
   json bad = r;
   bad["picks"][0]["config"]["micro_batch"] = 0;
   CHECK_THROWS_AS(read_tune_picks(bad, 3, "r.json"), InputError);
+  // A sharded fp32 pick is run with its sharding; a bf16 one is refused with the reason.
+  json sharded = r;
+  sharded["picks"][0]["config"]["sharding"] = "hsdp:2";
+  sharded["picks"][0]["config"]["precision"] = "fp32";
+  const auto sp = read_tune_picks(sharded, 1, "r.json");
+  CHECK(sp[0].sharding.sharding == Sharding::hsdp);
+  CHECK(sp[0].sharding.group == 2);
+  sharded["picks"][0]["config"]["precision"] = "bf16";
+  CHECK_THROWS_WITH(read_tune_picks(sharded, 1, "r.json"), Catch::Contains("is a hsdp:2 bf16 plan"));
 }
 
 static Measured measured_fixture() {
