@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -142,6 +143,19 @@ class C10dCommunicator final : public Communicator {
     pg_ = GACCUM_C10D("process group", factory_(pg_store, rank, world));
   }
 
+  const char* reduce_scatter_method() const override {
+#ifdef USE_C10D_NCCL
+    if constexpr (std::is_same_v<PG, c10d::ProcessGroupNCCL>) return "nccl-reduce-scatter";
+#endif
+    return "alltoall+local-sum";
+  }
+  const char* all_gather_method() const override {
+#ifdef USE_C10D_NCCL
+    if constexpr (std::is_same_v<PG, c10d::ProcessGroupNCCL>) return "nccl-all-gather";
+#endif
+    return "alltoall-staged";
+  }
+
   std::unique_ptr<Communicator> split(const std::vector<int>& members, const std::string& tag) override {
     const auto at = std::find(members.begin(), members.end(), rank_);
     if (at == members.end() || members.empty())
@@ -178,6 +192,18 @@ class C10dCommunicator final : public Communicator {
       throw Error(fmt::format("reduce_scatter_sum: scratch of {} elements cannot receive {}", scratch->numel(),
                               input.numel()));
     at::Tensor in = input.contiguous();
+#ifdef USE_C10D_NCCL
+    if constexpr (std::is_same_v<PG, c10d::ProcessGroupNCCL>) {
+      at::Tensor out = output.view({output.numel()});
+      at::Tensor reduced = !accumulate ? out : scratch ? scratch->narrow(0, 0, out.numel()) : at::empty_like(out);
+      c10d::ReduceScatterOptions o;
+      o.reduceOp = c10d::ReduceOp::SUM;
+      auto work = GACCUM_C10D("reduce_scatter", pg_->_reduce_scatter_base(reduced, in, o));
+      GACCUM_C10D("reduce_scatter.wait", work->wait());
+      if (accumulate) out.add_(reduced);
+      return;
+    }
+#endif
     at::Tensor recv = scratch ? scratch->narrow(0, 0, in.numel()) : at::empty_like(in);
     std::vector<std::int64_t> splits;  // empty: equal splits
     std::vector<std::int64_t> splits_in;
@@ -195,6 +221,17 @@ class C10dCommunicator final : public Communicator {
     const std::int64_t p = world_size_;
     if (output.numel() != input.numel() * p)
       throw Error(fmt::format("all_gather: output of {} elements is not {} x {}", output.numel(), p, input.numel()));
+#ifdef USE_C10D_NCCL
+    if constexpr (std::is_same_v<PG, c10d::ProcessGroupNCCL>) {
+      if (!output.is_contiguous()) throw Error("all_gather: the output must be contiguous");
+      at::Tensor in = input.contiguous();
+      at::Tensor out = output.view({output.numel()});
+      c10d::AllgatherOptions o;
+      auto work = GACCUM_C10D("all_gather", pg_->_allgather_base(out, in, o));
+      GACCUM_C10D("all_gather.wait", work->wait());
+      return;
+    }
+#endif
     if (scratch) {
       if (scratch->numel() < output.numel() || !scratch->is_contiguous() || !output.is_contiguous() ||
           scratch->scalar_type() != input.scalar_type())

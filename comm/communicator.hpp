@@ -73,26 +73,31 @@ class Communicator {
   virtual void broadcast(torch::Tensor& t, int root) = 0;
   // Reduce-scatter (sum): `input` holds world_size equal chunks (contiguous, numel a multiple of
   // world_size); rank r receives the sum over ranks of chunk r in `output` (numel / world_size).
-  // Both backends run it as an all-to-all of the chunks followed by a local sum over the received
+  // Gloo runs it as an all-to-all of the chunks followed by a local sum over the received
   // chunks: each rank sends and receives (p-1)/p of the message, the bytes of a ring
-  // reduce-scatter (ProcessGroupGloo of LibTorch 1.13 has no reduce_scatter). The method's name
-  // is reduce_scatter_method(), recorded with every measurement.
+  // reduce-scatter (ProcessGroupGloo of LibTorch 1.13 has no reduce_scatter); NCCL runs its own
+  // (ncclReduceScatter through ProcessGroupNCCL::_reduce_scatter_base). The method's name is
+  // reduce_scatter_method(), recorded with every measurement.
   void reduce_scatter_sum(const torch::Tensor& input, torch::Tensor& output) {
     reduce_scatter_sum_into(input, output, nullptr, false);
   }
   // The same with the all-to-all's receive buffer given (`scratch`: contiguous, at least
-  // input.numel() elements of its dtype, so nothing is allocated per call) and, with
-  // `accumulate`, the chunk sum added to `output` instead of written.
+  // input.numel() elements of its dtype, so nothing is allocated per call; NCCL: the reduced
+  // chunk's staging when accumulating) and, with `accumulate`, the chunk sum added to `output`
+  // instead of written.
   virtual void reduce_scatter_sum_into(const torch::Tensor& input, torch::Tensor& output, torch::Tensor* scratch,
                                        bool accumulate) = 0;
-  virtual const char* reduce_scatter_method() const { return "alltoall+local-sum"; }
+  virtual const char* reduce_scatter_method() const = 0;
   // All-gather: every rank's `input` (equal numel) into `output` in rank order (numel x p).
   void all_gather(const torch::Tensor& input, torch::Tensor& output) { all_gather_into(input, output, nullptr); }
   // The same without a temporary: with `scratch` (contiguous, at least p x input.numel()
-  // elements of its dtype) the gather runs as an all-to-all of `input` repeated p times into
+  // elements of its dtype) Gloo runs it as an all-to-all of `input` repeated p times into
   // `output` (each rank sends and receives (p-1)/p of the output, a ring all-gather's bytes);
-  // without, as the backend's allgather (which stages the output in a flat temporary).
+  // without, as Gloo's allgather (which stages the output in a flat temporary). NCCL gathers into
+  // `output` directly either way (ncclAllGather through ProcessGroupNCCL::_allgather_base).
   virtual void all_gather_into(const torch::Tensor& input, torch::Tensor& output, torch::Tensor* scratch) = 0;
+  // How all_gather_into with a scratch buffer runs (recorded with every measurement).
+  virtual const char* all_gather_method() const = 0;
   // A communicator over `members` (ranks of this one, in the order that gives their new ranks),
   // on its own process group and store prefix `tag`; every member calls it with the same
   // arguments (c10d's new_group). This rank must be a member.

@@ -118,7 +118,8 @@ struct AllreducePoint {
 // ranks, algbw = S / time, busbw = algbw x (p-1)/p (both ops move (p-1)/p of S per rank).
 struct CollectivePoint {
   std::string op;                       // "reduce_scatter" or "all_gather"
-  std::string method;                   // how the backend ran it, e.g. "alltoall+local-sum", "native"
+  std::string method;                   // how the backend ran it: "alltoall+local-sum", "alltoall-staged",
+                                        // "nccl-reduce-scatter", "nccl-all-gather" ("native": older profiles)
   std::string backend;                  // "gloo" or "nccl"
   Count world_size = 0;
   Bytes bytes = 0;

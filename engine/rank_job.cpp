@@ -28,10 +28,15 @@ std::string describe_failure(const comm::LaunchResult& res, const fs::path& dir,
   std::string msg = res.failure;
   std::string said;
   if (res.failed_rank >= 0) said = trim(read_file_if_present(error_path(dir, res.failed_rank)));
+  // Else the first rank that said why it stopped, other than those that only lost a peer (exit
+  // comm::kExitPeerLost, a CollectiveFailure: rank_failure_exit_code).
   if (said.empty())
     for (int r = 0; r < world && said.empty(); ++r) {
-      auto t = trim(read_file_if_present(error_path(dir, r)));
-      if (!t.empty() && t.find("c10d") == std::string::npos) said = t;
+      const auto i = static_cast<std::size_t>(r);
+      if (i < res.ranks.size() && res.ranks[i].finished && res.ranks[i].signal == 0 &&
+          res.ranks[i].exit_code == comm::kExitPeerLost)
+        continue;
+      said = trim(read_file_if_present(error_path(dir, r)));
     }
   if (!said.empty()) msg += " -- " + said.substr(0, said.find('\n'));
   return msg;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -300,7 +301,7 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   states_.largest_unit_grad = largest_bucket;
   // Measured reduce-scatter / all-gather of the same backend (profile schema 2).
   std::map<std::pair<int, Count>, std::vector<AllreducePoint>> by_op;
-  std::string method;
+  std::set<std::string> methods;
   for (const auto& c : prof.collectives) {
     if (c.backend != backend || c.world_size < 2) continue;
     if (c.wrong > 0) {
@@ -316,7 +317,7 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
     a.tag = c.tag;
     const int op = static_cast<int>(c.op == "reduce_scatter" ? CollectiveOp::reduce_scatter : CollectiveOp::all_gather);
     by_op[{op, c.world_size}].push_back(a);
-    method = c.method;
+    methods.insert(c.method);
   }
   nlohmann::json coll_j = nlohmann::json::array();
   for (const auto& [key, pts] : by_op) {
@@ -324,6 +325,7 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
     coll_j.push_back({{"op", to_string(static_cast<CollectiveOp>(key.first))}, {"world_size", key.second},
                       {"points", pts.size()}});
   }
+  const std::string method = fmt::format("{}", fmt::join(methods, ", "));
   if (!collectives_.empty()) info_.fit["collectives"] = {{"method", method}, {"measured", coll_j}};
 
   auto& plans = info_.plans;

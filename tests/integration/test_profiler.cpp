@@ -98,6 +98,7 @@ TEST_CASE("2 Gloo ranks allreduce the sweep, buckets and fused gradient correctl
   }
   CHECK(co.front().method == "alltoall+local-sum");
   CHECK(co.back().op == "all_gather");
+  CHECK(co.back().method == "alltoall-staged");  // as the runner's sharded plans run it
   // Both ranks hold the same cross-rank reduced numbers.
   REQUIRE(r1.results.allreduce.size() == ar.size());
   for (size_t i = 0; i < ar.size(); ++i) CHECK(r1.results.allreduce[i].samples == ar[i].samples);
