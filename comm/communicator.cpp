@@ -160,7 +160,7 @@ class C10dCommunicator final : public Communicator {
     const auto at = std::find(members.begin(), members.end(), rank_);
     if (at == members.end() || members.empty())
       throw Error(fmt::format("split {}: rank {} is not a member", tag, rank_));
-    StorePtr sub = c10::make_intrusive<c10d::PrefixStore>("group/" + tag, raw_store_);
+    StorePtr sub = c10::make_intrusive<c10d::PrefixStore>(fmt::format("group/{}", tag), raw_store_);
     return std::make_unique<C10dCommunicator<PG>>(static_cast<int>(at - members.begin()),
                                                   static_cast<int>(members.size()), backend_, device_, sub, factory_);
   }

@@ -64,7 +64,7 @@ void RunSpec::validate() const {
   c.world_size = world_size;
   c.strategy = strategy;
   c.sharding = sharding;
-  if (auto why = model::plan_rejection(c)) throw InputError("--sharding: " + *why);
+  if (auto why = model::plan_rejection(c)) throw InputError(fmt::format("--sharding: {}", *why));
 }
 
 std::pair<double, double> default_tolerances(const std::string& dtype) {

@@ -123,7 +123,7 @@ std::vector<TunePick> read_tune_picks(const json& result, Count top, const std::
     const std::string sharding = f.opt_str("sharding").value_or("none");
     const std::string precision = f.opt_str("precision").value_or("fp32");
     const std::string checkpointing = f.opt_str("checkpointing").value_or("none");
-    p.sharding = parse_sharding(sharding, "--from-tune: " + where + ".sharding");
+    p.sharding = parse_sharding(sharding, fmt::format("--from-tune: {}.sharding", where));
     if (precision != "fp32" || checkpointing != "none")
       throw InputError(fmt::format("--from-tune: {} is a {} {} plan with {} checkpointing; validate runs every sharding "
                                    "in fp32 without checkpointing: re-tune with --precision fp32 --checkpointing none, "

@@ -36,6 +36,13 @@ gaccum_cli_test(validate-bad-optimizer 2 "--optimizer" --one-line-stderr -- ${_v
 gaccum_cli_test(validate-missing-profile 2 "missing-profile.json" --one-line-stderr -- ${_v} --profile missing-profile.json)
 gaccum_cli_test(validate-missing-tune 2 "--from-tune" --one-line-stderr -- ${_v} --from-tune missing-result.json)
 gaccum_cli_test(validate-bad-device 2 "--device" --one-line-stderr -- ${_v} --device tpu)
+gaccum_cli_test(validate-bad-sharding 2 "--sharding: unknown sharding 'zero4'" --one-line-stderr -- ${_v} --sharding zero4)
+gaccum_cli_test(validate-zero1-every-step 2 "--sharding: zero1 with every-step: zero1 keeps full gradients" --one-line-stderr --
+                ${_v} --sharding zero1 --strategy every-step)
+gaccum_cli_test(validate-sharding-one-rank 2 "--sharding: zero2 at world_size 1: there is nothing to shard across" --one-line-stderr --
+                ${_v} --sharding zero2 --world-size 1)
+gaccum_cli_test(validate-hsdp-no-group 2 "--sharding: hsdp needs its shard group size" --one-line-stderr --
+                ${_v} --sharding hsdp --world-size 4)
 gaccum_cli_test(validate-bad-output-dir 2 "-o: directory '/nonexistent-dir' does not exist" --one-line-stderr --
                 ${G} validate -o /nonexistent-dir/v.json)
 
