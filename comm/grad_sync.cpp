@@ -111,11 +111,7 @@ std::vector<Count> GradSync::expected_per_micro(Count accum_steps) const {
 
 void GradSync::zero_grad() { workloads::zero_grad(params_); }
 
-std::vector<torch::Tensor> GradSync::full_gradients() {
-  std::vector<torch::Tensor> g;
-  for (const auto& p : params_) g.push_back(p.grad());
-  return g;
-}
+std::vector<torch::Tensor> GradSync::full_gradients() { return held_gradients(); }  // DDP holds them whole
 
 std::vector<torch::Tensor> GradSync::held_gradients() const {
   std::vector<torch::Tensor> g;

@@ -99,12 +99,14 @@ MemoryBreakdown plan_memory(const Config& c, const StateSizes& s) {
   const Bytes nb = static_cast<Bytes>(n);
   const bool sharded = c.sharding.sharding != Sharding::none && n > 1;
   // The flat layout: shard = sum ceil(S_u / n) parameters, padded = n x shard, largest padded unit.
+  // (DDP, the hot path of most searches, needs none of it.)
   Count shard_params = 0, padded_max = 0;
-  for (Count u : s.unit_params) {
-    const Count per = (u + n - 1) / n;
-    shard_params += per;
-    padded_max = std::max(padded_max, per * n);
-  }
+  if (sharded)
+    for (Count u : s.unit_params) {
+      const Count per = (u + n - 1) / n;
+      shard_params += per;
+      padded_max = std::max(padded_max, per * n);
+    }
   const bool flat = !s.unit_params.empty() && s.params > 0;
   const Bytes psi = static_cast<Bytes>(std::max<Count>(1, s.params));
   auto part = [&](Bytes total, Count elems) {  // `total` spread evenly over psi parameters, for `elems` of them
