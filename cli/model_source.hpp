@@ -18,6 +18,7 @@
 #include "cli/model_flags.hpp"
 #include "cli/profile_source.hpp"
 #include "core/optimizer.hpp"
+#include "core/plan.hpp"
 #include "workloads/workload.hpp"
 
 namespace gaccum::cli {
@@ -30,6 +31,9 @@ struct ModelSource {
   std::optional<Bytes> device_memory;                 // profile-first only
   bool reprofile = false;                             // profile-first only
   Optimizer optimizer = Optimizer::adam;              // the optimizer whose state is profiled
+  // Profile-first only: the precision asked for (--precision). bf16 profiles the workload in bf16
+  // (a profile prices only the precision it measured); fp32, fp16 or none: fp32.
+  std::optional<Precision> precision;
 };
 
 // Loads exactly one source (InputError when none or several are set). A profile-first source says

@@ -49,7 +49,9 @@ struct PredictOptions {
 // The model of the one source the flags name (cli/model_source.hpp); a profile-first source
 // says on stderr where its profile came from.
 std::unique_ptr<model::CostModel> make_model(const PredictOptions& o) {
-  LoadedModel l = load_model_source(model_source_from_flags(o.source, Optimizer::adam, ""));
+  auto src = model_source_from_flags(o.source, Optimizer::adam, "");
+  if (!o.precision.empty()) src.precision = parse_precision(o.precision, "--precision");
+  LoadedModel l = load_model_source(src);
   if (o.source.profile_first())
     std::cerr << fmt::format("gaccum-tune: profile {} {}\n",
                              l.source.value("cached", false) ? "cached" : "measured now and cached at",

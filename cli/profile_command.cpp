@@ -17,6 +17,7 @@
 #include "cli/model_flags.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
+#include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "profiler/profile_session.hpp"
 #include "profiler/progress.hpp"
@@ -29,6 +30,7 @@ struct ProfileOptions {
   std::string workload = "gpt-tiny";
   TorchScriptFlags ts;  // --torchscript, --input-shape, --input, --target
   std::string dtype = "float32";
+  std::string precision = "fp32";
   std::string device = "auto";
   std::string micro_batches = "auto";
   std::string memory_cap = "90%";
@@ -57,6 +59,19 @@ profiler::ProfileRequest to_request(const ProfileOptions& o) {
   r.workload = workload_from_flags(o.workload_given ? o.workload : "", o.ts, o.workload);
   r.workload.dtype = o.dtype;
   (void)workloads::parse_dtype(o.dtype);
+  if (workloads::parse_dtype(o.dtype) == torch::kBFloat16)
+    throw InputError("--dtype: bfloat16 is a precision: use --precision bf16 (fp32 master weights and optimizer state)");
+  switch (parse_precision(o.precision, "--precision")) {
+    case Precision::fp32: break;
+    case Precision::bf16:
+      if (o.dtype != "float32")
+        throw InputError(fmt::format("--precision bf16 with --dtype {}: bf16 sets the dtype; drop --dtype", o.dtype));
+      r.workload.dtype = "bfloat16";
+      break;
+    case Precision::fp16:
+      throw InputError("--precision fp16: the profiler does not run fp16 (it needs dynamic loss scaling); profile "
+                       "--precision bf16, whose memory is the same (2-byte weights, gradients and activations)");
+  }
   r.device = o.device;
   if (o.micro_batches != "auto") r.micro_batches = parse_count_list(o.micro_batches, "--micro-batches");
   r.memory_cap = parse_memory_cap(o.memory_cap, "--memory-cap");
@@ -110,7 +125,10 @@ void add_profile_command(CLI::App& app, Action& action) {
                              "Workload: a preset (see `gaccum-tune workloads`), a kind with overrides "
                              "(gpt:layers=4,d_model=256) or torchscript");
   add_torchscript_flags(sub, o->ts);
-  sub->add_option("--dtype", o->dtype, "float32 or float64");
+  sub->add_option("--dtype", o->dtype, "float32 or float64 (the fp32 precision's compute dtype)");
+  sub->add_option("--precision", o->precision,
+                  "fp32 or bf16 (mixed: 2-byte weights, gradients and activations, fp32 master weights and optimizer "
+                  "state; the loss in fp32)");
   sub->add_option("--device", o->device, "auto, cpu, cuda or cuda:N (auto: cuda:0 when a GPU answers)");
   sub->add_option("--micro-batches", o->micro_batches,
                   "auto (double until the cap/OOM/--max-micro-batch/time budget, bisect, add ~1.5x points) or a "

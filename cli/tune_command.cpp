@@ -93,8 +93,9 @@ struct TuneOptions {
 // check: cli/model_source.hpp.
 
 LoadedModel load_model(const TuneOptions& o) {
-  return load_model_source(
-      model_source_from_flags(o.source, parse_optimizer(o.optimizer, "--optimizer"), kDefaultWorkload));
+  auto src = model_source_from_flags(o.source, parse_optimizer(o.optimizer, "--optimizer"), kDefaultWorkload);
+  if (o.precision != "auto") src.precision = parse_precision(o.precision, "--precision");
+  return load_model_source(src);
 }
 
 tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {

@@ -102,6 +102,12 @@ class Communicator {
   // on its own process group and store prefix `tag`; every member calls it with the same
   // arguments (c10d's new_group). This rank must be a member.
   virtual std::unique_ptr<Communicator> split(const std::vector<int>& members, const std::string& tag) = 0;
+  // The dtype in which a synthetic timing message standing for `buffers`-typed gradients is
+  // summed on this backend: Gloo has no bf16 sum ("Invalid scalar type"), so bf16 messages are
+  // timed as fp16 messages of the same bytes (Gloo sums fp16); otherwise `buffers` itself.
+  torch::Dtype timing_dtype(torch::Dtype buffers) const {
+    return backend_ == Backend::gloo && buffers == torch::kBFloat16 ? torch::kHalf : buffers;
+  }
   void barrier();
   // Every rank's string, indexed by rank (through the store; for small metadata).
   std::vector<std::string> allgather_strings(const std::string& mine);

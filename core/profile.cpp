@@ -411,9 +411,13 @@ Profile load_profile(const std::string& path, const std::string& expected_worklo
   auto text = read_file(path, "profile");
   Profile p = profile_from_json(parse_json_text(text, path), path);
   if (!expected_workload_hash.empty() && p.workload.hash != expected_workload_hash)
-    throw ProfileError(fmt::format("{}: profile is for workload '{}' (hash {}), not the requested one (hash {}); "
-                                   "re-run `gaccum-tune profile` for this workload",
-                                   path, p.workload.name, p.workload.hash, expected_workload_hash));
+    throw ProfileError(fmt::format("{}: profile is for workload '{}' in {} (hash {}), not the requested one (hash {}); "
+                                   "re-run `gaccum-tune profile` for this workload{}",
+                                   path, p.workload.name, p.workload.dtype, p.workload.hash, expected_workload_hash,
+                                   p.workload.dtype == "bfloat16"
+                                       ? " (a bf16 profile prices bf16 plans; validate runs fp32 or fp64: compare it "
+                                         "with an fp32 profile)"
+                                       : ""));
   return p;
 }
 

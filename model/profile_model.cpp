@@ -161,9 +161,16 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   const std::string optimizer_name(to_string(optimizer));
   passes_ = optimizer_passes(optimizer);
   const Bytes slots = traits(optimizer).state_slots;
-  if (w.param_bytes > 0 && memory_.optimizer_state() != slots * w.param_bytes)
-    notes.push_back(fmt::format("memory: optimizer_state {} B is not {} x parameter bytes ({} B) as {} implies",
-                                memory_.optimizer_state(), slots, slots * w.param_bytes, optimizer_name));
+  // The precision the profile measured (its states, activations and times) is the only one it prices.
+  const Precision measured = w.dtype == "bfloat16" ? Precision::bf16 : Precision::fp32;
+  // fp32/fp64: slots x parameter bytes; bf16: fp32 slots plus the fp32 master (ZeRO's K).
+  const Bytes expected_state = measured == Precision::bf16
+                                   ? model_state_sizes(w.param_count, measured, static_cast<int>(slots)).optimizer
+                                   : slots * w.param_bytes;
+  if (w.param_bytes > 0 && memory_.optimizer_state() != expected_state)
+    notes.push_back(fmt::format("memory: optimizer_state {} B is not the {} B that {} implies at {} ({})",
+                                memory_.optimizer_state(), expected_state, optimizer_name, w.dtype,
+                                measured == Precision::bf16 ? "fp32 master + state slots" : "state slots x parameter bytes"));
 
   // DDP buckets of the workload's gradients.
   grad_bytes_ = w.param_bytes;
@@ -329,8 +336,11 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   if (!collectives_.empty()) info_.fit["collectives"] = {{"method", method}, {"measured", coll_j}};
 
   auto& plans = info_.plans;
-  plans.limits = "this profile measured fp32 without activation checkpointing (an analytic --spec prices other precisions "
-                 "and checkpointing)";
+  plans.precisions = {measured};
+  plans.auto_precisions = {measured};
+  plans.limits = fmt::format("this profile measured {} without activation checkpointing (profile again with --precision "
+                             "{} for the other precision; an analytic --spec prices every precision and checkpointing)",
+                             to_string(measured), measured == Precision::fp32 ? "bf16" : "fp32");
   plans.gpus_per_node = cluster ? cluster->gpus_per_node : 0;
   plans.sharded_comm =
       collectives_.empty()

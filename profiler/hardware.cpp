@@ -38,6 +38,14 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
+bool cpu_has_flag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
+
 std::string host_name() {
   char name[256] = {0};
   if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";

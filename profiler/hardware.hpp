@@ -15,6 +15,8 @@ namespace gaccum::profiler {
 int usable_cores();
 std::string cpu_model();
 std::string host_name();
+// Whether /proc/cpuinfo's first "flags" line lists `flag` (e.g. "avx512_bf16").
+bool cpu_has_flag(const std::string& flag);
 // `device`: "cpu" or "cuda:N" (resolved). device_memory: the CPU "device" size, or 0 to take the
 // GPU's total memory.
 HardwareInfo describe_hardware(const std::string& device, int threads_per_rank, Bytes device_memory);

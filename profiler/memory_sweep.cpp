@@ -54,8 +54,9 @@ MemorySweep::MemorySweep(const workloads::WorkloadConfig& cfg, Optimizer optimiz
   workloads::zero_grad(params_);
   sync_device(device);
   static_.gradients = mem_->snapshot().allocated - before;
-  optimizer_ = workloads::make_optimizer(params_, optimizer, lr);
+  // Mixed precision allocates its fp32 masters here, before the first step: both are optimizer state.
   before = mem_->snapshot().allocated;
+  optimizer_ = workloads::make_optimizer(params_, optimizer, lr);
   optimizer_->step();
   sync_device(device);
   static_.optimizer_state = mem_->snapshot().allocated - before;

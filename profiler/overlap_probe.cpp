@@ -32,7 +32,7 @@ class OverlapProbe final : public Probe {
 
   void run(RankSession& s, RankResults& out) override {
     const Count b = reference_micro_batch(s, out);
-    const auto dtype = s.workload.dtype();
+    const auto dtype = s.comm->timing_dtype(s.workload.dtype());  // bf16 on Gloo: fp16, same bytes
     const auto esize = static_cast<Bytes>(c10::elementSize(dtype));
     std::vector<torch::Tensor> buffers;
     for (Bytes bytes : s.plan.buckets)

@@ -363,6 +363,17 @@ void record_settings(Session& s, const RankPlan& rp) {
                                                           "times slower than with OpenBLAS, e.g. Debian's "
                                                           "libopenblas0-openmp)"
                                                         : ""));
+  if (workloads::parse_dtype(req.workload.dtype) == torch::kBFloat16) {
+    if (s.cuda)
+      notes.push_back("precision bf16 measured on the GPU: the model in bf16 (not autocast), fp32 master weights and "
+                      "optimizer state, the loss in fp32");
+    else
+      notes.push_back(fmt::format(
+          "precision bf16 measured on CPU: memory is exact (tracking allocator: 2-byte weights, gradients and "
+          "activations, fp32 master weights and optimizer state, the loss in fp32); times are this CPU's bf16 "
+          "kernels ({}), not a GPU's",
+          cpu_has_flag("avx512_bf16") ? "avx512_bf16 present" : "no avx512_bf16: bf16 is emulated in fp32 and slower"));
+  }
   notes.push_back(fmt::format("threads_per_rank {} (torch::set_num_threads in every rank process; interop 1) on {} "
                               "usable cores",
                               s.threads, s.cores));

@@ -49,6 +49,11 @@ void RunSpec::validate() const {
   if (warmup < 1)
     throw InputError("--warmup: must be at least 1 (step 0 carries the gradient checks and is never timed)");
   if (steps < 1) throw InputError("--steps: must be at least 1");
+  if (workloads::is_reduced_precision(workloads::parse_dtype(workload.dtype)))
+    throw InputError(fmt::format("--dtype {}: validate runs float32 or float64 only (Gloo has no bf16 sum and the "
+                                 "gradient checks have no bf16 tolerances); bf16 plans are measured by `gaccum-tune "
+                                 "profile --precision bf16`",
+                                 workload.dtype));
   if (threads_per_rank < 1) throw InputError("--threads-per-rank: must be at least 1");
   if (!(timeout > 0)) throw InputError("--timeout: must be positive, e.g. 60s");
   if (!(lr > 0)) throw InputError("--lr: must be positive");

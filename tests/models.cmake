@@ -54,3 +54,17 @@ gaccum_cli_test(models-input-shape-and-input 2 "--input-shape: give the model's 
   ${G} validate --torchscript ${_enc} --input-shape 3,8,8 --input tokens:10:4)
 gaccum_cli_test(models-input-without-torchscript 2 "--input-shape, --input and --target apply to --torchscript only" --one-line-stderr --
   ${G} profile --input tokens:10:4 -o ${M}/x.json)
+
+# Mixed precision measured by the profiler (tests/models/bf16.sh says what it checks), and its flags.
+gaccum_cli_test(models-bf16-profile 0 "BF16-OK" --
+  "${CMAKE_CURRENT_SOURCE_DIR}/models/bf16.sh" ${G} ${M}/bf16 ${_enc})
+set_tests_properties("cli: models-bf16-profile" PROPERTIES FIXTURES_REQUIRED torchscript TIMEOUT 300)
+gaccum_cli_test(profile-fp16-refused 2 "--precision fp16: the profiler does not run fp16 .*--precision bf16" --one-line-stderr --
+  ${G} profile --precision fp16 -o ${M}/fp16.json)
+gaccum_cli_test(profile-dtype-bfloat16 2 "--dtype: bfloat16 is a precision: use --precision bf16" --one-line-stderr --
+  ${G} profile --dtype bfloat16 -o ${M}/bf.json)
+gaccum_cli_test(profile-bf16-with-float64 2 "--precision bf16 with --dtype float64: bf16 sets the dtype; drop --dtype" --one-line-stderr --
+  ${G} profile --precision bf16 --dtype float64 -o ${M}/bf.json)
+gaccum_cli_test(profile-bad-precision 2 "--precision" --one-line-stderr -- ${G} profile --precision fp8 -o ${M}/bf.json)
+gaccum_cli_test(validate-bfloat16-refused 2 "--dtype bfloat16: validate runs float32 or float64 only" --one-line-stderr --
+  ${G} validate --dtype bfloat16 -b 2 -k 2 -p 1 -o ${M}/vbf.json)

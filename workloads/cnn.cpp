@@ -64,7 +64,7 @@ class Cnn final : public ModuleWorkload {
 
   torch::Tensor loss_sum(const torch::Tensor& out, const Batch& b) const override {
     return torch::nn::functional::cross_entropy(
-        out, b.target, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+        loss_precision(out), b.target, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
   }
 
   Batch make_batch(std::uint64_t seed, Count first, Count count) const override {

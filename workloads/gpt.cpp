@@ -92,7 +92,7 @@ class Gpt final : public ModuleWorkload {
 
   torch::Tensor loss_sum(const torch::Tensor& out, const Batch& b) const override {
     return torch::nn::functional::cross_entropy(
-        out.reshape({-1, vocab_}), b.target.reshape({-1}),
+        loss_precision(out).reshape({-1, vocab_}), b.target.reshape({-1}),
         torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
   }
 

@@ -146,8 +146,9 @@ class TorchScriptWorkload final : public Workload {
     return out.toTensor();
   }
 
-  torch::Tensor loss_sum(const torch::Tensor& out, const Batch& b) const override {
+  torch::Tensor loss_sum(const torch::Tensor& model_out, const Batch& b) const override {
     namespace F = torch::nn::functional;
+    const torch::Tensor out = loss_precision(model_out);
     const Count w = target_.width;
     try {
       switch (target_.kind) {

@@ -45,10 +45,19 @@ const json& kind_defaults(const std::string& kind) {
 torch::Dtype parse_dtype(const std::string& text) {
   if (text == "float32" || text == "fp32" || text == "float") return torch::kFloat32;
   if (text == "float64" || text == "fp64" || text == "double") return torch::kFloat64;
-  throw InputError(fmt::format("--dtype: unknown dtype '{}': expected float32 or float64", text));
+  // bfloat16: the profiler's --precision bf16 (2-byte weights, gradients and activations; the
+  // optimizer steps fp32 master copies, workloads/optimizer.hpp).
+  if (text == "bfloat16" || text == "bf16") return torch::kBFloat16;
+  throw InputError(fmt::format("--dtype: unknown dtype '{}': expected float32 or float64 (bf16: --precision bf16)", text));
 }
 
 Bytes dtype_size(torch::Dtype dt) { return static_cast<Bytes>(c10::elementSize(dt)); }
+
+bool is_reduced_precision(torch::Dtype dt) { return dt == torch::kBFloat16 || dt == torch::kFloat16; }
+
+torch::Tensor Workload::loss_precision(const torch::Tensor& output) {
+  return is_reduced_precision(output.scalar_type()) ? output.to(torch::kFloat32) : output;
+}
 
 Count sample_offset(Count step, Count rank, Count micro, Count micro_batch, Count accum_steps, Count world_size) {
   return step * micro_batch * accum_steps * world_size + (rank * accum_steps + micro) * micro_batch;

@@ -52,7 +52,7 @@ struct BatchDependence {
 struct WorkloadConfig {
   std::string name = "gpt-tiny";
   nlohmann::json overrides = nlohmann::json::object();
-  std::string dtype = "float32";        // float32 | float64
+  std::string dtype = "float32";        // float32 | float64 | bfloat16 (profile --precision bf16)
   std::string device = "cpu";           // cpu | cuda | cuda:N (already resolved, not "auto")
   std::uint64_t init_seed = 1234;       // parameter initialisation (identical on all ranks)
   // TorchScript only:
@@ -91,6 +91,10 @@ class Workload {
  protected:
   Workload(WorkloadIdentity id, torch::Device device, torch::Dtype dtype)
       : identity_(std::move(id)), device_(device), dtype_(dtype) {}
+  // The loss's view of a model output: reduced-precision (bf16/fp16) outputs upcast to fp32, as
+  // autocast runs log_softmax / cross-entropy / MSE in fp32 (the upcast copy is part of the
+  // measured activations).
+  static torch::Tensor loss_precision(const torch::Tensor& output);
   // Fills param_count / param_bytes / param_tensor_bytes / hash from parameters(); call last
   // in a derived constructor. `extra_identity` joins the hash (e.g. a file's content hash).
   void finish_identity(const std::string& extra_identity = "");
@@ -129,5 +133,7 @@ torch::Dtype parse_dtype(const std::string& text);
 nlohmann::json torchscript_fields_to_json(const WorkloadConfig& cfg);
 void torchscript_fields_from_json(const nlohmann::json& j, const std::string& where, WorkloadConfig& cfg);
 Bytes dtype_size(torch::Dtype dt);
+// bf16 or fp16: weights, gradients and activations in 2 bytes, stepped through fp32 masters.
+bool is_reduced_precision(torch::Dtype dt);
 
 }  // namespace gaccum::workloads

@@ -294,3 +294,38 @@ TEST_CASE("spec model: memory, compute and communication by hand", "[model][spec
   CHECK_THROWS_WITH(make_spec_model(s, no_peak, 0.5), Catch::Contains("peak_tflops"));
   CHECK_THROWS_WITH(make_spec_model(s, c, 0), Catch::Contains("--mfu"));
 }
+
+TEST_CASE("a bf16 profile prices bf16 plans from its measured states and refuses fp32", "[model][profile][precision]") {
+  // The profiler's --precision bf16 (workloads/optimizer.hpp): 2-byte weights and gradients,
+  // fp32 master + two Adam slots = 12 bytes per parameter of optimizer state.
+  auto prof = synthetic_profile();
+  const Bytes psi = kParamBytes / 4;  // 553000 parameters
+  prof.workload.dtype = "bfloat16";
+  prof.workload.param_bytes = 2 * psi;
+  for (auto& b : prof.workload.param_tensor_bytes) b /= 2;
+  for (auto& m : prof.memory) {
+    m.weights = 2 * psi;
+    m.gradients = 2 * psi;
+    m.optimizer_state = 12 * psi;
+    m.peak = m.weights + m.gradients + m.optimizer_state + m.activations;
+  }
+  auto m = make_profile_model(prof);
+  REQUIRE(m->info().plans.precisions == std::vector<Precision>{Precision::bf16});
+  CHECK(m->info().plans.auto_precisions == std::vector<Precision>{Precision::bf16});
+  // 12 psi is what adam implies at bf16: no complaint about the optimizer state.
+  for (const auto& n : m->info().notes) CHECK_THAT(n, !Catch::Contains("optimizer_state"));
+
+  auto c = cfg(4, 2, 1);
+  auto pred = m->predict(c);
+  CHECK(*pred.config.precision == Precision::bf16);
+  CHECK(pred.memory.weights == 2 * psi);
+  CHECK(pred.memory.optimizer_state == 12 * psi);
+  CHECK(pred.memory.peak == 16 * psi + static_cast<Bytes>(activations(4)));
+  // zero1 at world_size 2: one unit of 553000 parameters (even), each rank holds half the state.
+  auto z = cfg(4, 2, 2);
+  z.sharding = parse_sharding("zero1");
+  CHECK(m->predict(z).memory.optimizer_state == 6 * psi);
+
+  c.precision = Precision::fp32;
+  CHECK_THROWS_WITH(m->predict(c), Catch::Contains("this profile measured bf16") && Catch::Contains("--precision fp32"));
+}

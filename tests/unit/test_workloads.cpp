@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -124,6 +125,58 @@ TEST_CASE("optimizer state and zero_grad", "[workloads]") {
   CHECK(traits(Optimizer::sgd).state_slots == 1);
   CHECK(make_optimizer(params, Optimizer::adamw, 1e-3) != nullptr);
   CHECK_THROWS_AS(make_optimizer(params, Optimizer::lamb, 1e-3), InputError);
+}
+
+TEST_CASE("bf16 parameters step through fp32 masters, one tensor's fp32 gradient at a time", "[workloads][precision]") {
+  // SGD momentum 0.9, lr 0.25, first step: buf = g, master = p - lr g. p = 1, g = 0.5 (both
+  // exact in bf16) -> 0.875, exact in bf16 too; p = 1 + 2^-7 (exact), g = 2^-10: the fp32 master
+  // keeps 1 + 2^-7 - 2^-12, the bf16 parameter rounds it back to 1 + 2^-7 (8 bits of mantissa), and
+  // a second step of the master moves on where pure bf16 would have stalled.
+  auto a = torch::full({3}, 1.0, torch::kBFloat16).requires_grad_(true);
+  auto b = torch::full({2}, 1.0 + std::ldexp(1.0, -7), torch::kBFloat16).requires_grad_(true);
+  a.mutable_grad() = torch::full({3}, 0.5, torch::kBFloat16);
+  b.mutable_grad() = torch::full({2}, std::ldexp(1.0, -10), torch::kBFloat16);
+  auto opt = make_optimizer({a, b}, Optimizer::sgd, 0.25);
+  opt->step();
+  CHECK(a.scalar_type() == torch::kBFloat16);
+  CHECK(a.grad().scalar_type() == torch::kBFloat16);
+  CHECK(a.to(torch::kFloat64).eq(0.875).all().item<bool>());
+  CHECK(b.to(torch::kFloat64).eq(1.0 + std::ldexp(1.0, -7)).all().item<bool>());
+  // Same gradient on: buf_t = 10 (1 - 0.9^t) g, the master loses 0.25 x 2^-10 x sum(buf_t / g)
+  // = 2^-12 x (1, 2.9, 5.61, 9.049, 13.144, 17.83) after steps 1..6. The bf16 value drops to 1
+  // once the loss passes half a bf16 step (2^-8 = 16 x 2^-12): after step 6, not before. Pure
+  // bf16 would stall at 1 + 2^-7 forever (each update is below half a step).
+  for (int t = 2; t <= 5; ++t) {
+    opt->step();
+    INFO("step " << t);
+    CHECK(b.to(torch::kFloat64).eq(1.0 + std::ldexp(1.0, -7)).all().item<bool>());
+  }
+  opt->step();
+  CHECK(b.to(torch::kFloat64).eq(1.0).all().item<bool>());
+  // fp32 parameters get LibTorch's own optimizer, unchanged.
+  auto f = torch::full({2}, 1.0, torch::kFloat32).requires_grad_(true);
+  f.mutable_grad() = torch::full({2}, 0.5, torch::kFloat32);
+  make_optimizer({f}, Optimizer::sgd, 0.25)->step();
+  CHECK(f.eq(0.875).all().item<bool>());
+}
+
+TEST_CASE("bf16 workloads: 2-byte parameters, the loss in fp32", "[workloads][precision]") {
+  CHECK(parse_dtype("bfloat16") == torch::kBFloat16);
+  CHECK_THROWS_WITH(parse_dtype("half"), Catch::Contains("--dtype: unknown dtype 'half'"));
+  auto w = preset("gpt-tiny", "bfloat16");
+  CHECK(w->identity().param_bytes == 2 * static_cast<Bytes>(w->identity().param_count));
+  CHECK(w->identity().hash != preset("gpt-tiny")->identity().hash);
+  for (const auto& p : w->parameters()) CHECK(p.scalar_type() == torch::kBFloat16);
+  auto batch = w->make_batch(1, 0, 2);
+  auto out = w->forward(batch);
+  CHECK(out.scalar_type() == torch::kBFloat16);
+  auto loss = w->loss_sum(out, batch);
+  CHECK(loss.scalar_type() == torch::kFloat32);
+  loss.backward();
+  for (const auto& p : w->parameters()) {
+    REQUIRE(p.grad().defined());
+    CHECK(p.grad().scalar_type() == torch::kBFloat16);
+  }
 }
 
 TEST_CASE("workload names and overrides are validated", "[workloads]") {
