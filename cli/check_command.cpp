@@ -240,6 +240,7 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
     if (!o.device_memory.empty()) src.device_memory = parse_bytes(o.device_memory, "--device-memory");
     src.reprofile = o.reprofile;
     if (in.precision) src.precision = *in.precision;
+    if (in.checkpointing) src.checkpointing = *in.checkpointing;
   }
   if (src.spec || src.profile || src.workload) {
     LoadedModel l = load_model_source(src);

@@ -19,6 +19,7 @@ LoadedModel load_model_source(const ModelSource& s) {
   auto cfg = *s.workload;
   cfg.device = workloads::resolve_device("auto");
   if (s.precision == Precision::bf16) cfg.dtype = "bfloat16";
+  if (s.checkpointing == Checkpointing::full) cfg.overrides[workloads::kCheckpointKey] = 1;
   nlohmann::json source;
   Profile p = obtain_cached_profile(cfg, s.optimizer, s.reprofile, source, s.device_memory);
   return model_from_profile(std::move(p), std::move(source), s.cluster);

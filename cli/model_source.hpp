@@ -34,6 +34,8 @@ struct ModelSource {
   // Profile-first only: the precision asked for (--precision). bf16 profiles the workload in bf16
   // (a profile prices only the precision it measured); fp32, fp16 or none: fp32.
   std::optional<Precision> precision;
+  // Profile-first only: --checkpointing full profiles the workload checkpointed (gpt).
+  std::optional<Checkpointing> checkpointing;
 };
 
 // Loads exactly one source (InputError when none or several are set). A profile-first source says

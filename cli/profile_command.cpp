@@ -31,6 +31,7 @@ struct ProfileOptions {
   TorchScriptFlags ts;  // --torchscript, --input-shape, --input, --target
   std::string dtype = "float32";
   std::string precision = "fp32";
+  std::string checkpointing = "none";
   std::string device = "auto";
   std::string micro_batches = "auto";
   std::string memory_cap = "90%";
@@ -71,6 +72,13 @@ profiler::ProfileRequest to_request(const ProfileOptions& o) {
     case Precision::fp16:
       throw InputError("--precision fp16: the profiler does not run fp16 (it needs dynamic loss scaling); profile "
                        "--precision bf16, whose memory is the same (2-byte weights, gradients and activations)");
+  }
+  switch (parse_checkpointing(o.checkpointing, "--checkpointing")) {
+    case Checkpointing::none: break;
+    case Checkpointing::full: r.workload.overrides[workloads::kCheckpointKey] = 1; break;
+    case Checkpointing::selective:
+      throw InputError("--checkpointing selective: the profiler recomputes whole blocks only; profile --checkpointing "
+                       "full (or price selective recomputation with an analytic --spec)");
   }
   r.device = o.device;
   if (o.micro_batches != "auto") r.micro_batches = parse_count_list(o.micro_batches, "--micro-batches");
@@ -126,6 +134,9 @@ void add_profile_command(CLI::App& app, Action& action) {
                              "(gpt:layers=4,d_model=256) or torchscript");
   add_torchscript_flags(sub, o->ts);
   sub->add_option("--dtype", o->dtype, "float32 or float64 (the fp32 precision's compute dtype)");
+  sub->add_option("--checkpointing", o->checkpointing,
+                  "none or full (gpt workloads: every transformer block recomputed in backward; memory and the "
+                  "recompute time measured)");
   sub->add_option("--precision", o->precision,
                   "fp32 or bf16 (mixed: 2-byte weights, gradients and activations, fp32 master weights and optimizer "
                   "state; the loss in fp32)");

@@ -95,6 +95,7 @@ struct TuneOptions {
 LoadedModel load_model(const TuneOptions& o) {
   auto src = model_source_from_flags(o.source, parse_optimizer(o.optimizer, "--optimizer"), kDefaultWorkload);
   if (o.precision != "auto") src.precision = parse_precision(o.precision, "--precision");
+  if (o.checkpointing != "auto") src.checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
   return load_model_source(src);
 }
 

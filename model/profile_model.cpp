@@ -336,11 +336,19 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   if (!collectives_.empty()) info_.fit["collectives"] = {{"method", method}, {"measured", coll_j}};
 
   auto& plans = info_.plans;
+  // Likewise its checkpointing (the workload's "checkpoint" hyper-parameter: gpt blocks recomputed).
+  const bool ckpt = w.hyper.is_object() && w.hyper.value("checkpoint", 0) == 1;
+  const Checkpointing measured_ckpt = ckpt ? Checkpointing::full : Checkpointing::none;
   plans.precisions = {measured};
   plans.auto_precisions = {measured};
-  plans.limits = fmt::format("this profile measured {} without activation checkpointing (profile again with --precision "
-                             "{} for the other precision; an analytic --spec prices every precision and checkpointing)",
-                             to_string(measured), measured == Precision::fp32 ? "bf16" : "fp32");
+  plans.checkpointings = {measured_ckpt};
+  plans.auto_checkpointings = {measured_ckpt};
+  plans.limits = fmt::format("this profile measured {} {} (profile again with --precision {} or --checkpointing {} for "
+                             "the others; an analytic --spec prices every precision and checkpointing)",
+                             to_string(measured),
+                             ckpt ? "with full activation checkpointing (recompute measured)"
+                                  : "without activation checkpointing",
+                             measured == Precision::fp32 ? "bf16" : "fp32", ckpt ? "none" : "full");
   plans.gpus_per_node = cluster ? cluster->gpus_per_node : 0;
   plans.sharded_comm =
       collectives_.empty()

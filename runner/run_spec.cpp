@@ -49,6 +49,12 @@ void RunSpec::validate() const {
   if (warmup < 1)
     throw InputError("--warmup: must be at least 1 (step 0 carries the gradient checks and is never timed)");
   if (steps < 1) throw InputError("--steps: must be at least 1");
+  if (workload.overrides.contains(workloads::kCheckpointKey))
+    throw InputError(fmt::format("--workload {}:{}=1: validate does not run activation checkpointing (the block recompute "
+                                 "is a reentrant backward whose gradients reach the sync hooks after the outer "
+                                 "backward has moved on: gradient_equivalence fails); checkpointed plans are measured "
+                                 "by `gaccum-tune profile --checkpointing full`",
+                                 workload.name, workloads::kCheckpointKey));
   if (workloads::is_reduced_precision(workloads::parse_dtype(workload.dtype)))
     throw InputError(fmt::format("--dtype {}: validate runs float32 or float64 only (Gloo has no bf16 sum and the "
                                  "gradient checks have no bf16 tolerances); bf16 plans are measured by `gaccum-tune "

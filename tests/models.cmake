@@ -55,10 +55,11 @@ gaccum_cli_test(models-input-shape-and-input 2 "--input-shape: give the model's 
 gaccum_cli_test(models-input-without-torchscript 2 "--input-shape, --input and --target apply to --torchscript only" --one-line-stderr --
   ${G} profile --input tokens:10:4 -o ${M}/x.json)
 
-# Mixed precision measured by the profiler (tests/models/bf16.sh says what it checks), and its flags.
-gaccum_cli_test(models-bf16-profile 0 "BF16-OK" --
-  "${CMAKE_CURRENT_SOURCE_DIR}/models/bf16.sh" ${G} ${M}/bf16 ${_enc})
-set_tests_properties("cli: models-bf16-profile" PROPERTIES FIXTURES_REQUIRED torchscript TIMEOUT 300)
+# bf16 and activation checkpointing measured by the profiler (tests/models/measured_plans.sh says
+# what it checks), and their flags.
+gaccum_cli_test(models-measured-plans 0 "MEASURED-PLANS-OK" --
+  "${CMAKE_CURRENT_SOURCE_DIR}/models/measured_plans.sh" ${G} ${M}/plans ${_enc})
+set_tests_properties("cli: models-measured-plans" PROPERTIES FIXTURES_REQUIRED torchscript TIMEOUT 300)
 gaccum_cli_test(profile-fp16-refused 2 "--precision fp16: the profiler does not run fp16 .*--precision bf16" --one-line-stderr --
   ${G} profile --precision fp16 -o ${M}/fp16.json)
 gaccum_cli_test(profile-dtype-bfloat16 2 "--dtype: bfloat16 is a precision: use --precision bf16" --one-line-stderr --
@@ -68,3 +69,9 @@ gaccum_cli_test(profile-bf16-with-float64 2 "--precision bf16 with --dtype float
 gaccum_cli_test(profile-bad-precision 2 "--precision" --one-line-stderr -- ${G} profile --precision fp8 -o ${M}/bf.json)
 gaccum_cli_test(validate-bfloat16-refused 2 "--dtype bfloat16: validate runs float32 or float64 only" --one-line-stderr --
   ${G} validate --dtype bfloat16 -b 2 -k 2 -p 1 -o ${M}/vbf.json)
+gaccum_cli_test(profile-checkpointing-mlp 2 "--checkpointing full: workload 'mlp-small' \\(mlp\\) has no blocks the profiler can recompute" --one-line-stderr --
+  ${G} profile --workload mlp-small --checkpointing full -o ${M}/ck.json)
+gaccum_cli_test(profile-checkpointing-selective 2 "--checkpointing selective: the profiler recomputes whole blocks only" --one-line-stderr --
+  ${G} profile --checkpointing selective -o ${M}/ck.json)
+gaccum_cli_test(validate-checkpointing-refused 2 "--workload gpt-tiny:checkpoint=1: validate does not run activation checkpointing" --one-line-stderr --
+  ${G} validate --workload gpt-tiny:checkpoint=1 -b 2 -k 2 -p 1 -o ${M}/vck.json)

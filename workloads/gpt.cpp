@@ -34,7 +34,7 @@ struct Block : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& causal) {
     const auto b = x.size(0), s = x.size(1), dh = d_ / heads_;
     auto qkv_out = qkv->forward(ln1->forward(x)).view({b, s, 3, heads_, dh}).permute({2, 0, 3, 1, 4});
-    auto q = qkv_out[0], k = qkv_out[1], v = qkv_out[2];          // [b, h, s, dh]
+    auto q = qkv_out[0], k = qkv_out[1], v = qkv_out[2];                               // [b, h, s, dh]
     auto att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(dh)));  // [b, h, s, s]
     att = torch::softmax(att + causal, -1);
     auto y = torch::matmul(att, v).transpose(1, 2).reshape({b, s, d_});  // [b, s, d]
@@ -46,11 +46,42 @@ struct Block : torch::nn::Module {
   torch::nn::Linear qkv{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr};
 };
 
+// Activation checkpointing of one block (the "checkpoint" hyper-parameter, profile --checkpointing
+// full): the forward runs without autograd and keeps only the block's input x [b, s, d]; the
+// backward runs the block's forward again with autograd on and back-propagates through it (a
+// reentrant backward, as torch.utils.checkpoint does), so the recompute costs one forward of the
+// block per micro-step and its activations live only while its backward runs.
+struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& causal, Block* block);
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out);
+};
+
+torch::Tensor CheckpointedBlock::forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                                         const torch::Tensor& causal, Block* block) {
+  ctx->save_for_backward({x, causal});
+  ctx->saved_data["block"] = reinterpret_cast<std::int64_t>(block);
+  return block->forward(x, causal);  // autograd is off inside a custom Function's forward
+}
+
+torch::autograd::variable_list CheckpointedBlock::backward(torch::autograd::AutogradContext* ctx,
+                                                           torch::autograd::variable_list grad_out) {
+  const auto saved = ctx->get_saved_variables();
+  auto* block = reinterpret_cast<Block*>(ctx->saved_data["block"].toInt());
+  torch::AutoGradMode enable(true);
+  auto x = saved[0].detach().requires_grad_(true);
+  auto y = block->forward(x, saved[1]);  // the recompute
+  torch::autograd::backward({y}, {grad_out[0]});
+  return {x.grad(), torch::Tensor(), torch::Tensor()};
+}
+
 struct GptNet : torch::nn::Module {
-  GptNet(Count layers, Count d, Count heads, Count seq, Count vocab) {
+  GptNet(Count layers, Count d, Count heads, Count seq, Count vocab, bool checkpoint) : checkpoint_(checkpoint) {
     tok = register_module("tok", torch::nn::Embedding(vocab, d));
     pos = register_module("pos", torch::nn::Embedding(seq, d));
-    for (Count i = 0; i < layers; ++i) blocks.push_back(register_module("block" + std::to_string(i), std::make_shared<Block>(d, heads)));
+    for (Count i = 0; i < layers; ++i)
+      blocks.push_back(register_module("block" + std::to_string(i), std::make_shared<Block>(d, heads)));
     ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
     head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(d, vocab).bias(false)));
   }
@@ -59,13 +90,14 @@ struct GptNet : torch::nn::Module {
     auto positions = torch::arange(s, tokens.options());
     auto x = tok->forward(tokens) + pos->forward(positions);
     auto causal = torch::full({s, s}, -std::numeric_limits<double>::infinity(), x.options()).triu(1);
-    for (auto& blk : blocks) x = blk->forward(x, causal);
+    for (auto& blk : blocks) x = checkpoint_ ? CheckpointedBlock::apply(x, causal, blk.get()) : blk->forward(x, causal);
     return head->forward(ln_f->forward(x));
   }
   torch::nn::Embedding tok{nullptr}, pos{nullptr};
   std::vector<std::shared_ptr<Block>> blocks;
   torch::nn::LayerNorm ln_f{nullptr};
   torch::nn::Linear head{nullptr};
+  bool checkpoint_;
 };
 
 class Gpt final : public ModuleWorkload {
@@ -84,7 +116,8 @@ class Gpt final : public ModuleWorkload {
     min_len_ = std::max<Count>(1, (seq_ + 3) / 4);
     identity_.tokens_per_sample = seq_;
     identity_.mean_tokens_per_sample = 0.5 * double(min_len_ + seq_);
-    net_ = std::make_shared<GptNet>(layers_, d_, heads_, seq_, vocab_);
+    const bool checkpoint = h.value("checkpoint", 0) == 1;
+    net_ = std::make_shared<GptNet>(layers_, d_, heads_, seq_, vocab_, checkpoint);
     adopt(net_);
   }
 

@@ -147,6 +147,21 @@ std::unique_ptr<Workload> make_workload(const WorkloadConfig& cfg) {
     }
   }
   for (auto it = cfg.overrides.begin(); it != cfg.overrides.end(); ++it) {
+    if (it.key() == kCheckpointKey) {
+      // Activation checkpointing: a hyper-parameter only when asked for (identities without it keep
+      // their hashes); gpt recomputes each transformer block.
+      if (kind != "gpt")
+        throw InputError(fmt::format("--checkpointing full: workload '{}' ({}) has no blocks the profiler can recompute; "
+                                     "it is built for gpt workloads (each transformer block; TorchScript models cannot "
+                                     "be re-entered per block): profile --checkpointing none, or price checkpointing "
+                                     "with an analytic --spec",
+                                     cfg.name, kind));
+      if (it.value() != 1)
+        throw InputError(fmt::format("--workload: {}={} : checkpointing is 1 (full) or absent", kCheckpointKey,
+                                     it.value().dump()));
+      hyper[it.key()] = 1;
+      continue;
+    }
     if (!hyper.contains(it.key())) {
       std::vector<std::string> keys;
       for (auto h = hyper.begin(); h != hyper.end(); ++h) keys.push_back(h.key());

@@ -49,6 +49,10 @@ struct BatchDependence {
 
 // How a user asks for a workload. `name` is a preset ("gpt-tiny"), a kind ("gpt") or
 // "torchscript"; `overrides` replace preset hyper-parameters ({"layers": 4}).
+// The override that turns on activation checkpointing ({"checkpoint": 1}; gpt only: each block's
+// activations are recomputed in backward). Absent: none. profile --checkpointing full sets it.
+inline constexpr const char* kCheckpointKey = "checkpoint";
+
 struct WorkloadConfig {
   std::string name = "gpt-tiny";
   nlohmann::json overrides = nlohmann::json::object();

@@ -329,3 +329,23 @@ TEST_CASE("a bf16 profile prices bf16 plans from its measured states and refuses
   c.precision = Precision::fp32;
   CHECK_THROWS_WITH(m->predict(c), Catch::Contains("this profile measured bf16") && Catch::Contains("--precision fp32"));
 }
+
+TEST_CASE("a checkpointed profile prices checkpointed plans only", "[model][profile][checkpointing]") {
+  auto prof = synthetic_profile();
+  prof.workload.hyper["checkpoint"] = 1;  // profile --checkpointing full
+  auto m = make_profile_model(prof);
+  REQUIRE(m->info().plans.checkpointings == std::vector<Checkpointing>{Checkpointing::full});
+  CHECK(m->info().plans.auto_checkpointings == std::vector<Checkpointing>{Checkpointing::full});
+  auto c = cfg(4, 2, 1);
+  auto pred = m->predict(c);
+  CHECK(*pred.config.checkpointing == Checkpointing::full);
+  // The measured activations stand as they are (the recompute is in the measured compute).
+  CHECK(pred.memory.activations == static_cast<Bytes>(activations(4)));
+  CHECK(pred.time.compute == Approx(2 * t1(4)));
+  c.checkpointing = Checkpointing::none;
+  CHECK_THROWS_WITH(m->predict(c), Catch::Contains("with full activation checkpointing") &&
+                                       Catch::Contains("--checkpointing none"));
+  // Without the hyper-parameter: none, as every profile before it.
+  CHECK(make_profile_model(synthetic_profile())->info().plans.checkpointings ==
+        std::vector<Checkpointing>{Checkpointing::none});
+}

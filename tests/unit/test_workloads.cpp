@@ -179,6 +179,34 @@ TEST_CASE("bf16 workloads: 2-byte parameters, the loss in fp32", "[workloads][pr
   }
 }
 
+TEST_CASE("gpt with activation checkpointing: the same gradients, recomputed per block", "[workloads][checkpointing]") {
+  WorkloadConfig plain = parse_workload_arg("gpt-tiny");
+  WorkloadConfig ckpt = parse_workload_arg("gpt-tiny");
+  ckpt.overrides[kCheckpointKey] = 1;
+  auto a = make_workload(plain), b = make_workload(ckpt);
+  CHECK(a->identity().param_count == b->identity().param_count);
+  CHECK(a->identity().hash != b->identity().hash);          // a different measurement
+  CHECK(b->identity().hyper.value("checkpoint", 0) == 1);
+  CHECK_FALSE(a->identity().hyper.contains("checkpoint"));  // existing identities keep their hashes
+  for (auto* w : {a.get(), b.get()}) {
+    auto batch = w->make_batch(7, 0, 3);
+    w->loss_sum(w->forward(batch), batch).backward();
+  }
+  const auto pa = a->parameters(), pb = b->parameters();
+  REQUIRE(pa.size() == pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    INFO("parameter " << a->parameter_names()[i]);
+    REQUIRE(pb[i].grad().defined());
+    CHECK(torch::allclose(pa[i].grad(), pb[i].grad(), 1e-5, 1e-7));
+    CHECK(pa[i].grad().abs().sum().item<double>() > 0);
+  }
+  // Only gpt has blocks to recompute; the error names the flag and the way out.
+  WorkloadConfig mlp = parse_workload_arg("mlp-small");
+  mlp.overrides[kCheckpointKey] = 1;
+  CHECK_THROWS_WITH(make_workload(mlp), Catch::Contains("--checkpointing full: workload 'mlp-small' (mlp) has no blocks"));
+  CHECK_THROWS_WITH(make_workload(parse_workload_arg("gpt-tiny:checkpoint=2")), Catch::Contains("checkpointing is 1"));
+}
+
 TEST_CASE("workload names and overrides are validated", "[workloads]") {
   CHECK_THROWS_WITH(make_workload(parse_workload_arg("gpt-huge")), Catch::Contains("unknown workload 'gpt-huge'"));
   CHECK_THROWS_WITH(make_workload(parse_workload_arg("gpt-tiny:depth=3")), Catch::Contains("no hyper-parameter 'depth'"));
