@@ -394,7 +394,9 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
 
   MemorySweepResult sweep;
   const Count min_b = sweep_memory(s, sweep);
-  grad_norms(s, sweep.max_fitting, min_b);
+  // --micro-batches given: the gradient norms stay within the listed sizes (a model may raise
+  // below them, e.g. BatchNorm at micro_batch 1, which a listed sweep never tried).
+  grad_norms(s, sweep.max_fitting, req.micro_batches.empty() ? min_b : std::max(min_b, sweep.min_ran));
 
   CostEstimate est;
   est.step = sweep.micro_step_times;

@@ -75,3 +75,7 @@ gaccum_cli_test(profile-checkpointing-selective 2 "--checkpointing selective: th
   ${G} profile --checkpointing selective -o ${M}/ck.json)
 gaccum_cli_test(validate-checkpointing-refused 2 "--workload gpt-tiny:checkpoint=1: validate does not run activation checkpointing" --one-line-stderr --
   ${G} validate --workload gpt-tiny:checkpoint=1 -b 2 -k 2 -p 1 -o ${M}/vck.json)
+# A listed sweep above the sizes a BatchNorm model raises at: every phase stays within the list.
+gaccum_cli_test(models-listed-sweep-batchnorm 0 "wrote .*listed.json" --
+  ${G} profile --torchscript ${_bn} --input-shape 3,16,16 --micro-batches 2,4 --ranks 1 --time-budget 5s -o ${M}/listed.json)
+set_tests_properties("cli: models-listed-sweep-batchnorm" PROPERTIES FIXTURES_REQUIRED torchscript)
