@@ -18,8 +18,7 @@ LoadedModel load_model_source(const ModelSource& s) {
   if (s.profile) return load_profile_model(*s.profile, s.cluster);
   auto cfg = *s.workload;
   cfg.device = workloads::resolve_device("auto");
-  if (s.precision == Precision::bf16) cfg.dtype = "bfloat16";
-  if (s.checkpointing == Checkpointing::full) cfg.overrides[workloads::kCheckpointKey] = 1;
+  workloads::measure_plan_as(cfg, s.precision.value_or(Precision::fp32), s.checkpointing.value_or(Checkpointing::none));
   nlohmann::json source;
   Profile p = obtain_cached_profile(cfg, s.optimizer, s.reprofile, source, s.device_memory);
   return model_from_profile(std::move(p), std::move(source), s.cluster);

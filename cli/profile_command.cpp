@@ -62,24 +62,17 @@ profiler::ProfileRequest to_request(const ProfileOptions& o) {
   (void)workloads::parse_dtype(o.dtype);
   if (workloads::parse_dtype(o.dtype) == torch::kBFloat16)
     throw InputError("--dtype: bfloat16 is a precision: use --precision bf16 (fp32 master weights and optimizer state)");
-  switch (parse_precision(o.precision, "--precision")) {
-    case Precision::fp32: break;
-    case Precision::bf16:
-      if (o.dtype != "float32")
-        throw InputError(fmt::format("--precision bf16 with --dtype {}: bf16 sets the dtype; drop --dtype", o.dtype));
-      r.workload.dtype = "bfloat16";
-      break;
-    case Precision::fp16:
-      throw InputError("--precision fp16: the profiler does not run fp16 (it needs dynamic loss scaling); profile "
-                       "--precision bf16, whose memory is the same (2-byte weights, gradients and activations)");
-  }
-  switch (parse_checkpointing(o.checkpointing, "--checkpointing")) {
-    case Checkpointing::none: break;
-    case Checkpointing::full: r.workload.overrides[workloads::kCheckpointKey] = 1; break;
-    case Checkpointing::selective:
-      throw InputError("--checkpointing selective: the profiler recomputes whole blocks only; profile --checkpointing "
-                       "full (or price selective recomputation with an analytic --spec)");
-  }
+  const Precision precision = parse_precision(o.precision, "--precision");
+  const Checkpointing checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
+  if (precision == Precision::bf16 && o.dtype != "float32")
+    throw InputError(fmt::format("--precision bf16 with --dtype {}: bf16 sets the dtype; drop --dtype", o.dtype));
+  if (precision == Precision::fp16)
+    throw InputError("--precision fp16: the profiler does not run fp16 (it needs dynamic loss scaling); profile "
+                     "--precision bf16, whose memory is the same (2-byte weights, gradients and activations)");
+  if (checkpointing == Checkpointing::selective)
+    throw InputError("--checkpointing selective: the profiler recomputes whole blocks only; profile --checkpointing "
+                     "full (or price selective recomputation with an analytic --spec)");
+  workloads::measure_plan_as(r.workload, precision, checkpointing);
   r.device = o.device;
   if (o.micro_batches != "auto") r.micro_batches = parse_count_list(o.micro_batches, "--micro-batches");
   r.memory_cap = parse_memory_cap(o.memory_cap, "--memory-cap");

@@ -407,6 +407,14 @@ Profile profile_from_json(const json& j, const std::string& what) {
   }
 }
 
+Precision measured_precision(const WorkloadIdentity& w) {
+  return w.dtype == kBf16Dtype ? Precision::bf16 : Precision::fp32;
+}
+
+Checkpointing measured_checkpointing(const WorkloadIdentity& w) {
+  return w.hyper.is_object() && w.hyper.value(kCheckpointKey, 0) == 1 ? Checkpointing::full : Checkpointing::none;
+}
+
 Profile load_profile(const std::string& path, const std::string& expected_workload_hash) {
   auto text = read_file(path, "profile");
   Profile p = profile_from_json(parse_json_text(text, path), path);
@@ -414,7 +422,7 @@ Profile load_profile(const std::string& path, const std::string& expected_worklo
     throw ProfileError(fmt::format("{}: profile is for workload '{}' in {} (hash {}), not the requested one (hash {}); "
                                    "re-run `gaccum-tune profile` for this workload{}",
                                    path, p.workload.name, p.workload.dtype, p.workload.hash, expected_workload_hash,
-                                   p.workload.dtype == "bfloat16"
+                                   measured_precision(p.workload) == Precision::bf16
                                        ? " (a bf16 profile prices bf16 plans; validate runs fp32 or fp64: compare it "
                                          "with an fp32 profile)"
                                        : ""));

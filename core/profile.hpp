@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/optimizer.hpp"
+#include "core/plan.hpp"
 #include "core/units.hpp"
 
 namespace gaccum {
@@ -37,6 +38,13 @@ struct WorkloadIdentity {
   Count tokens_per_sample = 0;          // padded sequence length; 0 for non-sequence workloads
   double mean_tokens_per_sample = 0;    // expected real (loss-bearing) tokens per sample; 0 if n/a
 };
+
+// How a workload identity records the plan it was measured under (profile --precision bf16,
+// --checkpointing full): the dtype "bfloat16", and the hyper-parameter "checkpoint": 1.
+inline constexpr const char* kBf16Dtype = "bfloat16";
+inline constexpr const char* kCheckpointKey = "checkpoint";
+Precision measured_precision(const WorkloadIdentity& w);          // bf16 or fp32 (fp64 counts as fp32)
+Checkpointing measured_checkpointing(const WorkloadIdentity& w);  // full or none
 
 struct HardwareInfo {
   std::string host;

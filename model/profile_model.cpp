@@ -162,7 +162,7 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   passes_ = optimizer_passes(optimizer);
   const Bytes slots = traits(optimizer).state_slots;
   // The precision the profile measured (its states, activations and times) is the only one it prices.
-  const Precision measured = w.dtype == "bfloat16" ? Precision::bf16 : Precision::fp32;
+  const Precision measured = measured_precision(w);
   // fp32/fp64: slots x parameter bytes; bf16: fp32 slots plus the fp32 master (ZeRO's K).
   const Bytes expected_state = measured == Precision::bf16
                                    ? model_state_sizes(w.param_count, measured, static_cast<int>(slots)).optimizer
@@ -336,9 +336,9 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   if (!collectives_.empty()) info_.fit["collectives"] = {{"method", method}, {"measured", coll_j}};
 
   auto& plans = info_.plans;
-  // Likewise its checkpointing (the workload's "checkpoint" hyper-parameter: gpt blocks recomputed).
-  const bool ckpt = w.hyper.is_object() && w.hyper.value("checkpoint", 0) == 1;
-  const Checkpointing measured_ckpt = ckpt ? Checkpointing::full : Checkpointing::none;
+  // Likewise its checkpointing (gpt blocks recomputed).
+  const Checkpointing measured_ckpt = measured_checkpointing(w);
+  const bool ckpt = measured_ckpt == Checkpointing::full;
   plans.precisions = {measured};
   plans.auto_precisions = {measured};
   plans.checkpointings = {measured_ckpt};

@@ -116,7 +116,7 @@ class Gpt final : public ModuleWorkload {
     min_len_ = std::max<Count>(1, (seq_ + 3) / 4);
     identity_.tokens_per_sample = seq_;
     identity_.mean_tokens_per_sample = 0.5 * double(min_len_ + seq_);
-    const bool checkpoint = h.value("checkpoint", 0) == 1;
+    const bool checkpoint = h.value(kCheckpointKey, 0) == 1;
     net_ = std::make_shared<GptNet>(layers_, d_, heads_, seq_, vocab_, checkpoint);
     adopt(net_);
   }

@@ -53,6 +53,11 @@ torch::Dtype parse_dtype(const std::string& text) {
 
 Bytes dtype_size(torch::Dtype dt) { return static_cast<Bytes>(c10::elementSize(dt)); }
 
+void measure_plan_as(WorkloadConfig& cfg, Precision precision, Checkpointing checkpointing) {
+  if (precision == Precision::bf16) cfg.dtype = kBf16Dtype;
+  if (checkpointing == Checkpointing::full) cfg.overrides[kCheckpointKey] = 1;
+}
+
 bool is_reduced_precision(torch::Dtype dt) { return dt == torch::kBFloat16 || dt == torch::kFloat16; }
 
 torch::Tensor Workload::loss_precision(const torch::Tensor& output) {

@@ -51,7 +51,7 @@ struct BatchDependence {
 // "torchscript"; `overrides` replace preset hyper-parameters ({"layers": 4}).
 // The override that turns on activation checkpointing ({"checkpoint": 1}; gpt only: each block's
 // activations are recomputed in backward). Absent: none. profile --checkpointing full sets it.
-inline constexpr const char* kCheckpointKey = "checkpoint";
+using gaccum::kCheckpointKey;
 
 struct WorkloadConfig {
   std::string name = "gpt-tiny";
@@ -139,5 +139,9 @@ void torchscript_fields_from_json(const nlohmann::json& j, const std::string& wh
 Bytes dtype_size(torch::Dtype dt);
 // bf16 or fp16: weights, gradients and activations in 2 bytes, stepped through fp32 masters.
 bool is_reduced_precision(torch::Dtype dt);
+// The config that measures a plan's precision and checkpointing (core/profile.hpp's record of
+// them): bf16 sets the dtype, full sets the checkpoint override; fp32, fp16 and none change nothing
+// (the profile then prices fp32 / no checkpointing and refuses the rest).
+void measure_plan_as(WorkloadConfig& cfg, Precision precision, Checkpointing checkpointing);
 
 }  // namespace gaccum::workloads
