@@ -171,18 +171,20 @@ def profile_path_for(profile_dir, workload):
     return os.path.join(profile_dir, safe + ".json")
 
 
-def get_profile(runner, gaccum, workload, profile_dir, reprofile=False, extra_args=()):
+def get_profile(runner, gaccum, workload, profile_dir, reprofile=False, extra_args=(), source=None):
     """A profile of `workload` in profile_dir (measured now unless one is there, or reprofile).
 
     Returns {"path", "reused", "wall_s"}; wall_s is the profile's measured wall time (recorded
     beside it in <name>.wall.json when this function made it; None for a profile made elsewhere).
+    source: the model flags (e.g. ["--torchscript", F, "--input-shape", "3,32,32"]) instead of
+    ["--workload", workload]; `workload` then only names the file.
     """
     path = profile_path_for(profile_dir, workload)
     side = path[:-5] + ".wall.json"
     if os.path.exists(path) and not reprofile:
         prof = read_json(path, "--profile-dir")
         name = prof.get("workload", {}).get("name")
-        if name != workload:
+        if source is None and name != workload:
             raise BenchError("--profile-dir: %s profiles workload '%s', not '%s' (remove it or pass --reprofile)"
                              % (path, name, workload), 2)
         wall = None
@@ -190,7 +192,8 @@ def get_profile(runner, gaccum, workload, profile_dir, reprofile=False, extra_ar
             wall = read_json(side, "--profile-dir").get("wall_s")
         return {"path": path, "reused": True, "wall_s": wall}
     os.makedirs(profile_dir, exist_ok=True)
-    cmd = [gaccum, "profile", "--workload", workload, "-o", path, "-q"] + list(extra_args)
+    cmd = [gaccum, "profile"] + (list(source) if source else ["--workload", workload]) + ["-o", path, "-q"] + \
+        list(extra_args)
     rc, out, err, wall = runner.run(cmd, timeout=1800, check=False, what="profile %s" % workload)
     if rc != 0 or not os.path.exists(path):
         raise BenchError("profile %s: exit %d: %s" % (workload, rc, last_line(err) or last_line(out)),
@@ -289,6 +292,35 @@ def load_average():
         return os.getloadavg()[0]
     except OSError:
         return float("nan")
+
+
+def cpu_busy_sample():
+    """(busy CPU seconds of the whole machine, this process's + its reaped children's CPU seconds)."""
+    try:
+        with open("/proc/stat") as f:
+            v = [float(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    busy = (v[0] + v[1] + v[2] + v[5] + v[6]) / tick
+    t = os.times()
+    return busy, t.user + t.system + t.children_user + t.children_system
+
+
+def others_cores(seconds=2.0):
+    """Cores other processes keep busy, measured over `seconds` of this process sleeping (as
+    core/host.hpp's MachineActivity does for a profile or a run). nan where /proc/stat is missing."""
+    a = cpu_busy_sample()
+    time.sleep(seconds)
+    b = cpu_busy_sample()
+    if a is None or b is None:
+        return float("nan")
+    return max(0.0, ((b[0] - a[0]) - (b[1] - a[1])) / seconds)
+
+
+def machine_state():
+    """{"load1", "others_cores"}: what the machine is doing right now."""
+    return {"load1": load_average(), "others_cores": others_cores()}
 
 
 def quiet_machine_note(ranks):

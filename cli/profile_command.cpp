@@ -40,8 +40,11 @@ struct ProfileOptions {
   std::string time_budget = "30s";
   std::string ranks = "auto";
   std::string sizes = "auto";
-  int warmup = 1;
-  int iters = 5;
+  int warmup = 2;
+  int iters = 8;
+  std::string ci_target = "2%";
+  int max_iters = 200;
+  bool require_quiet = false;
   int comm_warmup = 3;
   int comm_iters = 20;
   std::string threads_per_rank = "auto";
@@ -86,8 +89,14 @@ profiler::ProfileRequest to_request(const ProfileOptions& o) {
   if (o.iters < 1) throw InputError("--iters: must be >= 1");
   if (o.comm_warmup < 0) throw InputError("--comm-warmup: must be >= 0");
   if (o.comm_iters < 1) throw InputError("--comm-iters: must be >= 1");
+  if (o.max_iters < 1) throw InputError("--max-iters: must be >= 1");
   r.warmup = o.warmup;
   r.iters = o.iters;
+  r.ci_target = parse_fraction(o.ci_target, "--ci-target");
+  if (r.ci_target > 0 && r.ci_target < 0.001)
+    throw InputError("--ci-target: below 0.1% no CPU timing converges; use e.g. 2% (or 0 for exactly --iters)");
+  r.max_iters = std::max(o.max_iters, o.iters);
+  r.require_quiet = o.require_quiet;
   r.comm_warmup = o.comm_warmup;
   r.comm_iters = o.comm_iters;
   if (o.threads_per_rank != "auto")
@@ -148,8 +157,18 @@ void add_profile_command(CLI::App& app, Action& action) {
   sub->add_option("--ranks", o->ranks,
                   "Rank counts, e.g. 1,2 (auto: CPU powers of 2 up to min(cores,4); CUDA up to the GPU count)");
   sub->add_option("--sizes", o->sizes, "Allreduce sweep, e.g. 4K-64M*4 (auto: 4K x4 up to max(16M, gradient bytes))");
-  sub->add_option("--warmup", o->warmup, "Untimed iterations before compute/optimizer/overlap timing");
-  sub->add_option("--iters", o->iters, "Timed iterations for compute/optimizer/overlap (median and spread)");
+  sub->add_option("--warmup", o->warmup,
+                  "Untimed iterations per point before compute/optimizer/overlap timing (compute and optimizer go on "
+                  "while the last warm-up was still >5% faster than the one before)");
+  sub->add_option("--iters", o->iters,
+                  "Timed iterations for compute/optimizer (the minimum per point when --ci-target > 0) and overlap");
+  sub->add_option("--ci-target", o->ci_target,
+                  "Compute/optimizer: repeat each point until its median's 95% confidence interval is within this "
+                  "(e.g. 2%), --max-iters or the time budget; 0: exactly --iters");
+  sub->add_option("--max-iters", o->max_iters, "Most timed iterations per compute/optimizer point (with --ci-target)");
+  sub->add_flag("--require-quiet", o->require_quiet,
+                "Write no profile when a phase was measured while other processes kept the cores busy (after "
+                "one re-measurement), or points stayed inconsistent after theirs; exit 1 naming them");
   sub->add_option("--comm-warmup", o->comm_warmup, "Untimed allreduces per message size");
   sub->add_option("--comm-iters", o->comm_iters, "Timed allreduces per message size");
   sub->add_option("--threads-per-rank", o->threads_per_rank,

@@ -176,7 +176,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   sub->add_option("--dtype", o->dtype, "float32 | float64");
   sub->add_option("--device", o->device, "auto | cpu | cuda (NCCL on GPUs, Gloo on CPU)");
   sub->add_option("--threads-per-rank", o->threads_per_rank,
-                  "torch threads per rank, 1 to 1024 (default: the profile's, else cores / ranks on this host)");
+                  "torch threads per rank, 1 to 1024 (default: the profile's, else what a default profile of this host uses: cores / max(ranks here, its largest rank count))");
   sub->add_option("--optimizer", o->optimizer, "adam | adamw | sgd");
   sub->add_option("--lr", o->lr, "Learning rate");
   sub->add_option("--seed", o->seed, "Data stream seed");

@@ -36,14 +36,35 @@ TimingStats TimingStats::from_samples(std::vector<Seconds> s) {
   double sum = 0;
   for (double v : s) sum += v;
   t.mean = sum / double(s.size());
+  const auto [lo, hi] = median_interval_ranks(s.size());
+  t.ci_lo = s[lo];
+  t.ci_hi = s[hi];
   return t;
+}
+
+double TimingStats::ci_half_width() const { return median > 0 ? (ci_hi - ci_lo) / (2 * median) : 0; }
+
+std::pair<std::size_t, std::size_t> median_interval_ranks(std::size_t n) {
+  if (n == 0) return {0, 0};
+  // P(B < l) for B ~ Binomial(n, 1/2), accumulated in log space (n may exceed 1000).
+  const double log_half_n = static_cast<double>(n) * std::log(0.5);
+  double cdf = 0;  // P(B <= j)
+  std::size_t l = 0;  // 1-based rank; 0 = none reaches 95%
+  for (std::size_t j = 0; j < n / 2; ++j) {
+    const double log_choose = std::lgamma(double(n) + 1) - std::lgamma(double(j) + 1) - std::lgamma(double(n - j) + 1);
+    cdf += std::exp(log_choose + log_half_n);
+    if (cdf > 0.025) break;
+    l = j + 1;  // P(B <= j) = P(B < j + 1) <= 2.5%
+  }
+  if (l == 0) return {0, n - 1};
+  return {l - 1, n - l};
 }
 
 namespace {
 
 json timing_json(const TimingStats& t) {
-  return json{{"median", t.median}, {"p10", t.p10}, {"p90", t.p90}, {"mean", t.mean},
-              {"min", t.min},       {"max", t.max}, {"samples", t.samples}};
+  return json{{"median", t.median}, {"p10", t.p10},     {"p90", t.p90},     {"mean", t.mean}, {"min", t.min},
+              {"max", t.max},       {"ci_lo", t.ci_lo}, {"ci_hi", t.ci_hi}, {"samples", t.samples}};
 }
 
 // Plausibility limits of a measured profile: sizes below 2^60 bytes (an exabyte: sums of a few
@@ -83,6 +104,11 @@ TimingStats timing_from(const json& j, const std::string& path) {
     t.mean = opt_non_negative(f, "mean").value_or(t.median);
     t.min = opt_non_negative(f, "min").value_or(t.median);
     t.max = opt_non_negative(f, "max").value_or(t.median);
+    t.ci_lo = opt_non_negative(f, "ci_lo").value_or(t.min);
+    t.ci_hi = opt_non_negative(f, "ci_hi").value_or(t.max);
+  } else {
+    (void)f.opt_num("ci_lo");  // recomputed from the samples
+    (void)f.opt_num("ci_hi");
   }
   return t;
 }
@@ -137,7 +163,9 @@ json to_json(const Profile& p) {
                    {"max_micro_batch", s.max_micro_batch},
                    {"time_budget_s", s.time_budget_s},
                    {"seed", s.seed},
-                   {"optimizer", std::string(to_string(s.optimizer))}};
+                   {"optimizer", std::string(to_string(s.optimizer))},
+                   {"ci_target", s.ci_target},
+                   {"max_iters", s.max_iters}};
   json mem = json::array();
   for (const auto& m : p.memory)
     mem.push_back({{"micro_batch", m.micro_batch},
@@ -206,6 +234,10 @@ json to_json(const Profile& p) {
                   {"batch_statistics", p.model.batch_statistics},
                   {"dropout", p.model.dropout}};
   }
+  json cond = json::array();
+  for (const auto& c : p.conditions) cond.push_back(to_json(c));
+  j["conditions"] = cond;
+  j["unconfirmed"] = p.unconfirmed;
   j["notes"] = p.notes;
   return j;
 }
@@ -270,6 +302,8 @@ Profile profile_from_json(const json& j, const std::string& what) {
       p.settings.max_micro_batch = sf.has("max_micro_batch") ? sf.count("max_micro_batch") : 0;
       p.settings.time_budget_s = opt_non_negative(sf, "time_budget_s").value_or(0);
       p.settings.seed = sf.has("seed") ? static_cast<std::uint64_t>(sf.count("seed")) : 0;
+      p.settings.ci_target = opt_non_negative(sf, "ci_target").value_or(0);
+      p.settings.max_iters = static_cast<int>(sf.has("max_iters") ? sf.count("max_iters") : 0);
       const std::string optimizer = sf.opt_str("optimizer").value_or("adam");
       const auto measured = find_optimizer(optimizer);
       if (!measured || !traits(*measured).in_libtorch)
@@ -394,6 +428,15 @@ Profile profile_from_json(const json& j, const std::string& what) {
       };
       p.model.batch_statistics = strings("batch_statistics");
       p.model.dropout = strings("dropout");
+    }
+    if (f.has("conditions")) {
+      const auto& arr = f.array("conditions");
+      for (std::size_t i = 0; i < arr.size(); ++i)
+        p.conditions.push_back(phase_conditions_from_json(arr[i], fmt::format("{}[{}]", f.child("conditions"), i)));
+    }
+    if (f.has("unconfirmed")) {
+      for (const auto& n : f.array("unconfirmed"))
+        if (n.is_string()) p.unconfirmed.push_back(n.get<std::string>());
     }
     if (f.has("notes")) {
       for (const auto& n : f.array("notes"))

@@ -17,6 +17,7 @@
 
 #include "core/optimizer.hpp"
 #include "core/plan.hpp"
+#include "core/host.hpp"
 #include "core/units.hpp"
 
 namespace gaccum {
@@ -71,14 +72,29 @@ struct ProfileSettings {
   double time_budget_s = 0;
   std::uint64_t seed = 0;
   Optimizer optimizer = Optimizer::adam;  // what optimizer_state was measured for (one LibTorch has)
+  // Adaptive timing (engine/iteration_driver.hpp): repetitions continue until the median's 95%
+  // interval is within +-ci_target of it, or max_iters, or the phase's time budget. 0: exactly
+  // `iters` (older profiles).
+  double ci_target = 0;
+  int max_iters = 0;
 };
 
 // Spread of repeated timings of the same thing.
+//   ci_lo/ci_hi: the distribution-free 95% confidence interval of the median (order statistics:
+//   the sorted samples x_(l) and x_(n+1-l), l the largest rank with P(Binomial(n, 1/2) < l) <=
+//   2.5%; fewer than 6 samples cannot reach 95% and give [min, max]). Where the median of a
+//   repeat of the same measurement should land; p10/p90 say where one iteration lands.
 struct TimingStats {
   Seconds median = 0, p10 = 0, p90 = 0, mean = 0, min = 0, max = 0;
+  Seconds ci_lo = 0, ci_hi = 0;
   std::vector<Seconds> samples;         // raw, in measurement order
   static TimingStats from_samples(std::vector<Seconds> samples);
+  // (ci_hi - ci_lo) / (2 median): the interval's half-width relative to the median (0 if none).
+  double ci_half_width() const;
 };
+
+// 0-based indices {lo, hi} into n sorted samples of the 95% interval of the median (see above).
+std::pair<std::size_t, std::size_t> median_interval_ranks(std::size_t n);
 
 // Memory of one training window at one micro_batch (allocated bytes, byte-exact on CPU).
 struct MemoryPoint {
@@ -192,6 +208,11 @@ struct Profile {
   std::vector<OverlapPoint> overlap;
   Count max_micro_batch_fitting = 0;    // largest micro_batch within the cap the sweep found
   ModelFindings model;                  // "model" (optional)
+  // What the machine did during each timed phase (core/host.hpp), and the measurements the
+  // profiler could not confirm (a phase still disturbed after its re-measurement, points that
+  // disagreed with the physics): empty = every number was confirmed.
+  std::vector<PhaseConditions> conditions;
+  std::vector<std::string> unconfirmed;
   std::vector<std::string> notes;       // e.g. "one GPU: allreduce probed at world_size 1 only"
 };
 

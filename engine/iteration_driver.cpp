@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -69,6 +70,119 @@ TimedRun IterationDriver::run(int phases, int warmup, int iters, const std::func
     }
   }
   for (const auto& row : local) out.local_total.push_back(row.back());
+  return out;
+}
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+TimedRun timed_from_rows(const std::vector<std::vector<double>>& reduced, const std::vector<double>& local_total,
+                         int phases) {
+  TimedRun out;
+  for (int ph = 0; ph <= phases; ++ph) {
+    std::vector<Seconds> col;
+    for (const auto& row : reduced) col.push_back(row[ph]);
+    if (ph < phases) {
+      out.phases.push_back(TimingStats::from_samples(col));
+    } else {
+      out.total = TimingStats::from_samples(col);
+    }
+  }
+  out.local_total = local_total;
+  return out;
+}
+
+}  // namespace
+
+AdaptiveRun IterationDriver::run_interleaved(int points, int phases, const AdaptivePolicy& policy,
+                                             const std::function<void(int, PhaseClock&, int)>& body) {
+  if (policy.min_iters < 1 || policy.warmup < 0 || phases < 1 || points < 0 || policy.chunk < 1)
+    throw InputError(fmt::format("--iters/--warmup: need iters >= 1 and warmup >= 0 (got {} and {})", policy.min_iters,
+                                 policy.warmup));
+  const bool fixed = policy.ci_target <= 0;
+  const int max_iters = fixed ? policy.min_iters : std::max(policy.min_iters, policy.max_iters);
+  std::vector<int> next_it(points, 0);
+  // One iteration of `point`; returns this rank's phase intervals and their sum.
+  auto one = [&](int point) {
+    barrier();
+    clock_->begin();
+    body(point, *clock_, next_it[point]++);
+    auto iv = clock_->intervals();
+    if (static_cast<int>(iv.size()) != phases)
+      throw RuntimeFailure(fmt::format("profiler: a probe marked {} phases, expected {}", iv.size(), phases));
+    double sum = 0;
+    for (double v : iv) sum += v;
+    iv.push_back(sum);
+    return iv;
+  };
+  // Warm-up, point by point: the slowest rank's time decides whether to go on.
+  for (int pt = 0; pt < points; ++pt) {
+    double previous = 0;
+    bool improving = false;  // the last warm-up was > 5% faster than the one before it
+    for (int w = 0; w < policy.warmup || (improving && w < policy.warmup + kExtraWarmup); ++w) {
+      const double slowest = max_over_ranks({{one(pt).back()}})[0][0];
+      improving = previous > 0 && slowest < 0.95 * previous;
+      previous = slowest;
+    }
+  }
+  std::vector<std::vector<std::vector<double>>> reduced(points), local(points);
+  AdaptiveRun out;
+  out.converged.assign(points, fixed);
+  std::vector<bool> done(points, points == 0);
+  const double start = now_s();
+  for (int round = 0;; ++round) {
+    std::vector<int> order;
+    for (int pt = 0; pt < points; ++pt)
+      if (!done[pt]) order.push_back(pt);
+    if (order.empty()) break;
+    if (round % 2 == 1) std::reverse(order.begin(), order.end());
+    std::vector<std::vector<double>> rows;
+    std::vector<int> owner;
+    for (int pt : order) {
+      const int have = static_cast<int>(local[pt].size());
+      const int take = std::min(policy.chunk, max_iters - have);
+      for (int i = 0; i < take; ++i) {
+        rows.push_back(one(pt));
+        local[pt].push_back(rows.back());
+        owner.push_back(pt);
+      }
+    }
+    // The round's rows plus one row carrying this rank's elapsed time: one exchange per round.
+    rows.push_back(std::vector<double>(phases + 1, 0.0));
+    rows.back()[0] = now_s() - start;
+    const auto maxed = max_over_ranks(rows);
+    for (size_t r = 0; r + 1 < maxed.size(); ++r) reduced[owner[r]].push_back(maxed[r]);
+    const double elapsed = maxed.back()[0];
+    out.rounds = round + 1;
+    out.wall = elapsed;
+    const bool over_budget = policy.budget > 0 && elapsed >= policy.budget;
+    for (int pt : order) {
+      const int n = static_cast<int>(reduced[pt].size());
+      if (n < policy.min_iters) continue;  // required samples run whatever the budget
+      if (fixed || n >= max_iters) {
+        done[pt] = true;
+      } else {
+        std::vector<Seconds> col;
+        for (const auto& row : reduced[pt]) col.push_back(row[phases]);
+        if (TimingStats::from_samples(col).ci_half_width() <= policy.ci_target) {
+          done[pt] = true;
+          out.converged[pt] = true;
+        }
+      }
+      if (over_budget) {
+        if (!done[pt]) out.budget_exhausted = true;
+        done[pt] = true;
+      }
+    }
+  }
+  for (int pt = 0; pt < points; ++pt) {
+    std::vector<double> lt;
+    for (const auto& row : local[pt]) lt.push_back(row.back());
+    out.points.push_back(timed_from_rows(reduced[pt], lt, phases));
+  }
   return out;
 }
 

@@ -38,6 +38,37 @@ struct TimedRun {
   std::vector<Seconds> local_total;    // this rank's own per-iteration totals (for rank skew)
 };
 
+// Adaptive, interleaved timing of several points (e.g. the compute sweep's micro_batch sizes),
+// as Google Benchmark and nccl-tests decide repetitions, with the points visited in rounds so
+// that slow drift of the machine spreads evenly over them instead of moving a stretch:
+//   warm-up  per point: `warmup` untimed iterations, then more (at most kExtraWarmup) while the
+//            last one was still more than 5% faster than the one before it (caches, allocator;
+//            judging needs warmup >= 2);
+//   rounds   each visits every unfinished point for `chunk` timed iterations, in ascending
+//            order, then descending, alternately;
+//   stop     a point is finished once it has >= min_iters samples and its median's 95% interval
+//            (TimingStats::ci_half_width) is within +-ci_target, or it reached max_iters, or the
+//            rounds have used `budget` wall seconds. ci_target 0: exactly min_iters (fixed count).
+// Every decision is taken on the cross-rank reduced samples (and rank 0's clock, reduced as a
+// max), so all ranks run the same iterations and meet at the same barriers.
+struct AdaptivePolicy {
+  int warmup = 1;
+  int min_iters = 5;
+  int max_iters = 0;        // <= min_iters: min_iters
+  int chunk = 2;
+  double ci_target = 0;     // relative half-width, e.g. 0.02
+  Seconds budget = 0;       // 0: no limit
+};
+inline constexpr int kExtraWarmup = 4;
+
+struct AdaptiveRun {
+  std::vector<TimedRun> points;
+  std::vector<bool> converged;       // within ci_target (always true for a fixed count)
+  int rounds = 0;
+  Seconds wall = 0;                  // of the timed rounds (max over ranks)
+  bool budget_exhausted = false;
+};
+
 class IterationDriver {
  public:
   // `comm` may be null (world_size 1: no barriers, no exchange).
@@ -58,6 +89,11 @@ class IterationDriver {
   // Element-wise max over ranks of a rank-local [rows x cols] matrix (a zero-padded
   // [world x rows x cols] float64 allreduce-sum, which gathers every rank's rows). Identity at
   // world_size 1. Every rank gets the same result.
+  // The interleaved adaptive run above: body(point, clock, iteration) with `iteration` counting
+  // each point's own iterations (warm-up first) from 0.
+  AdaptiveRun run_interleaved(int points, int phases, const AdaptivePolicy& policy,
+                              const std::function<void(int point, PhaseClock&, int iteration)>& body);
+
   std::vector<std::vector<double>> max_over_ranks(const std::vector<std::vector<double>>& local);
   // Every rank's value of a scalar, indexed by rank (same gather).
   std::vector<double> gather(double mine);

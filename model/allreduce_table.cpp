@@ -31,8 +31,8 @@ MeasuredAllreduce::MeasuredAllreduce(Count p, const std::vector<AllreducePoint>&
     e.time.mid = a.sum / a.n;
     if (!a.samples.empty()) {
       auto st = TimingStats::from_samples(a.samples);
-      e.time.lo = std::min(st.p10, e.time.mid);
-      e.time.hi = std::max(st.p90, e.time.mid);
+      e.time.lo = std::min(st.ci_lo, e.time.mid);  // the 95% interval of the median
+      e.time.hi = std::max(st.ci_hi, e.time.mid);
     } else {
       e.time.lo = e.time.hi = e.time.mid;
     }

@@ -4,7 +4,8 @@
 //       nearest measurement (ratio below the smallest size, added slope above the largest).
 // Why: for the profiled setting the measured bucket/fused times are more accurate than any
 //      fit (Gloo over TCP is not a clean alpha-beta link); the fit only fills gaps.
-// Units: Bytes -> Seconds. lo/hi are the p10/p90 of the per-iteration max-over-ranks samples.
+// Units: Bytes -> Seconds. lo/hi are the ends of the 95% interval of the median of the
+//        per-iteration max-over-ranks samples.
 #pragma once
 
 #include <string>

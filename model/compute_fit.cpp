@@ -44,8 +44,8 @@ ComputeModel ComputeModel::fit(const std::vector<ComputePoint>& points, std::vec
       }
       b.push_back(double(pt->micro_batch));
       med.push_back(pt->micro_step.median);
-      lo.push_back(pt->micro_step.p10);
-      hi.push_back(pt->micro_step.p90);
+      lo.push_back(pt->micro_step.ci_lo);
+      hi.push_back(pt->micro_step.ci_hi);
       bwd.push_back(pt->backward.median);
       if (!(pt->backward.median > 0)) all_bwd = false;
     }
@@ -63,8 +63,8 @@ ComputeModel ComputeModel::fit(const std::vector<ComputePoint>& points, std::vec
       lo[i] = std::min(lo[i], smooth[i]);
       hi[i] = std::max(hi[i], smooth[i]);
     }
-    c.p10 = make_piecewise(b, lo);
-    c.p90 = make_piecewise(b, hi);
+    c.lo = make_piecewise(b, lo);
+    c.hi = make_piecewise(b, hi);
     c.backward_measured = all_bwd;
     if (all_bwd) c.backward = make_piecewise(b, isotonic_increasing(bwd));
     m.curves_.push_back(std::move(c));
@@ -75,7 +75,7 @@ ComputeModel ComputeModel::fit(const std::vector<ComputePoint>& points, std::vec
 }
 
 TimeBand ComputeModel::at_curve(const Curve& c, double b) const {
-  TimeBand t{c.eval(c.median, b), c.eval(c.p10, b), c.eval(c.p90, b)};
+  TimeBand t{c.eval(c.median, b), c.eval(c.lo, b), c.eval(c.hi, b)};
   t.lo = std::min(t.lo, t.mid);
   t.hi = std::max(t.hi, t.mid);
   return t;
@@ -140,7 +140,7 @@ nlohmann::json ComputeModel::describe() const {
   for (const auto& c : curves_) {
     nlohmann::json pts = nlohmann::json::array();
     for (std::size_t i = 0; i < c.median.x.size(); ++i)
-      pts.push_back({{"micro_batch", static_cast<Count>(c.median.x[i])}, {"micro_step", c.median.y[i]}, {"p10", c.p10.y[i]}, {"p90", c.p90.y[i]}});
+      pts.push_back({{"micro_batch", static_cast<Count>(c.median.x[i])}, {"micro_step", c.median.y[i]}, {"ci_lo", c.lo.y[i]}, {"ci_hi", c.hi.y[i]}});
     out.push_back({{"concurrency", c.concurrency},
                    {"rule", "piecewise-linear through medians; linear from the last two points above"},
                    {"backward_measured", c.backward_measured},

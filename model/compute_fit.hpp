@@ -4,7 +4,7 @@
 // Rules:
 //   - per profiled concurrency, a piecewise-linear curve through the median micro-step times
 //     (made non-decreasing in b by pool-adjacent-violators when noise breaks that), and the same
-//     through the p10 and p90 (the band);
+//     through the ends of each median's 95% interval (TimingStats ci_lo/ci_hi: the band);
 //   - beyond the largest measured b: the line through the last two points (the marginal time
 //     per sample no longer improves); if that slope is not positive, t grows in proportion to b.
 //     Below the smallest: the line through the first two, kept within [t1 b/b1, t1];
@@ -43,7 +43,7 @@ class ComputeModel {
  private:
   struct Curve {
     Count concurrency = 1;
-    PiecewiseLinear median, p10, p90, backward;
+    PiecewiseLinear median, lo, hi, backward;  // lo/hi: the medians' 95% intervals
     bool backward_measured = false;
     Count min_b = 0, max_b = 0;
     double eval(const PiecewiseLinear& c, double b) const;

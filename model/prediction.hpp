@@ -75,7 +75,9 @@ inline const char* to_string(CommSource s) {
 struct Prediction {
   Config config;
   StepBreakdown time;
-  Seconds step_time_lo = 0;  // uncertainty band from the measurement spread (p10 / p90)
+  Seconds step_time_lo = 0;  // band: the step priced at the ends of the measured medians' 95% intervals
+                             // (where the median step of a run should land if the machine behaves
+                             // as it did while profiling)
   Seconds step_time_hi = 0;
   SamplesPerSecond throughput = 0;   // global_batch / step_time
   double tokens_per_s = 0;           // real tokens/s for sequence workloads, else 0

@@ -130,6 +130,10 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
       info_.min_micro_batch_reason = fmt::format("the model raised at micro_batch {}: {}", f.micro_batch, f.message);
   info_.batch_statistics = prof.model.batch_statistics;
   info_.dropout = prof.model.dropout;
+  if (!prof.unconfirmed.empty())
+    notes.push_back(fmt::format("the profile lists {} measurement(s) it could not confirm, e.g. {}: predictions from "
+                                "them carry the machine's noise (profile again on a quiet machine)",
+                                prof.unconfirmed.size(), prof.unconfirmed.front()));
   if (info_.min_micro_batch > 1)
     notes.push_back(fmt::format("micro_batch >= {} only: {} (measured by the profiler)", info_.min_micro_batch,
                                 info_.min_micro_batch_reason));
@@ -150,12 +154,12 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   memory_ = MemoryModel::fit(prof.memory, w.param_bytes, notes);
   info_.measured_max_micro_batch = std::min(compute_.measured_max_micro_batch(), memory_.measured_max_micro_batch());
 
-  // Optimizer step per concurrency (median, p10, p90).
+  // Optimizer step per concurrency (median and its 95% interval).
   if (prof.optimizer.empty())
     throw ProfileError("profile: no optimizer measurements (optimizer[] is empty); re-run `gaccum-tune profile`");
   std::map<Count, TimeBand> opt;
-  for (const auto& o : prof.optimizer) opt[o.concurrent_ranks] = {o.step.median, std::min(o.step.p10, o.step.median),
-                                                                   std::max(o.step.p90, o.step.median)};
+  for (const auto& o : prof.optimizer) opt[o.concurrent_ranks] = {o.step.median, std::min(o.step.ci_lo, o.step.median),
+                                                                   std::max(o.step.ci_hi, o.step.median)};
   for (const auto& [p, t] : opt) optimizer_.push_back({p, t});
   const Optimizer optimizer = prof.settings.optimizer;
   const std::string optimizer_name(to_string(optimizer));
@@ -279,7 +283,7 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   }
 
   nlohmann::json opt_j = nlohmann::json::array();
-  for (const auto& o : optimizer_) opt_j.push_back({{"concurrency", o.p}, {"median", o.t.mid}, {"p10", o.t.lo}, {"p90", o.t.hi}});
+  for (const auto& o : optimizer_) opt_j.push_back({{"concurrency", o.p}, {"median", o.t.mid}, {"ci_lo", o.t.lo}, {"ci_hi", o.t.hi}});
   nlohmann::json eff_j = nlohmann::json::array();
   for (const auto& [p, e] : efficiency_) eff_j.push_back({{"world_size", p}, {"efficiency", e}});
   info_.fit["compute"] = compute_.describe();

@@ -1,8 +1,9 @@
 // What: puts one prediction together from its terms (docs/DESIGN.md, Cost model):
 //   step_time  = k t(b) + comm_exposed(strategy) + optimizer
 //   throughput = b k p / step_time;  tokens/s = throughput x real tokens per sample
-//   band       = the same sum over the p10 (lo) and p90 (hi) of each measured term
-//                (summing per-term quantiles over-states the spread of a sum: conservative)
+//   band       = the same sum over the low (lo) and high (hi) ends of each measured term's
+//                95% median interval (TimingStats ci_lo/ci_hi; summing per-term bounds
+//                over-states the interval of a sum: conservative)
 //   token workloads (world_size > 1): + one blocking allreduce of the window's token count per
 //                step (the loss is normalised by the real tokens of the whole window on all ranks,
 //                as the runner does), exposed, not counted in collectives_per_step (which counts
@@ -15,7 +16,7 @@
 //   reduce-scatter, sharing one link); after-backward and after-step messages are exposed whole:
 //     exposed = k x fwd(AG) + (k-1) x bwd(per-micro-step) + bwd(per-micro-step + last-only)
 //               + after_backward + after_step + copies x gradient syncs + token sync
-//   The band (lo/hi) prices the same collectives against the p10/p90 compute.
+//   The band (lo/hi) prices the same collectives against the interval ends of the compute.
 // Why: the profile model and the spec model differ in where t(b), the allreduce times and the
 //      memory come from, never in how a step is composed; one template keeps them identical.
 //      Allocation-free: the tuner calls it in its inner loop.

@@ -7,12 +7,11 @@
 
 #include <string>
 
+#include "core/host.hpp"  // usable_cores
 #include "core/profile.hpp"
 
 namespace gaccum::profiler {
 
-// Cores this process may run on (sched_getaffinity), at least 1.
-int usable_cores();
 std::string cpu_model();
 std::string host_name();
 // Whether /proc/cpuinfo's first "flags" line lists `flag` (e.g. "avx512_bf16").

@@ -32,7 +32,11 @@ struct RankPlan {
   workloads::WorkloadConfig workload;   // device "cpu" or "cuda:N"; in groups of >= 2 ranks,
                                         // rank r uses cuda:<local rank>
   int threads_per_rank = 1;             // torch::set_num_threads in the rank (contract)
-  int warmup = 2, iters = 5;            // compute, optimizer, overlap
+  int warmup = 2, iters = 5;            // compute, optimizer, overlap (iters: the minimum when adaptive)
+  double ci_target = 0;                 // compute, optimizer: adaptive until the median's 95% interval
+  int max_iters = 0;                    //   is within +-ci_target (engine::AdaptivePolicy); 0: fixed
+  Seconds compute_budget = 0;           // wall seconds of the compute rounds (0: no limit)
+  Seconds optimizer_budget = 0;
   int comm_warmup = 3, comm_iters = 20; // allreduce sweep
   Optimizer optimizer = Optimizer::adam;  // one LibTorch has
   double lr = 1e-3;

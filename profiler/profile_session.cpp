@@ -19,6 +19,7 @@
 #include "core/backend.hpp"
 #include "core/buckets.hpp"
 #include "core/error.hpp"
+#include "core/host.hpp"
 #include "core/utc_time.hpp"
 #include "engine/cuda_support.hpp"
 #include "engine/rank_job.hpp"
@@ -280,7 +281,8 @@ std::vector<Count> plan_points(Session& s, const MemorySweepResult& sweep, Count
   Seconds required = 0;
   for (Count b : plan.required) required += cost_all_p(b);
   for (Count p : s.ranks) required += group_fixed(est, p);
-  const Seconds left = s.req.time_budget - s.progress.elapsed() - required;
+  // Adaptive timing spends half of what is left on extra points and half on repetitions.
+  const Seconds left = (s.req.time_budget - s.progress.elapsed() - required) * (s.req.ci_target > 0 ? 0.5 : 1.0);
   points = choose_compute_points(plan, cost_all_p, left);
   const size_t extras = points.size() - plan.required.size();
   s.prof.notes.push_back(fmt::format("compute measured at {} micro_batch sizes ({} required, {} extra within the time "
@@ -296,6 +298,8 @@ RankPlan rank_plan(const Session& s, const std::vector<Count>& points) {
   rp.threads_per_rank = s.threads;
   rp.warmup = req.warmup;
   rp.iters = req.iters;
+  rp.ci_target = req.ci_target;
+  rp.max_iters = req.max_iters;
   rp.comm_warmup = req.comm_warmup;
   rp.comm_iters = req.comm_iters;
   rp.optimizer = req.optimizer;
@@ -310,31 +314,83 @@ RankPlan rank_plan(const Session& s, const std::vector<Count>& points) {
   return rp;
 }
 
-// One rank group per rank count, each an engine::RankJob; their results merged into the profile.
+// One rank group of p ranks (an engine::RankJob) measuring rp; the machine watched meanwhile.
+std::vector<RankFile> run_group(Session& s, const RankPlan& rp, Count p, Seconds planned, PhaseConditions& cond,
+                                const std::string& phase) {
+  engine::RankJob job;
+  job.role = kProfileRankRole;
+  job.args = rp.to_json();
+  job.world_size = static_cast<int>(p);
+  job.deadline = std::max<Seconds>(120, 5 * planned);
+  job.store_timeout = s.req.rank_timeout;
+  job.env["OMP_NUM_THREADS"] = std::to_string(s.threads);
+  job.env["MKL_NUM_THREADS"] = std::to_string(s.threads);
+  job.executable = s.req.worker_executable;
+  job.scratch_prefix = "gaccum-profile";
+  std::vector<RankFile> files;
+  const MachineActivity watch;
+  const auto outcome = engine::run_rank_job(job, [&](const std::string& dir, const engine::RankJobOutcome& o) {
+    if (!o.ok) return;
+    for (int r = 0; r < p; ++r) files.push_back(read_rank_file(engine::rank_result_path(dir, r)));
+  });
+  cond = watch.stop(phase);
+  if (!outcome.ok) throw RuntimeFailure(fmt::format("profile: world_size {} rank group failed: {}", p, outcome.failure));
+  return files;
+}
+
+// The compute budget of each group: its planned cost at --iters per point, plus its share (by
+// that cost) of what the time budget has left for repetitions.
+std::vector<Seconds> compute_budgets(const Session& s, const RankPlan& rp, const CostEstimate& est) {
+  std::vector<Seconds> base;
+  Seconds fixed = 0, sum = 0;
+  for (Count p : s.ranks) {
+    Seconds c = 0;
+    for (Count b : rp.micro_batches) c += est.point(b, p);
+    base.push_back(c);
+    sum += c;
+    fixed += group_fixed(est, p);
+  }
+  const Seconds reserve = std::max<Seconds>(0, s.req.time_budget - s.progress.elapsed() - fixed - sum);
+  std::vector<Seconds> out;
+  for (Seconds c : base) out.push_back(c + (sum > 0 ? reserve * c / sum : 0));
+  return out;
+}
+
+// One rank group per rank count; a group measured while other processes kept the cores busy is
+// measured again when the time budget allows (the quieter attempt is kept), and stays on the
+// profile's `unconfirmed` list when it was disturbed both times.
 void run_rank_groups(Session& s, const RankPlan& rp, const CostEstimate& est) {
   const auto& points = rp.micro_batches;
-  for (Count p : s.ranks) {
-    Seconds planned = group_fixed(est, p);
-    for (Count b : points) planned += est.point(b, p);
+  const auto budgets = compute_budgets(s, rp, est);
+  for (size_t gi = 0; gi < s.ranks.size(); ++gi) {
+    const Count p = s.ranks[gi];
+    RankPlan gp = rp;
+    gp.compute_budget = rp.ci_target > 0 ? budgets[gi] : 0;
+    gp.optimizer_budget = rp.ci_target > 0 ? std::clamp(60 * est.optimizer, 0.3, 2.0) : 0;
+    const Seconds planned = group_fixed(est, p) + budgets[gi];
+    const std::string phase = fmt::format("world_size {} group", p);
     s.progress.status(fmt::format("world_size {}: compute at {} micro_batch sizes{} (about {})", p, points.size(),
                                   p > 1 ? ", optimizer, allreduce, overlap" : ", optimizer", format_seconds(planned)));
-    engine::RankJob job;
-    job.role = kProfileRankRole;
-    job.args = rp.to_json();
-    job.world_size = static_cast<int>(p);
-    job.deadline = std::max<Seconds>(120, 5 * planned);
-    job.store_timeout = s.req.rank_timeout;
-    job.env["OMP_NUM_THREADS"] = std::to_string(s.threads);
-    job.env["MKL_NUM_THREADS"] = std::to_string(s.threads);
-    job.executable = s.req.worker_executable;
-    job.scratch_prefix = "gaccum-profile";
-    std::vector<RankFile> files;
-    const auto outcome = engine::run_rank_job(job, [&](const std::string& dir, const engine::RankJobOutcome& o) {
-      if (!o.ok) return;
-      for (int r = 0; r < p; ++r) files.push_back(read_rank_file(engine::rank_result_path(dir, r)));
-    });
-    if (!outcome.ok)
-      throw RuntimeFailure(fmt::format("profile: world_size {} rank group failed: {}", p, outcome.failure));
+    PhaseConditions cond;
+    auto files = run_group(s, gp, p, planned, cond, phase);
+    s.prof.conditions.push_back(cond);
+    if (cond.disturbed && s.progress.elapsed() + planned <= 1.25 * s.req.time_budget) {
+      s.progress.status(fmt::format("world_size {}: measured again ({})", p, describe_disturbance(cond)));
+      PhaseConditions again;
+      auto files2 = run_group(s, gp, p, planned, again, phase);
+      again.attempt = 2;
+      s.prof.conditions.push_back(again);
+      s.prof.notes.push_back(fmt::format("{} measured again: the first attempt ran while {}; kept the {}", phase,
+                                         describe_disturbance(cond),
+                                         again.others_cores <= cond.others_cores ? "second" : "first"));
+      if (again.others_cores <= cond.others_cores) {
+        files = std::move(files2);
+        cond = again;
+      }
+    }
+    if (cond.disturbed)
+      s.prof.unconfirmed.push_back(fmt::format("{} (compute, optimizer{}): measured while {}", phase,
+                                               p > 1 ? ", allreduce, overlap" : "", describe_disturbance(cond)));
     merge_rank_group(s.prof, files, p, s.threads);
     s.lap(fmt::format("world_size {} group (planned {:.1f} s)", p, planned));
   }
@@ -343,11 +399,75 @@ void run_rank_groups(Session& s, const RankPlan& rp, const CostEstimate& est) {
     s.prof.notes.push_back("world_size 1 only (--ranks): no allreduce or overlap measured");
 }
 
+// Points that disagree with their neighbours or with the contention physics
+// (sweep_plan.hpp, find_suspect_points) are measured again, interleaved with their neighbours,
+// in one small rank group per rank count; the fresh values replace the old ones. A point that
+// still disagrees is kept when the two measurements agree (a real feature of the model) and is
+// listed as unconfirmed when they do not.
+void remeasure_suspects(Session& s, const RankPlan& rp) {
+  const auto suspects = find_suspect_points(s.prof.compute, s.req.ci_target);
+  if (suspects.empty()) return;
+  std::map<Count, std::vector<Count>> by_p;  // p -> micro_batches to measure again
+  for (const auto& sp : suspects) {
+    std::vector<Count> bs;
+    for (const auto& c : s.prof.compute)
+      if (c.concurrent_ranks == sp.concurrent_ranks) bs.push_back(c.micro_batch);
+    std::sort(bs.begin(), bs.end());
+    const auto it = std::find(bs.begin(), bs.end(), sp.micro_batch);
+    auto& want = by_p[sp.concurrent_ranks];
+    want.push_back(sp.micro_batch);
+    if (it != bs.begin()) want.push_back(*(it - 1));
+    if (it + 1 != bs.end()) want.push_back(*(it + 1));
+  }
+  std::map<std::pair<Count, Count>, double> before;
+  for (const auto& c : s.prof.compute) before[{c.micro_batch, c.concurrent_ranks}] = c.micro_step.median;
+  for (auto& [p, bs] : by_p) {
+    std::sort(bs.begin(), bs.end());
+    bs.erase(std::unique(bs.begin(), bs.end()), bs.end());
+    RankPlan gp = rp;
+    gp.micro_batches = bs;
+    gp.compute_budget = 0;  // the ci target or --max-iters ends it
+    gp.max_iters = std::min(rp.max_iters, 3 * std::max(rp.iters, 8));
+    s.progress.status(fmt::format("world_size {}: measuring micro_batch {} again (inconsistent)", p, fmt::join(bs, ", ")));
+    PhaseConditions cond;
+    const std::string phase = fmt::format("world_size {} re-measurement", p);
+    const auto files = run_group(s, gp, p, 30, cond, phase);
+    s.prof.conditions.push_back(cond);
+    for (const auto& fresh : files[0].results.compute)
+      for (auto& c : s.prof.compute)
+        if (c.micro_batch == fresh.micro_batch && c.concurrent_ranks == p) c = fresh;
+  }
+  const auto still = find_suspect_points(s.prof.compute, s.req.ci_target);
+  for (const auto& sp : suspects) {
+    const auto key = std::make_pair(sp.micro_batch, sp.concurrent_ranks);
+    double now = 0;
+    for (const auto& c : s.prof.compute)
+      if (c.micro_batch == sp.micro_batch && c.concurrent_ranks == sp.concurrent_ranks) now = c.micro_step.median;
+    const bool persists = std::any_of(still.begin(), still.end(), [&](const SuspectPoint& x) {
+      return x.micro_batch == sp.micro_batch && x.concurrent_ranks == sp.concurrent_ranks;
+    });
+    const double first = before[key];
+    const bool reproduced = first > 0 && std::abs(now / first - 1) <= std::max(0.05, 2 * s.req.ci_target);
+    const std::string what = fmt::format("world_size {} micro_batch {}: {} ms, measured again {} ms", sp.concurrent_ranks,
+                                         sp.micro_batch, fmt::format("{:.2f}", 1e3 * first),
+                                         fmt::format("{:.2f}", 1e3 * now));
+    if (!persists)
+      s.prof.notes.push_back(fmt::format("{} ({}; consistent now)", what, sp.why));
+    else if (reproduced)
+      s.prof.notes.push_back(fmt::format("{} ({}; reproduced, kept as measured)", what, sp.why));
+    else
+      s.prof.unconfirmed.push_back(fmt::format("{} ({}; the two measurements disagree)", what, sp.why));
+  }
+  s.lap("re-measurement");
+}
+
 void record_settings(Session& s, const RankPlan& rp) {
   const auto& req = s.req;
   auto& st = s.prof.settings;
   st.warmup = req.warmup;
   st.iters = req.iters;
+  st.ci_target = req.ci_target;
+  st.max_iters = req.max_iters;
   st.ranks = s.ranks;
   st.sizes = rp.sizes;
   st.memory_cap = s.cap;
@@ -406,8 +526,13 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
 
   const RankPlan rp = rank_plan(s, points);
   run_rank_groups(s, rp, est);
+  remeasure_suspects(s, rp);
   record_settings(s, rp);
   progress.clear();
+  if (req.require_quiet && !s.prof.unconfirmed.empty())
+    throw RuntimeFailure(fmt::format("profile: not written (--require-quiet): {} measurement(s) not confirmed, e.g. {}; "
+                                     "profile again on a quiet machine",
+                                     s.prof.unconfirmed.size(), s.prof.unconfirmed.front()));
   return std::move(s.prof);
 }
 

@@ -55,7 +55,10 @@ struct ProfileRequest {
   Seconds time_budget = 30;
   std::vector<Count> ranks;              // empty: default_ranks
   std::vector<Bytes> sizes;              // empty: default_allreduce_sizes(gradient bytes)
-  int warmup = 1, iters = 5;
+  int warmup = 2, iters = 8;             // compute/optimizer: iters is the minimum per point
+  double ci_target = 0.02;               // adaptive: the median's 95% interval within +-ci_target (0: fixed)
+  int max_iters = 200;
+  bool require_quiet = false;            // RuntimeFailure instead of a profile with unconfirmed numbers
   int comm_warmup = 3, comm_iters = 20;
   int threads_per_rank = 0;              // 0: default_threads_per_rank
   Optimizer optimizer = Optimizer::adam;  // one LibTorch has (lamb: profile adam, its profiled_as)

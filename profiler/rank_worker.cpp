@@ -37,6 +37,10 @@ json RankPlan::to_json() const {
               {"threads_per_rank", threads_per_rank},
               {"warmup", warmup},
               {"iters", iters},
+              {"ci_target", ci_target},
+              {"max_iters", max_iters},
+              {"compute_budget_s", compute_budget},
+              {"optimizer_budget_s", optimizer_budget},
               {"comm_warmup", comm_warmup},
               {"comm_iters", comm_iters},
               {"optimizer", std::string(to_string(optimizer))},
@@ -64,6 +68,10 @@ RankPlan RankPlan::from_json(const json& j) {
   p.threads_per_rank = static_cast<int>(f.positive("threads_per_rank"));
   p.warmup = static_cast<int>(f.count("warmup"));
   p.iters = static_cast<int>(f.positive("iters"));
+  p.ci_target = f.num("ci_target");
+  p.max_iters = static_cast<int>(f.count("max_iters"));
+  p.compute_budget = f.num("compute_budget_s");
+  p.optimizer_budget = f.num("optimizer_budget_s");
   p.comm_warmup = static_cast<int>(f.count("comm_warmup"));
   p.comm_iters = static_cast<int>(f.positive("comm_iters"));
   p.optimizer = parse_libtorch_optimizer(f.str("optimizer"), f.child("optimizer"));

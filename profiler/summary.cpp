@@ -42,24 +42,30 @@ void print_summary(const Profile& p, std::FILE* out) {
              format_bytes(p.settings.memory_cap));
 
   if (!p.compute.empty()) {
-    fmt::print(out, "\n# Compute per micro-step, ms: median [p10, p90] of {} iterations after {} warm-up, max over "
-               "concurrent ranks\n", p.settings.iters, p.settings.warmup);
-    fmt::print(out, "# {:>11} {:>5} {:>10} {:>21} {:>10} {:>10} {:>12}\n", "micro_batch", "ranks", "micro_step",
-               "[p10, p90]", "forward", "backward", "samples/s");
+    if (p.settings.ci_target > 0)
+      fmt::print(out, "\n# Compute per micro-step, ms: median, its 95% interval (target +-{:.1f}%) and [p10, p90] of n "
+                 "iterations (at least {}, after {}+ warm-up), max over concurrent ranks\n",
+                 100 * p.settings.ci_target, p.settings.iters, p.settings.warmup);
+    else
+      fmt::print(out, "\n# Compute per micro-step, ms: median [p10, p90] of {} iterations after {} warm-up, max over "
+                 "concurrent ranks\n", p.settings.iters, p.settings.warmup);
+    fmt::print(out, "# {:>11} {:>5} {:>10} {:>8} {:>5} {:>21} {:>10} {:>10} {:>12}\n", "micro_batch", "ranks",
+               "micro_step", "95% ci", "n", "[p10, p90]", "forward", "backward", "samples/s");
     for (const auto& c : p.compute) {
       const auto& t = c.micro_step;
-      fmt::print(out, "  {:>11} {:>5} {:>10} {:>21} {:>10} {:>10} {:>12.1f}\n", c.micro_batch, c.concurrent_ranks,
-                 ms(t.median), fmt::format("[{}, {}]", ms(t.p10), ms(t.p90)), ms(c.forward.median),
-                 ms(c.backward.median),
+      fmt::print(out, "  {:>11} {:>5} {:>10} {:>8} {:>5} {:>21} {:>10} {:>10} {:>12.1f}\n", c.micro_batch,
+                 c.concurrent_ranks, ms(t.median), fmt::format("+-{:.1f}%", 100 * t.ci_half_width()), t.samples.size(),
+                 fmt::format("[{}, {}]", ms(t.p10), ms(t.p90)), ms(c.forward.median), ms(c.backward.median),
                  t.median > 0 ? static_cast<double>(c.micro_batch * c.concurrent_ranks) / t.median : 0.0);
     }
   }
   if (!p.optimizer.empty()) {
     fmt::print(out, "\n# Optimizer step (zero_grad + {} step), ms, max over concurrent ranks\n",
                to_string(p.settings.optimizer));
-    fmt::print(out, "# {:>5} {:>10} {:>21}\n", "ranks", "median", "[p10, p90]");
+    fmt::print(out, "# {:>5} {:>10} {:>8} {:>5} {:>21}\n", "ranks", "median", "95% ci", "n", "[p10, p90]");
     for (const auto& o : p.optimizer)
-      fmt::print(out, "  {:>5} {:>10} {:>21}\n", o.concurrent_ranks, ms(o.step.median),
+      fmt::print(out, "  {:>5} {:>10} {:>8} {:>5} {:>21}\n", o.concurrent_ranks, ms(o.step.median),
+                 fmt::format("+-{:.1f}%", 100 * o.step.ci_half_width()), o.step.samples.size(),
                  fmt::format("[{}, {}]", ms(o.step.p10), ms(o.step.p90)));
   }
 
@@ -122,6 +128,18 @@ void print_summary(const Profile& p, std::FILE* out) {
     for (const auto& o : p.overlap)
       fmt::print(out, "  {:>10} {:>11} {:>14} {:>10} {:>10}\n", o.world_size, o.micro_batch, ms(o.backward_alone),
                  ms(o.comm_alone), ms(o.overlapped));
+  }
+  if (!p.conditions.empty()) {
+    fmt::print(out, "\n# The machine while measuring (other processes' busy cores, hypervisor steal, load average)\n");
+    for (const auto& c : p.conditions)
+      fmt::print(out, "#  {:<30} {:>6.1f} s  others {:.2f} cores  steal {:.1f}%  load {:.2f} -> {:.2f}{}\n",
+                 fmt::format("{}{}", c.phase, c.attempt > 1 ? " (again)" : ""), c.wall, c.others_cores, 100 * c.steal, c.load_before,
+                 c.load_after, c.disturbed ? "  DISTURBED" : "");
+  }
+  if (!p.unconfirmed.empty()) {
+    fmt::print(out, "\n# NOT CONFIRMED: these numbers were measured but could not be confirmed; predictions from them "
+                    "carry the machine's noise (profile again on a quiet machine)\n");
+    for (const auto& u : p.unconfirmed) fmt::print(out, "#  - {}\n", u);
   }
   if (!p.notes.empty()) {
     fmt::print(out, "\n# Notes\n");

@@ -3,12 +3,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+
+#include <fmt/format.h>
+
+#include "core/host.hpp"
 
 namespace gaccum::profiler {
 
 std::vector<Count> default_ranks(bool cuda, int cpu_cores, int gpus) {
-  const Count limit = cuda ? std::max(1, gpus) : std::clamp(cpu_cores, 1, 4);
+  const Count limit = cuda ? std::max(1, gpus) : default_cpu_max_ranks(cpu_cores);
   std::vector<Count> out;
   for (Count p = 1; p <= limit; p *= 2) out.push_back(p);
   return out;
@@ -17,7 +22,7 @@ std::vector<Count> default_ranks(bool cuda, int cpu_cores, int gpus) {
 int default_threads_per_rank(int cpu_cores, const std::vector<Count>& ranks) {
   Count most = 1;
   for (Count p : ranks) most = std::max(most, p);
-  return std::max(1, static_cast<int>(cpu_cores / most));
+  return gaccum::default_threads_per_rank(cpu_cores, most);
 }
 
 std::vector<Bytes> default_allreduce_sizes(Bytes gradient_bytes) {
@@ -138,6 +143,53 @@ Seconds interpolate_time(const std::vector<std::pair<Count, Seconds>>& points, C
   if (x1 == x0) return y1;
   const double t = y0 + (y1 - y0) * static_cast<double>(micro_batch - x0) / static_cast<double>(x1 - x0);
   return std::max(t, 0.0);
+}
+
+std::vector<SuspectPoint> find_suspect_points(const std::vector<ComputePoint>& points, double ci_target) {
+  std::map<Count, std::vector<const ComputePoint*>> by_p;
+  for (const auto& c : points) by_p[c.concurrent_ranks].push_back(&c);
+  for (auto& [p, v] : by_p)
+    std::sort(v.begin(), v.end(), [](const ComputePoint* a, const ComputePoint* b) { return a->micro_batch < b->micro_batch; });
+  std::vector<SuspectPoint> out;
+  std::set<std::pair<Count, Count>> seen;
+  auto add = [&](Count b, Count p, std::string why) {
+    if (seen.insert({b, p}).second) out.push_back({b, p, std::move(why)});
+  };
+  for (const auto& [p, v] : by_p)
+    for (size_t i = 1; i + 1 < v.size(); ++i) {
+      const double b0 = double(v[i - 1]->micro_batch), b1 = double(v[i]->micro_batch), b2 = double(v[i + 1]->micro_batch);
+      const double t0 = v[i - 1]->micro_step.median, t1 = v[i]->micro_step.median, t2 = v[i + 1]->micro_step.median;
+      const double line = t0 + (t2 - t0) * (b1 - b0) / (b2 - b0);
+      const double tol = std::max({kNeighbourTolerance, 3 * v[i]->micro_step.ci_half_width(), ci_target});
+      if (line > 0 && std::abs(t1 / line - 1) > tol)
+        add(v[i]->micro_batch, p,
+            fmt::format("{:+.0f}% from the line through micro_batch {} and {}", 100 * (t1 / line - 1),
+                        v[i - 1]->micro_batch, v[i + 1]->micro_batch));
+    }
+  const auto one = by_p.find(1);
+  if (one == by_p.end()) return out;
+  std::map<Count, double> t1;
+  for (const auto* c : one->second) t1[c->micro_batch] = c->micro_step.median;
+  for (const auto& [p, v] : by_p) {
+    if (p < 2) continue;
+    std::vector<std::pair<Count, double>> ratio;
+    for (const auto* c : v)
+      if (auto it = t1.find(c->micro_batch); it != t1.end() && it->second > 0)
+        ratio.push_back({c->micro_batch, c->micro_step.median / it->second});
+    if (ratio.size() < 3) continue;
+    std::vector<double> rs;
+    for (const auto& r : ratio) rs.push_back(r.second);
+    std::nth_element(rs.begin(), rs.begin() + static_cast<long>(rs.size() / 2), rs.end());
+    const double med = rs[rs.size() / 2];
+    for (const auto& [b, r] : ratio)
+      if (r < 0.8 || std::abs(r / med - 1) > kContentionTolerance) {
+        const auto why = fmt::format("concurrency {} reads {:.2f}x concurrency 1, the sweep's median ratio is {:.2f}x",
+                                     p, r, med);
+        add(b, p, why);
+        add(b, 1, why);
+      }
+  }
+  return out;
 }
 
 }  // namespace gaccum::profiler

@@ -63,6 +63,28 @@ ComputePointPlan plan_compute_points(Count max_fitting, Count min_b = 1);
 std::vector<Count> choose_compute_points(const ComputePointPlan& plan, const std::function<Seconds(Count)>& cost,
                                          Seconds budget);
 
+// --- consistency of the measured compute points --------------------------------------------
+
+// A compute point that disagrees with its neighbours or with the contention physics:
+//   neighbours  an interior point (of one concurrency, ordered by micro_batch) whose median is
+//               more than max(kNeighbourTolerance, 3 x its interval half-width) away from the
+//               line through its two neighbours' medians;
+//   contention  for concurrency p > 1, r(b) = t(b, p) / t(b, 1); a size whose r is more than
+//               kContentionTolerance away (relative) from the median r of that concurrency, or
+//               below 0.8 (sharing the cores made it faster). Both (b, p) and (b, 1) are listed:
+//               either may be the disturbed one.
+// Why: a disturbance that moved a stretch of a sweep (issue 16: concurrency-2 times of gpt-tiny
+//      read 2x the concurrency-1 times for micro_batch 4-18, then 1.1x) is visible only
+//      against the rest of the profile.
+inline constexpr double kNeighbourTolerance = 0.20;
+inline constexpr double kContentionTolerance = 0.25;
+struct SuspectPoint {
+  Count micro_batch = 0;
+  Count concurrent_ranks = 1;
+  std::string why;
+};
+std::vector<SuspectPoint> find_suspect_points(const std::vector<ComputePoint>& points, double ci_target);
+
 // Linear interpolation (and extrapolation through the nearest two points) of measured
 // (micro_batch, seconds) pairs; used to estimate the cost of unmeasured points.
 Seconds interpolate_time(const std::vector<std::pair<Count, Seconds>>& points, Count micro_batch);

@@ -1,6 +1,7 @@
 // What/why: see comparison.hpp.
 #include "runner/comparison.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -30,12 +31,21 @@ Comparison compare_to_prediction(const Measured& m, const model::Prediction& p, 
       static_cast<double>(p.collectives_per_step), Gate::exact);
   add("comm_buffer_bytes", "bytes", static_cast<double>(m.comm_buffer_bytes), static_cast<double>(p.memory.comm_buffers),
       Gate::exact);
-  add("step_time_p90", "s", m.step_time.p90, p.step_time_hi > 0 ? p.step_time_hi : p.time.step_time, Gate::info);
   add("compute", "s", m.compute, p.time.compute, Gate::info);
   add("comm_exposed", "s", m.comm_exposed, p.time.comm_exposed, Gate::info);
   add("comm_total", "s", m.comm_total, p.time.comm_total, Gate::info);
   add("optimizer", "s", m.optimizer, p.time.optimizer, Gate::info);
   if (p.tokens_per_s > 0) add("tokens_per_s", "tokens/s", m.tokens_per_s, p.tokens_per_s, Gate::info);
+  if (p.step_time_hi > 0) {
+    BandCheck b;
+    b.predicted_lo = std::min(p.step_time_lo, p.time.step_time);
+    b.predicted_hi = std::max(p.step_time_hi, p.time.step_time);
+    b.measured = m.step_time.median;
+    b.measured_lo = std::min(m.step_time.ci_lo, b.measured);
+    b.measured_hi = std::max(m.step_time.ci_hi, b.measured);
+    b.inside = b.measured_lo <= b.predicted_hi && b.measured_hi >= b.predicted_lo;
+    c.band = b;
+  }
   return c;
 }
 

@@ -4,7 +4,9 @@
 //   gated figures (pass/fail against the tolerance): step_time (median), throughput,
 //     peak_memory; exact: collectives_per_step, comm_buffer_bytes.
 //   informational (error shown, no verdict: small absolute values make percentages swing):
-//     step_time p90 vs the upper band, compute, comm_exposed, comm_total, optimizer, tokens/s.
+//     compute, comm_exposed, comm_total, optimizer, tokens/s; and the band check: does the run's
+//     95% median interval overlap the predicted band (the step priced at the ends of the
+//     profile's 95% median intervals)?
 // Why: the runner is the proof of a recommendation: a prediction off by more than the
 //      tolerance fails the validation (exit 1).
 // No LibTorch (the typed record + model/prediction.hpp).

@@ -101,7 +101,8 @@ std::string format_measured(const RunSpec& spec, const Measured& m) {
   std::string out;
   const auto& st = m.step_time;
   out += fmt::format("measured ({} timed steps, step time = slowest rank per step)\n", m.timed_steps);
-  out += fmt::format("  step_time     median {}  p90 {}  (min {}, max {})\n", format_seconds(st.median),
+  out += fmt::format("  step_time     median {} (95% interval {} to {})  p90 {}  (min {}, max {})\n",
+                     format_seconds(st.median), format_seconds(st.ci_lo), format_seconds(st.ci_hi),
                      format_seconds(st.p90), format_seconds(st.min), format_seconds(st.max));
   std::string tput = fmt::format("{} samples/s", rate(m.throughput_samples_per_s));
   if (m.tokens_per_s > 0) tput += fmt::format("  {} tokens/s", rate(m.tokens_per_s));
@@ -132,6 +133,14 @@ std::string format_comparison(const Comparison& cmp) {
     out += fmt::format("  {:<22} {:>14} {:>14} {:>9}  {}\n", r.figure, fmt_value(r.measured, r.unit),
                        fmt_value(r.predicted, r.unit), error_text(r),
                        r.status ? std::string(record_name(*r.status)) : std::string("info"));
+  if (cmp.band) {
+    const auto& b = *cmp.band;
+    out += fmt::format("  step_time band: measured {} (95% interval {} to {}) {} the predicted band {} to {} (the "
+                       "profile's 95% median intervals)\n",
+                       fmt_value(b.measured, "s"), fmt_value(b.measured_lo, "s"), fmt_value(b.measured_hi, "s"),
+                       b.inside ? "overlaps" : "is OUTSIDE", fmt_value(b.predicted_lo, "s"),
+                       fmt_value(b.predicted_hi, "s"));
+  }
   return out;
 }
 

@@ -45,7 +45,9 @@ json measured_json(const Measured& m) {
                                  {"p90", st.p90},
                                  {"mean", st.mean},
                                  {"min", st.min},
-                                 {"max", st.max}}},
+                                 {"max", st.max},
+                                 {"ci_lo", st.ci_lo},
+                                 {"ci_hi", st.ci_hi}}},
               {"throughput_samples_per_s", m.throughput_samples_per_s},
               {"tokens_per_s", m.tokens_per_s},
               {"peak_memory", m.peak_memory},
@@ -109,7 +111,12 @@ json comparison_json(const Comparison& c) {
                         {"error_pct", r.error_pct ? json(*r.error_pct) : json(nullptr)},
                         {"gate", gate_name(r.gate)},
                         {"status", r.status ? std::string(record_name(*r.status)) : std::string("info")}});
-  return json{{"tolerance_pct", c.tolerance_pct}, {"ok", c.ok}, {"rows", rows}};
+  json j{{"tolerance_pct", c.tolerance_pct}, {"ok", c.ok}, {"rows", rows}};
+  if (c.band)
+    j["band"] = {{"predicted_lo", c.band->predicted_lo}, {"predicted_hi", c.band->predicted_hi},
+                 {"measured", c.band->measured},         {"measured_lo", c.band->measured_lo},
+                 {"measured_hi", c.band->measured_hi},   {"inside", c.band->inside}};
+  return j;
 }
 
 json steps_json(const std::vector<WindowRow>& steps) {
@@ -158,6 +165,8 @@ Measured measured_from(const Reader& r) {
   m.step_time.mean = st.get<double>("mean");
   m.step_time.min = st.get<double>("min");
   m.step_time.max = st.get<double>("max");
+  m.step_time.ci_lo = st.get_or<double>("ci_lo", m.step_time.min);  // absent before issue 16
+  m.step_time.ci_hi = st.get_or<double>("ci_hi", m.step_time.max);
   m.throughput_samples_per_s = r.get<double>("throughput_samples_per_s");
   m.tokens_per_s = r.get<double>("tokens_per_s");
   m.peak_memory = r.get<Bytes>("peak_memory");
@@ -225,6 +234,17 @@ Comparison comparison_from(const Reader& r) {
     const std::string st = x.get<std::string>("status");
     if (st != "info") row.status = status_of(st, x.what + ".status");
     c.rows.push_back(std::move(row));
+  }
+  if (r.has("band")) {
+    const Reader b = r.child("band");
+    BandCheck x;
+    x.predicted_lo = b.get<double>("predicted_lo");
+    x.predicted_hi = b.get<double>("predicted_hi");
+    x.measured = b.get<double>("measured");
+    x.measured_lo = b.get<double>("measured_lo");
+    x.measured_hi = b.get<double>("measured_hi");
+    x.inside = b.get<bool>("inside");
+    c.band = x;
   }
   return c;
 }

@@ -55,7 +55,7 @@ struct CheckRecord {
 };
 
 struct Measured {
-  TimingStats step_time;  // median, p10, p90, mean, min, max (samples not written)
+  TimingStats step_time;  // median, p10, p90, mean, min, max, ci_lo/ci_hi (samples not written)
   double throughput_samples_per_s = 0, tokens_per_s = 0;
   Bytes peak_memory = 0;
   std::vector<Bytes> peak_memory_per_rank;
@@ -111,10 +111,18 @@ struct ComparisonRow {
   Gate gate = Gate::info;
   std::optional<Status> status;  // pass / fail for gated rows; none: informational
 };
+// Whether the run's median step time agrees with the predicted band: the run's own 95% median
+// interval overlaps [predicted lo, hi] (model/prediction.hpp). Informational, no verdict.
+struct BandCheck {
+  Seconds predicted_lo = 0, predicted_hi = 0;
+  Seconds measured = 0, measured_lo = 0, measured_hi = 0;
+  bool inside = false;
+};
 struct Comparison {
   double tolerance_pct = 0;
   bool ok = true;
   std::vector<ComparisonRow> rows;
+  std::optional<BandCheck> band;  // absent: the prediction has no band
 };
 
 struct RunRecord {

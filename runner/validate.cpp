@@ -22,6 +22,7 @@
 #include "runner/comparison.hpp"
 #include "runner/rank_run.hpp"
 #include "runner/report.hpp"
+#include "core/host.hpp"
 #include "workloads/workload.hpp"
 
 namespace gaccum::runner {
@@ -31,9 +32,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int default_threads(int ranks_on_host) {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, ranks_on_host));
+// Without a profile, the threads a default `profile` of this host would have measured with (its
+// largest rank count, core/host.hpp), or fewer when more ranks share the host: the run is then
+// comparable with a profile taken later.
+// (CUDA: one process per GPU, cores / ranks, as `profile` on the GPUs.)
+int default_threads(int ranks_on_host, bool cuda) {
+  const int cores = usable_cores();
+  const Count most = cuda ? std::max(1, ranks_on_host)
+                          : std::max<Count>(default_cpu_max_ranks(cores), std::max(1, ranks_on_host));
+  return default_threads_per_rank(cores, most);
 }
 
 void add_prediction(RunRecord& run, const model::CostModel* model, const Profile* profile, double tolerance_pct) {
@@ -51,6 +58,10 @@ void add_prediction(RunRecord& run, const model::CostModel* model, const Profile
   if (profile && profile->hardware.threads_per_rank > 0 && profile->hardware.threads_per_rank != threads)
     run.warnings.push_back(fmt::format("the profile was measured with {} thread(s) per rank, this run used {}",
                                        profile->hardware.threads_per_rank, threads));
+  if (profile && !profile->unconfirmed.empty())
+    run.warnings.push_back(fmt::format("the profile lists {} measurement(s) it could not confirm (e.g. {}): the "
+                                       "prediction carries that noise",
+                                       profile->unconfirmed.size(), profile->unconfirmed.front()));
   run.ok = run.ok && run.comparison->ok;
 }
 
@@ -177,7 +188,8 @@ void complete_specs(std::vector<RunSpec>& specs, const ValidateOptions& o, const
       if (profile && profile->hardware.threads_per_rank > 0)
         s.threads_per_rank = profile->hardware.threads_per_rank;
       else
-        s.threads_per_rank = default_threads(joined ? ctx.local_world_size : static_cast<int>(s.world_size));
+        s.threads_per_rank = default_threads(joined ? ctx.local_world_size : static_cast<int>(s.world_size),
+                                             device_kind_of(device) == DeviceKind::cuda);
     }
     s.validate();
   }
@@ -252,6 +264,7 @@ void run_local(Validation& v, const std::vector<RunSpec>& specs) {
     job.store_timeout = s.timeout;
     job.scratch_prefix = "gaccum-validate";
     std::optional<RunRecord> record;
+    const MachineActivity watch;  // what the rest of the machine did meanwhile
     const auto res = engine::run_rank_job(job, [&](const std::string& dir, const engine::RankJobOutcome& oc) {
       const std::string text = read_file_if_present(engine::rank_result_path(dir, 0));
       if (!text.empty() && !oc.launch.interrupted)
@@ -260,7 +273,15 @@ void run_local(Validation& v, const std::vector<RunSpec>& specs) {
     RunRecord run;
     if (record) {
       run = std::move(*record);
-      if (run.environment) run.environment->launch["launcher_wall_s"] = res.launch.wall;
+      const PhaseConditions cond = watch.stop("validate");
+      if (run.environment) {
+        run.environment->launch["launcher_wall_s"] = res.launch.wall;
+        run.environment->launch["machine"] = to_json(cond);
+      }
+      if (cond.disturbed)
+        run.warnings.push_back(fmt::format("this run was measured while {}: its times include that work (run it "
+                                           "again on a quiet machine)",
+                                           describe_disturbance(cond)));
       v.predict(run);
     } else {
       run.spec = s;

@@ -79,3 +79,8 @@ gaccum_cli_test(validate-checkpointing-refused 2 "--workload gpt-tiny:checkpoint
 gaccum_cli_test(models-listed-sweep-batchnorm 0 "wrote .*listed.json" --
   ${G} profile --torchscript ${_bn} --input-shape 3,16,16 --micro-batches 2,4 --ranks 1 --time-budget 5s -o ${M}/listed.json)
 set_tests_properties("cli: models-listed-sweep-batchnorm" PROPERTIES FIXTURES_REQUIRED torchscript)
+
+# Adaptive timing flags (issue 16): bad values are refused with the flag named, exit 2.
+gaccum_cli_test(profile-ci-target-tiny 2 "--ci-target" --one-line-stderr -- ${G} profile --ci-target 0.01% -o ${M}/ci.json)
+gaccum_cli_test(profile-ci-target-bad 2 "--ci-target" --one-line-stderr -- ${G} profile --ci-target fast -o ${M}/ci.json)
+gaccum_cli_test(profile-max-iters-zero 2 "--max-iters" --one-line-stderr -- ${G} profile --max-iters 0 -o ${M}/ci.json)

@@ -157,12 +157,33 @@ TEST_CASE("a short gaccum-tune profile run writes a complete, loadable profile.j
   CHECK(p.overlap.size() == 1);
   REQUIRE(p.grad_norms.size() == 2);
   CHECK(p.grad_norms[0].sq_norms.size() == 3);
+  // Adaptive timing (default --ci-target 2%, --max-iters 200): at least --iters samples per point,
+  // never more than --max-iters, and each median inside its own 95% interval.
+  CHECK(p.settings.ci_target == Approx(0.02));
+  CHECK(p.settings.max_iters == 200);
+  for (const auto& c : p.compute) {
+    CHECK(c.micro_step.samples.size() >= 2);
+    CHECK(c.micro_step.samples.size() <= 200);
+    CHECK(c.micro_step.ci_lo <= c.micro_step.median);
+    CHECK(c.micro_step.ci_hi >= c.micro_step.median);
+  }
+  for (const auto& o : p.optimizer) CHECK(o.step.samples.size() >= 2);
+  // The machine was watched during both rank groups (others_cores is whatever this host did).
+  REQUIRE(p.conditions.size() >= 2);
+  CHECK(p.conditions[0].phase == "world_size 1 group");
+  for (const auto& c : p.conditions) {
+    CHECK(c.wall > 0);
+    CHECK(c.others_cores >= 0);
+    CHECK(c.disturbed == (c.others_cores > kDisturbedOthersCores || c.steal > kDisturbedSteal));
+  }
   // The summary went to stdout.
   const auto text = read_file(log, "log");
   CHECK(text.find("# Memory per micro_batch") != std::string::npos);
   CHECK(text.find("busbw") != std::string::npos);
   CHECK(text.find("#wrong") != std::string::npos);
   CHECK(text.find("# Reduce-scatter, gloo world_size 2 (alltoall+local-sum)") != std::string::npos);
+  CHECK(text.find("# The machine while measuring") != std::string::npos);
+  CHECK(text.find("95% ci") != std::string::npos);
   // A round trip keeps every field.
   CHECK(to_json(profile_from_json(to_json(p), "again")) == to_json(p));
   fs::remove_all(dir);

@@ -43,6 +43,66 @@ TEST_CASE("timing stats use linear-interpolated quantiles", "[profile]") {
   CHECK(t.mean == Approx(3));
   CHECK(t.p10 == Approx(1.4));  // pos 0.4 between 1 and 2
   CHECK(t.p90 == Approx(4.6));
+  // Five samples cannot reach 95% (P(B <= 0) = 1/32 > 2.5%): the interval is [min, max].
+  CHECK(t.ci_lo == 1);
+  CHECK(t.ci_hi == 5);
+  CHECK(t.ci_half_width() == Approx((5.0 - 1.0) / (2 * 3)));
+}
+
+TEST_CASE("the median's 95% interval comes from binomial order statistics", "[profile]") {
+  // n = 6: P(B <= 0) = 1/64 = 1.6% <= 2.5%, P(B <= 1) = 7/64 = 10.9%: l = 1, [x_1, x_6].
+  CHECK(median_interval_ranks(6) == std::pair<std::size_t, std::size_t>{0, 5});
+  // n = 10: P(B <= 1) = 11/1024 = 1.07%, P(B <= 2) = 56/1024 = 5.5%: l = 2, [x_2, x_9].
+  CHECK(median_interval_ranks(10) == std::pair<std::size_t, std::size_t>{1, 8});
+  // n = 20: P(B <= 5) = 21700/2^20 = 2.07%, P(B <= 6) = 60460/2^20 = 5.8%: l = 6, [x_6, x_15].
+  CHECK(median_interval_ranks(20) == std::pair<std::size_t, std::size_t>{5, 14});
+  CHECK(median_interval_ranks(1) == std::pair<std::size_t, std::size_t>{0, 0});
+  CHECK(median_interval_ranks(0) == std::pair<std::size_t, std::size_t>{0, 0});
+  // 2000 samples stay finite (log space): the interval narrows around the middle, about
+  // n/2 -+ 1.96 sqrt(n)/2 = 1000 -+ 43.8.
+  const auto big = median_interval_ranks(2000);
+  CHECK(big.first >= 954);
+  CHECK(big.first <= 958);
+  CHECK(big.second == 2000 - 1 - big.first);
+  std::vector<Seconds> s;
+  for (int i = 1; i <= 10; ++i) s.push_back(i);
+  const auto t = TimingStats::from_samples(s);
+  CHECK(t.ci_lo == 2);
+  CHECK(t.ci_hi == 9);
+  CHECK(t.ci_half_width() == Approx(7.0 / 11.0));  // (9 - 2) / (2 x 5.5)
+}
+
+TEST_CASE("one threads-per-rank rule for the profiler and the runner", "[core]") {
+  CHECK(default_cpu_max_ranks(1) == 1);
+  CHECK(default_cpu_max_ranks(2) == 2);
+  CHECK(default_cpu_max_ranks(3) == 2);
+  CHECK(default_cpu_max_ranks(16) == 4);
+  CHECK(default_threads_per_rank(2, 2) == 1);   // this machine: profile ranks 1,2 -> 1 thread
+  CHECK(default_threads_per_rank(16, 4) == 4);
+  CHECK(default_threads_per_rank(3, 4) == 1);   // never below 1
+  CHECK(default_threads_per_rank(8, 0) == 8);
+}
+
+TEST_CASE("machine conditions are judged and round-trip through JSON", "[core]") {
+  PhaseConditions c;
+  c.phase = "world_size 2 group";
+  c.wall = 10;
+  c.others_cores = 0.8;
+  c.load_before = 1.5;
+  c.load_after = 2.0;
+  c.disturbed = true;
+  const auto back = phase_conditions_from_json(to_json(c), "c");
+  CHECK(back.phase == c.phase);
+  CHECK(back.others_cores == Approx(0.8));
+  CHECK(back.disturbed);
+  CHECK(describe_disturbance(c) == "other processes kept 0.80 cores busy (load average 1.50 -> 2.00)");
+  // A real phase of this process sleeping: it used no CPU itself.
+  const MachineActivity watch;
+  const auto now = watch.stop("idle");
+  CHECK(now.phase == "idle");
+  CHECK(now.others_cores >= 0);
+  CHECK(now.steal >= 0);
+  CHECK(now.steal <= 1);
 }
 
 static Profile sample_profile() {

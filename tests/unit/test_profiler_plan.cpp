@@ -3,6 +3,7 @@
 // estimator), all with hand-computed values.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -134,4 +135,56 @@ TEST_CASE("profile summary prints the least-squares B_simple that tune uses", "[
   CHECK_THAT(summary_of(p), Catch::Contains("B_simple = tr(Sigma)/|G|^2 = 15.57 / 2.784 = 5.6 samples"));
   p.grad_norms = {{4, {1.0}}};
   CHECK_THAT(summary_of(p), Catch::Contains("B_simple: not estimable"));
+}
+
+namespace {
+ComputePoint point_at(Count b, Count p, double seconds) {
+  ComputePoint c;
+  c.micro_batch = b;
+  c.concurrent_ranks = p;
+  // Three samples within +-1%: a tight interval, so the 20% neighbour rule decides.
+  c.micro_step = TimingStats::from_samples({0.99 * seconds, seconds, 1.01 * seconds});
+  return c;
+}
+}  // namespace
+
+TEST_CASE("suspect compute points: neighbours and contention physics", "[profiler][plan]") {
+  // t(b, 1) = 1 ms x b, t(b, 2) = 1.1 ms x b: consistent, nothing to re-measure.
+  std::vector<ComputePoint> pts;
+  for (Count b : {1, 2, 4, 8, 16}) pts.push_back(point_at(b, 1, 1e-3 * b));
+  for (Count b : {1, 2, 4, 8, 16}) pts.push_back(point_at(b, 2, 1.1e-3 * b));
+  CHECK(find_suspect_points(pts, 0.02).empty());
+
+  // b = 8 at concurrency 1 read 12 ms: the line through b = 4 (4 ms) and 16 (16 ms) says 8 ms,
+  // +50% > 20%; it also drags b = 4 off the line through b = 2 (2 ms) and 8 (12 ms), which
+  // says 5.33 ms: -25%. Its concurrency-2 ratio is 8.8 / 12 = 0.73 < 0.8: (8, 2) as well
+  // ((8, 1) is listed once).
+  auto bumped = pts;
+  bumped[3] = point_at(8, 1, 12e-3);
+  auto s = find_suspect_points(bumped, 0.02);
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].micro_batch == 4);
+  CHECK(s[0].concurrent_ranks == 1);
+  CHECK(s[0].why == "-25% from the line through micro_batch 2 and 8");
+  CHECK(s[1].micro_batch == 8);
+  CHECK(s[1].concurrent_ranks == 1);
+  CHECK(s[1].why == "+50% from the line through micro_batch 4 and 16");
+  CHECK(s[2].micro_batch == 8);
+  CHECK(s[2].concurrent_ranks == 2);
+  CHECK(s[2].why == "concurrency 2 reads 0.73x concurrency 1, the sweep's median ratio is 1.10x");
+
+  // A stretch of concurrency 2 at 2x (issue 16's gpt-tiny profile): b = 2 and 4 read 2.2 ms x b;
+  // the median ratio over b = 1, 2, 4, 8, 16 is 1.1, and 2.2 / 1.1 - 1 = +100% > 25%.
+  auto stretch = pts;
+  stretch[6] = point_at(2, 2, 4.4e-3);
+  stretch[7] = point_at(4, 2, 8.8e-3);
+  s = find_suspect_points(stretch, 0.02);
+  std::vector<std::pair<Count, Count>> got;
+  for (const auto& x : s) got.push_back({x.micro_batch, x.concurrent_ranks});
+  CHECK(std::count(got.begin(), got.end(), std::make_pair(Count(2), Count(2))) == 1);
+  CHECK(std::count(got.begin(), got.end(), std::make_pair(Count(4), Count(2))) == 1);
+  CHECK(std::count(got.begin(), got.end(), std::make_pair(Count(4), Count(1))) == 1);
+  for (const auto& x : s)
+    if (x.concurrent_ranks == 1 && x.micro_batch == 4)
+      CHECK(x.why == "concurrency 2 reads 2.20x concurrency 1, the sweep's median ratio is 1.10x");
 }

@@ -186,6 +186,8 @@ static Measured measured_fixture() {
   m.step_time.median = 1.05;
   m.step_time.p90 = 1.2;
   m.step_time.p10 = 1.0;
+  m.step_time.ci_lo = 1.0;
+  m.step_time.ci_hi = 1.1;
   m.step_time.mean = 1.07;
   m.step_time.min = 1.0;
   m.step_time.max = 1.3;
@@ -271,7 +273,7 @@ TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
       "  n/a   token_normalisation         samples\n"
       "  FAIL  parameters_identical        ranks diverged\n"
       "measured (3 timed steps, step time = slowest rank per step)\n"
-      "  step_time     median 1.05 s  p90 1.2 s  (min 1 s, max 1.3 s)\n"
+      "  step_time     median 1.05 s (95% interval 1 s to 1.1 s)  p90 1.2 s  (min 1 s, max 1.3 s)\n"
       "  throughput    60 samples/s\n"
       "  peak_memory   150 B per rank (max; ranks: 150 B, 140 B), resident 0 B, comm buffers 64 B\n"
       "  breakdown     compute 1 s, exposed comm 10 ms, comm in flight 20 ms, optimizer 40 ms, rank skew 1 ms\n"

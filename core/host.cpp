@@ -1,0 +1,128 @@
+// What/why: see host.hpp.
+#include "core/host.hpp"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/json_fields.hpp"
+
+namespace gaccum {
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+Count default_cpu_max_ranks(int cpu_cores) {
+  const Count limit = std::clamp(cpu_cores, 1, 4);
+  Count p = 1;
+  while (p * 2 <= limit) p *= 2;
+  return p;
+}
+
+int default_threads_per_rank(int cpu_cores, Count most_ranks_on_host) {
+  const Count most = std::max<Count>(1, most_ranks_on_host);
+  return std::max(1, static_cast<int>(static_cast<Count>(std::max(1, cpu_cores)) / most));
+}
+
+namespace {
+
+double seconds(const timeval& t) {
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+}
+
+double own_cpu() {
+  double s = 0;
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) == 0) s += seconds(u.ru_utime) + seconds(u.ru_stime);
+  if (getrusage(RUSAGE_CHILDREN, &u) == 0) s += seconds(u.ru_utime) + seconds(u.ru_stime);
+  return s;
+}
+
+}  // namespace
+
+MachineActivity::MachineActivity() : start_(sample()) {}
+
+MachineActivity::Sample MachineActivity::sample() {
+  Sample s;
+  s.own = own_cpu();
+  s.wall = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) s.load = load[0];
+  std::ifstream in("/proc/stat");
+  std::string line;
+  if (in && std::getline(in, line) && line.rfind("cpu ", 0) == 0) {
+    // cpu user nice system idle iowait irq softirq steal guest guest_nice (clock ticks; guest
+    // time is already inside user).
+    std::istringstream fields(line.substr(4));
+    double v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (double& x : v) fields >> x;
+    const double tick = static_cast<double>(std::max(1L, sysconf(_SC_CLK_TCK)));
+    s.busy = (v[0] + v[1] + v[2] + v[5] + v[6]) / tick;
+    s.steal = v[7] / tick;
+    s.total = (v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]) / tick;
+  }
+  return s;
+}
+
+PhaseConditions MachineActivity::stop(const std::string& phase) const {
+  const Sample end = sample();
+  PhaseConditions c;
+  c.phase = phase;
+  c.wall = std::max(0.0, end.wall - start_.wall);
+  c.load_before = start_.load;
+  c.load_after = end.load;
+  if (c.wall > 0 && end.total > start_.total) {
+    // /proc/stat counts in 10 ms ticks: a phase of a few seconds reads busy to within ~1%.
+    const double others = (end.busy - start_.busy) - (end.own - start_.own);
+    c.others_cores = std::max(0.0, others / c.wall);
+    c.steal = std::max(0.0, (end.steal - start_.steal) / (end.total - start_.total));
+  }
+  c.disturbed = c.others_cores > kDisturbedOthersCores || c.steal > kDisturbedSteal;
+  return c;
+}
+
+std::string describe_disturbance(const PhaseConditions& c) {
+  std::string s = fmt::format("other processes kept {:.2f} cores busy", c.others_cores);
+  if (c.steal > 0.005) s += fmt::format(", the hypervisor stole {:.1f}% of the CPU time", 100 * c.steal);
+  s += fmt::format(" (load average {:.2f} -> {:.2f})", c.load_before, c.load_after);
+  return s;
+}
+
+nlohmann::json to_json(const PhaseConditions& c) {
+  return {{"phase", c.phase},           {"attempt", c.attempt},
+          {"wall_s", c.wall},           {"load_before", c.load_before},
+          {"load_after", c.load_after}, {"others_cores", c.others_cores},
+          {"steal", c.steal},           {"disturbed", c.disturbed}};
+}
+
+PhaseConditions phase_conditions_from_json(const nlohmann::json& j, const std::string& path) {
+  JsonFields f(j, path);
+  PhaseConditions c;
+  c.phase = f.str("phase");
+  c.attempt = static_cast<int>(f.has("attempt") ? f.positive("attempt") : 1);
+  c.wall = f.num("wall_s");
+  c.load_before = f.num("load_before");
+  c.load_after = f.num("load_after");
+  c.others_cores = f.num("others_cores");
+  c.steal = f.num("steal");
+  c.disturbed = f.boolean("disturbed");
+  return c;
+}
+
+}  // namespace gaccum
