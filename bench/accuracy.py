@@ -268,7 +268,9 @@ def write_models(runner, torch_python, models_dir, names):
     if not want:
         return
     os.makedirs(models_dir, exist_ok=True)
-    rc, out, err, _ = runner.run([torch_python, "-c", MODEL_SCRIPT, models_dir, ",".join(want)], timeout=600,
+    script = os.path.join(models_dir, "write_models.py")  # torch.jit.script reads the classes' source
+    bl.write_atomic(script, MODEL_SCRIPT)
+    rc, out, err, _ = runner.run([torch_python, script, models_dir, ",".join(want)], timeout=600,
                                  check=False, what="write models")
     if rc != 0:
         raise bl.BenchError("writing the models %s with %s failed: %s (Debian: apt install python3-torch "

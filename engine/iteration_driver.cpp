@@ -40,39 +40,6 @@ TimedRun IterationDriver::run(int phases, const std::function<void(PhaseClock&, 
   return run(phases, warmup_, iters_, body);
 }
 
-TimedRun IterationDriver::run(int phases, int warmup, int iters, const std::function<void(PhaseClock&, int)>& body) {
-  if (iters < 1 || warmup < 0 || phases < 1)
-    throw InputError(fmt::format("--iters/--warmup: need iters >= 1 and warmup >= 0 (got {} and {})", iters, warmup));
-  // local[i] = {phase 0, ..., phase n-1, total} of timed iteration i.
-  std::vector<std::vector<double>> local;
-  for (int it = 0; it < warmup + iters; ++it) {
-    barrier();
-    clock_->begin();
-    body(*clock_, it);
-    auto iv = clock_->intervals();
-    if (static_cast<int>(iv.size()) != phases)
-      throw RuntimeFailure(fmt::format("profiler: a probe marked {} phases, expected {}", iv.size(), phases));
-    if (it < warmup) continue;
-    double sum = 0;
-    for (double v : iv) sum += v;
-    iv.push_back(sum);
-    local.push_back(iv);
-  }
-  auto reduced = max_over_ranks(local);
-  TimedRun out;
-  for (int ph = 0; ph <= phases; ++ph) {
-    std::vector<Seconds> col;
-    for (const auto& row : reduced) col.push_back(row[ph]);
-    if (ph < phases) {
-      out.phases.push_back(TimingStats::from_samples(col));
-    } else {
-      out.total = TimingStats::from_samples(col);
-    }
-  }
-  for (const auto& row : local) out.local_total.push_back(row.back());
-  return out;
-}
-
 namespace {
 
 double now_s() {
@@ -97,6 +64,33 @@ TimedRun timed_from_rows(const std::vector<std::vector<double>>& reduced, const 
 
 }  // namespace
 
+TimedRun IterationDriver::run(int phases, int warmup, int iters, const std::function<void(PhaseClock&, int)>& body) {
+  if (iters < 1 || warmup < 0 || phases < 1)
+    throw InputError(fmt::format("--iters/--warmup: need iters >= 1 and warmup >= 0 (got {} and {})", iters, warmup));
+  // local[i] = {phase 0, ..., phase n-1, total} of timed iteration i.
+  std::vector<std::vector<double>> local;
+  for (int it = 0; it < warmup + iters; ++it) {
+    auto row = one_iteration(phases, [&](PhaseClock& clock) { body(clock, it); });
+    if (it >= warmup) local.push_back(std::move(row));
+  }
+  std::vector<double> local_total;
+  for (const auto& row : local) local_total.push_back(row.back());
+  return timed_from_rows(max_over_ranks(local), local_total, phases);
+}
+
+std::vector<double> IterationDriver::one_iteration(int phases, const std::function<void(PhaseClock&)>& body) {
+  barrier();
+  clock_->begin();
+  body(*clock_);
+  auto iv = clock_->intervals();
+  if (static_cast<int>(iv.size()) != phases)
+    throw RuntimeFailure(fmt::format("profiler: a probe marked {} phases, expected {}", iv.size(), phases));
+  double sum = 0;
+  for (double v : iv) sum += v;
+  iv.push_back(sum);
+  return iv;
+}
+
 AdaptiveRun IterationDriver::run_interleaved(int points, int phases, const AdaptivePolicy& policy,
                                              const std::function<void(int, PhaseClock&, int)>& body) {
   if (policy.min_iters < 1 || policy.warmup < 0 || phases < 1 || points < 0 || policy.chunk < 1)
@@ -107,16 +101,7 @@ AdaptiveRun IterationDriver::run_interleaved(int points, int phases, const Adapt
   std::vector<int> next_it(points, 0);
   // One iteration of `point`; returns this rank's phase intervals and their sum.
   auto one = [&](int point) {
-    barrier();
-    clock_->begin();
-    body(point, *clock_, next_it[point]++);
-    auto iv = clock_->intervals();
-    if (static_cast<int>(iv.size()) != phases)
-      throw RuntimeFailure(fmt::format("profiler: a probe marked {} phases, expected {}", iv.size(), phases));
-    double sum = 0;
-    for (double v : iv) sum += v;
-    iv.push_back(sum);
-    return iv;
+    return one_iteration(phases, [&](PhaseClock& clock) { body(point, clock, next_it[point]++); });
   };
   // Warm-up, point by point: the slowest rank's time decides whether to go on.
   for (int pt = 0; pt < points; ++pt) {

@@ -100,6 +100,9 @@ class IterationDriver {
   void barrier();
 
  private:
+  // Barrier, clock.begin(), body, the phase check: this rank's {phase 0, ..., total} row.
+  std::vector<double> one_iteration(int phases, const std::function<void(PhaseClock&)>& body);
+
   comm::Communicator* comm_;
   torch::Device device_;
   int warmup_, iters_;
