@@ -34,12 +34,7 @@ class ComputeProbe final : public Probe {
   void run(RankSession& s, RankResults& out) override {
     workloads::zero_grad(s.params);
     const auto& sizes = s.plan.micro_batches;
-    engine::AdaptivePolicy policy;
-    policy.warmup = s.plan.warmup;
-    policy.min_iters = s.plan.iters;
-    policy.max_iters = s.plan.max_iters;
-    policy.ci_target = s.plan.ci_target;
-    policy.budget = s.plan.compute_budget;
+    const auto policy = s.plan.timing(s.plan.compute_budget);
     const auto timed = s.driver.run_interleaved(
         static_cast<int>(sizes.size()), 3, policy, [&](int point, engine::PhaseClock& clock, int it) {
           const Count b = sizes[point];

@@ -27,12 +27,7 @@ class OptimizerProbe final : public Probe {
     std::vector<torch::Tensor> saved;  // the compute probe's gradients (real values)
     for (auto& p : s.params) saved.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
     s.optimizer.step();  // allocates the state
-    engine::AdaptivePolicy policy;
-    policy.warmup = s.plan.warmup;
-    policy.min_iters = s.plan.iters;
-    policy.max_iters = s.plan.max_iters;
-    policy.ci_target = s.plan.ci_target;
-    policy.budget = s.plan.optimizer_budget;
+    auto policy = s.plan.timing(s.plan.optimizer_budget);
     policy.chunk = 4;
     const auto timed = s.driver.run_interleaved(1, 2, policy, [&](int, engine::PhaseClock& clock, int) {
       {

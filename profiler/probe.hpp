@@ -49,6 +49,10 @@ struct RankPlan {
   Seconds timeout = 60;                 // rendezvous and collective timeout
   std::string job_dir;                  // set by engine::run_rank_job: rank r writes rank<r>.json, rank<r>.log
 
+  // The adaptive timing of a compute or optimizer run: warmup, iters as the minimum, max_iters,
+  // ci_target, and the run's own wall budget.
+  engine::AdaptivePolicy timing(Seconds budget) const;
+
   nlohmann::json to_json() const;
   static RankPlan from_json(const nlohmann::json& j);
 };

@@ -25,6 +25,16 @@ namespace gaccum::profiler {
 
 using nlohmann::json;
 
+engine::AdaptivePolicy RankPlan::timing(Seconds budget) const {
+  engine::AdaptivePolicy p;
+  p.warmup = warmup;
+  p.min_iters = iters;
+  p.max_iters = max_iters;
+  p.ci_target = ci_target;
+  p.budget = budget;
+  return p;
+}
+
 json RankPlan::to_json() const {
   const auto& w = workload;
   return json{{"workload",
