@@ -38,6 +38,8 @@
 #include "cli/profile_cache.hpp"
 #include "cli/profile_source.hpp"
 #include "core/error.hpp"
+#include "core/utc_time.hpp"
+#include "model/cluster.hpp"
 #include "core/parse.hpp"
 #include "core/rank_env.hpp"
 #include "core/text_lines.hpp"
@@ -63,6 +65,7 @@ struct CheckOptions {
   bool distributed = false;
   bool reprofile = false;
   std::string timeout = "60s";
+  std::string cluster_max_age;  // drift: warn when the cluster's numbers are older (default 90d when dated)
   std::string device_memory;  // the CPU "device" for --workload / --torchscript without a profile
 };
 
@@ -215,6 +218,14 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
   if (o.reprofile && (in.profile || in.spec))
     throw InputError("--reprofile applies to --workload / --torchscript without a profile");
   const std::string cluster = in.cluster ? *in.cluster : std::string();
+  if (!cluster.empty()) {
+    // Drift: a cluster description older than --cluster-max-age (default 90 days when it is dated).
+    const double max_age = o.cluster_max_age.empty() ? 90 * 86400.0 : parse_seconds(o.cluster_max_age, "--cluster-max-age");
+    if (!(max_age > 0)) throw InputError("--cluster-max-age: must be a positive duration, e.g. 30d");
+    const auto w = model::cluster_age_warning(model::load_cluster(cluster), cluster, epoch_now(), max_age,
+                                              !o.cluster_max_age.empty());
+    if (!w.empty()) out.warnings.push_back(w);
+  }
   // The one loader of predict, tune and check (cli/model_source.hpp), from the merged inputs.
   ModelSource src;
   src.cluster = cluster;
@@ -363,6 +374,9 @@ void add_check_command(CLI::App& app, Action& action) {
   sub->add_option("--profile", o->profile, "Measured profile.json (from `gaccum-tune profile`)");
   sub->add_option("--spec", o->spec, "Analytic transformer spec.json (needs --cluster)");
   sub->add_option("--cluster", o->cluster, "Cluster description (device memory, links)");
+  sub->add_option("--cluster-max-age", o->cluster_max_age,
+                  "Warn when the cluster's numbers are older than this, e.g. 30d (a file without a date warns too) "
+                  "[default: 90d for dated files]");
   sub->add_option("--mfu", o->mfu, "Model FLOP utilisation for --spec [default: 0.4]");
   sub->add_option("--workload", o->workload,
                   "Workload (identity check against --profile; without one it is profiled once and cached)");

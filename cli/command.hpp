@@ -26,6 +26,7 @@ void add_validate_command(CLI::App& app, Action& action);
 void add_worker_command(CLI::App& app, Action& action);  // hidden; rank processes
 void add_profile_command(CLI::App& app, Action& action);
 void add_check_command(CLI::App& app, Action& action);
+void add_cluster_command(CLI::App& app, Action& action);
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;

@@ -78,7 +78,8 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info) 
     fmt::print("    comm exposed {}  (of {} issued incl. copies; {} {} per step; times {}{})\n",
                format_seconds(t.comm_exposed), format_seconds(t.comm_total), p.collectives_per_step,
                c.sharding.sharding == Sharding::none ? "allreduce(s)" : "collectives (all-gather, reduce-scatter)",
-               model::to_string(p.comm_source),
+               fmt::format("{}, links {}", model::to_string(p.comm_source),
+                           model::link_sources_text(p.intra_link, p.inter_link)),
                c.strategy == Strategy::fused ? "" : fmt::format("; overlap efficiency {:.2f}", p.overlap_efficiency));
   else
     fmt::print("    comm exposed {}  (world_size 1: no communication)\n", format_seconds(t.comm_exposed));

@@ -16,6 +16,7 @@
 #include "cli/command.hpp"
 #include "cli/model_flags.hpp"
 #include "core/error.hpp"
+#include "core/rank_env.hpp"
 #include "core/parse.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
@@ -113,6 +114,20 @@ profiler::ProfileRequest to_request(const ProfileOptions& o) {
 
 int run_profile_command(const ProfileOptions& o) {
   auto req = to_request(o);
+  // Under torchrun / Slurm / mpirun this process is one rank of the job (runner/MULTINODE.md);
+  // rank 0 writes the profile and prints the summary.
+  const RankContext ctx = detect_rank_context();
+  if (ctx.distributed() && ctx.launcher != "local" && ctx.world_size > 1) {
+    profiler::Progress progress(ctx.rank == 0 && !o.quiet && ::isatty(STDERR_FILENO) == 1);
+    profiler::run_profile_as_rank(req, ctx, progress, [&](const Profile& prof) {
+      save_profile(prof, o.output);
+      if (!o.quiet) {
+        profiler::print_summary(prof, stdout);
+        fmt::print("\nwrote {} (rank 0 of {}, {} launcher)\n", o.output, ctx.world_size, ctx.launcher);
+      }
+    });
+    return kExitOk;
+  }
   profiler::Progress progress(!o.quiet && ::isatty(STDERR_FILENO) == 1);
   auto prof = profiler::run_profile(req, progress);
   save_profile(prof, o.output);

@@ -114,8 +114,10 @@ Seconds parse_seconds(std::string_view text, std::string_view field) {
     mult = 60;
   } else if (unit == "h") {
     mult = 3600;
+  } else if (unit == "d") {
+    mult = 86400;
   } else {
-    fail(field, text, "a duration unit us, ms, s, m or h");
+    fail(field, text, "a duration unit us, ms, s, m, h or d");
   }
   return *num * mult;
 }

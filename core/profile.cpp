@@ -188,7 +188,7 @@ json to_json(const Profile& p) {
   for (const auto& o : p.optimizer) opt.push_back({{"concurrent_ranks", o.concurrent_ranks}, {"step", timing_json(o.step)}});
   j["optimizer"] = opt;
   json ar = json::array();
-  for (const auto& a : p.allreduce)
+  for (const auto& a : p.allreduce) {
     ar.push_back({{"backend", a.backend},
                   {"world_size", a.world_size},
                   {"bytes", a.bytes},
@@ -198,6 +198,8 @@ json to_json(const Profile& p) {
                   {"wrong", a.wrong},
                   {"tag", a.tag},
                   {"samples", a.samples}});
+    if (a.level != CommLevel::job) ar.back()["level"] = to_string(a.level);
+  }
   j["allreduce"] = ar;
   json co = json::array();
   for (const auto& c : p.collectives)
@@ -224,6 +226,11 @@ json to_json(const Profile& p) {
                   {"comm_alone", o.comm_alone},
                   {"overlapped", o.overlapped}});
   j["overlap"] = ov;
+  if (p.topology.ranks_per_node > 0)
+    j["topology"] = {{"nodes", p.topology.nodes},
+                     {"ranks_per_node", p.topology.ranks_per_node},
+                     {"hosts", p.topology.hosts},
+                     {"launcher", p.topology.launcher}};
   j["max_micro_batch_fitting"] = p.max_micro_batch_fitting;
   if (!p.model.empty()) {
     json failed = json::array();
@@ -240,6 +247,21 @@ json to_json(const Profile& p) {
   j["unconfirmed"] = p.unconfirmed;
   j["notes"] = p.notes;
   return j;
+}
+
+const char* to_string(CommLevel l) {
+  switch (l) {
+    case CommLevel::job: return "job";
+    case CommLevel::intra_node: return "intra_node";
+    case CommLevel::inter_node: return "inter_node";
+  }
+  return "job";
+}
+
+std::optional<CommLevel> parse_comm_level(const std::string& s) {
+  for (CommLevel l : {CommLevel::job, CommLevel::intra_node, CommLevel::inter_node})
+    if (s == to_string(l)) return l;
+  return std::nullopt;
 }
 
 Profile profile_from_json(const json& j, const std::string& what) {
@@ -356,6 +378,12 @@ Profile profile_from_json(const json& j, const std::string& what) {
       pt.busbw = opt_non_negative(a, "busbw").value_or(0);
       pt.wrong = a.has("wrong") ? a.count("wrong") : 0;
       pt.tag = a.opt_str("tag").value_or("sweep");
+      if (auto lv = a.opt_str("level")) {
+        const auto parsed = parse_comm_level(*lv);
+        if (!parsed)
+          throw ProfileError(fmt::format("{}.level: '{}' is not job, intra_node or inter_node", path, *lv));
+        pt.level = *parsed;
+      }
       if (a.has("samples")) pt.samples = a.num_list("samples");
       for (std::size_t i = 0; i < pt.samples.size(); ++i)
         if (!(pt.samples[i] >= 0))
@@ -403,6 +431,19 @@ Profile profile_from_json(const json& j, const std::string& what) {
       pt.overlapped = non_negative(o, "overlapped");
       return pt;
     });
+    if (const json* t = f.opt_object("topology")) {
+      JsonFields tf(*t, f.child("topology"));
+      p.topology.nodes = tf.positive("nodes");
+      p.topology.ranks_per_node = tf.positive("ranks_per_node");
+      for (const auto& host : tf.array("hosts")) {
+        if (!host.is_string()) throw ProfileError(fmt::format("{}: host names are strings", tf.child("hosts")));
+        p.topology.hosts.push_back(host.get<std::string>());
+      }
+      p.topology.launcher = tf.opt_str("launcher").value_or("");
+      if (static_cast<Count>(p.topology.hosts.size()) != p.topology.nodes)
+        throw ProfileError(fmt::format("{}: {} host names for {} nodes", tf.child("hosts"), p.topology.hosts.size(),
+                                       p.topology.nodes));
+    }
     p.max_micro_batch_fitting = f.has("max_micro_batch_fitting") ? f.count("max_micro_batch_fitting") : 0;
     if (const json* m = f.opt_object("model")) {
       JsonFields mf(*m, f.child("model"));

@@ -123,6 +123,15 @@ struct OptimizerPoint {
   TimingStats step;
 };
 
+// Which ranks a collective measurement ran over. `job`: the profile's own rank group (on one host
+// the local group of world_size ranks; under a cluster launcher the whole job, across nodes).
+// `intra_node`: the ranks of one node, every node's group running at once. `inter_node`: one rank
+// per node (equal local rank), the groups of every local rank running at once, as the inter-node
+// phase of a hierarchical allreduce runs (model/allreduce.hpp).
+enum class CommLevel { job, intra_node, inter_node };
+const char* to_string(CommLevel l);                       // "job", "intra_node", "inter_node"
+std::optional<CommLevel> parse_comm_level(const std::string& s);
+
 // One allreduce size/rank-count cell, reported as nccl-tests does:
 // algbw = bytes / time, busbw = algbw * 2(p-1)/p.
 struct AllreducePoint {
@@ -134,6 +143,7 @@ struct AllreducePoint {
   BytesPerSecond busbw = 0;
   Count wrong = 0;                      // elements that failed the correctness check
   std::string tag = "sweep";            // "sweep" or "bucket" (the workload's own bucket sizes)
+  CommLevel level = CommLevel::job;     // "level" (written when not job)
   std::vector<Seconds> samples;         // per-iteration max-over-ranks times
 };
 
@@ -192,6 +202,17 @@ struct ModelFindings {
   }
 };
 
+// Where the ranks of a profile ran. nodes 1: one host (the local rank groups of settings.ranks);
+// `profile` under a cluster launcher (torchrun, Slurm, mpirun): `nodes` hosts of ranks_per_node
+// ranks, compute measured with every rank of the job computing, collectives at the three levels.
+struct ProfileTopology {
+  Count nodes = 1;
+  Count ranks_per_node = 0;             // 0: one host, rank groups of settings.ranks
+  std::vector<std::string> hosts;       // one per node, node order
+  std::string launcher;                 // torchrun | slurm | mpirun | env ("" one host)
+  bool multi_node() const { return nodes > 1; }
+};
+
 struct Profile {
   int schema_version = kProfileSchemaVersion;
   std::string created_utc;              // ISO 8601
@@ -206,6 +227,7 @@ struct Profile {
   std::vector<CollectivePoint> collectives;  // reduce-scatter / all-gather (schema 2)
   std::vector<GradNormPoint> grad_norms;
   std::vector<OverlapPoint> overlap;
+  ProfileTopology topology;             // "topology" (written for profiles under a launcher)
   Count max_micro_batch_fitting = 0;    // largest micro_batch within the cap the sweep found
   ModelFindings model;                  // "model" (optional)
   // What the machine did during each timed phase (core/host.hpp), and the measurements the

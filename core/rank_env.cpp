@@ -44,6 +44,8 @@ RankContext detect_rank_context(bool need_rendezvous) {
     ctx.world_size = env_int("WORLD_SIZE", 1);
     ctx.local_rank = env_int_or_min("LOCAL_RANK", 0);
     ctx.local_world_size = env_int_or_min("LOCAL_WORLD_SIZE", 1);
+    if (env("GROUP_RANK")) ctx.node_rank = env_int("GROUP_RANK", 0);
+    else if (env("NODE_RANK")) ctx.node_rank = env_int("NODE_RANK", 0);
     auto store = env("GACCUM_STORE");
     if (store && *store == "launcher") {
       ctx.launcher = "local";
@@ -59,6 +61,7 @@ RankContext detect_rank_context(bool need_rendezvous) {
     ctx.world_size = env_int("SLURM_NTASKS", 1);
     ctx.local_rank = env_int_or_min("SLURM_LOCALID", 0);
     ctx.local_world_size = env_int_or_min("SLURM_NTASKS_PER_NODE", 1);
+    if (env("SLURM_NODEID")) ctx.node_rank = env_int("SLURM_NODEID", 0);
   } else if (env("OMPI_COMM_WORLD_RANK")) {
     ctx.launcher = "mpirun";
     ctx.rank = env_int("OMPI_COMM_WORLD_RANK", 0);

@@ -5,8 +5,9 @@
 //      (docs/DESIGN.md, Runner: launch); the variables each launcher sets are read in one place.
 //      In core/ (no LibTorch) so the light binary's `check` reads WORLD_SIZE / SLURM_NTASKS too;
 //      comm/rank_env.hpp re-exports it as gaccum::comm::RankContext / detect_rank_context.
-//   torchrun : RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
-//   Slurm    : SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE; MASTER_ADDR/PORT
+//   torchrun : RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, GROUP_RANK
+//              (the node's rank; NODE_RANK is read too, as launch scripts set it)
+//   Slurm    : SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE, SLURM_NODEID; MASTER_ADDR/PORT
 //              from the environment (the README's sbatch script exports them)
 //   mpirun   : OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK (Open MPI) or PMI_RANK/PMI_SIZE (MPICH)
 //   local    : our launcher sets RANK/WORLD_SIZE/... and GACCUM_STORE=launcher
@@ -21,6 +22,7 @@ struct RankContext {
   int world_size = 1;
   int local_rank = 0;
   int local_world_size = 1;
+  int node_rank = -1;              // GROUP_RANK (torchrun), NODE_RANK, SLURM_NODEID; -1 unknown
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   std::string launcher = "none";   // none | local | torchrun | slurm | mpirun

@@ -48,6 +48,29 @@ struct RingFit {
   double rms_rel_residual = 0;
 };
 
+// One measured time written in the link's two unknowns:
+//   t = offset + steps x alpha + bus_bytes / beta
+// (ring allreduce of S at p ranks: steps 2(p-1), bus_bytes 2(p-1)/p S; reduce-scatter or
+// all-gather: (p-1) and (p-1)/p S; `offset` the part priced on another, known link, e.g. the
+// intra-node phases of a hierarchical allreduce when the inter-node link is fitted).
+struct LinkFitRow {
+  double steps = 0;
+  double bus_bytes = 0;
+  Seconds offset = 0;
+  Seconds measured = 0;
+};
+struct LinkFit {
+  LinkParams link;
+  int points = 0;
+  double max_rel_residual = 0;   // max |measured - fit| / measured
+  double rms_rel_residual = 0;
+  std::vector<Seconds> fitted;   // per row, in row order
+};
+// Least squares on relative error (each row weighs 1/measured), alpha >= 0 (refit with alpha = 0
+// when negative), beta > 0 (a pure latency model when every row is latency-bound). At least one
+// row; InputError-free (the caller validates its rows).
+LinkFit fit_link(const std::vector<LinkFitRow>& rows);
+
 // Least-squares fit of the ring model to (bytes, seconds) measured at `world_size` >= 2 with
 // weights 1/t (relative error). alpha is clamped at 0 (refit with alpha = 0 when negative).
 // Needs at least one point; with one point alpha = 0.

@@ -6,6 +6,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "core/utc_time.hpp"
 
 namespace gaccum::model {
 
@@ -23,8 +24,34 @@ double positive_num(JsonFields& f, const std::string& key) {
   return v;
 }
 
-LinkParams link_from(const nlohmann::json& j, const std::string& path) {
+LinkProvenance provenance_from(const nlohmann::json& j, const std::string& path) {
   JsonFields f(j, path);
+  LinkProvenance p;
+  p.origin = LinkOrigin::measured;
+  p.from = f.str("from");
+  p.points = f.count("points");
+  p.rms_rel_residual = f.opt_num("rms_rel_residual").value_or(0);
+  p.max_rel_residual = f.opt_num("max_rel_residual").value_or(0);
+  p.measured_utc = f.opt_str("measured_utc").value_or("");
+  if (!p.measured_utc.empty() && !parse_utc(p.measured_utc))
+    throw InputError(fmt::format("{}: '{}' is not an ISO-8601 UTC time like 2026-12-02T08:00:00Z", f.child("measured_utc"),
+                                 p.measured_utc));
+  reject_unknown(f);
+  return p;
+}
+
+nlohmann::json provenance_json(const LinkProvenance& p) {
+  nlohmann::json j = {{"from", p.from},
+                      {"points", p.points},
+                      {"rms_rel_residual", p.rms_rel_residual},
+                      {"max_rel_residual", p.max_rel_residual}};
+  if (!p.measured_utc.empty()) j["measured_utc"] = p.measured_utc;
+  return j;
+}
+
+LinkParams link_from(const nlohmann::json& j, const std::string& path, LinkProvenance& prov) {
+  JsonFields f(j, path);
+  if (auto* m = f.opt_object("measured")) prov = provenance_from(*m, f.child("measured"));
   LinkParams l;
   l.bandwidth = positive_num(f, "bandwidth_GBps") * 1e9;
   const double lat = f.num("latency_us");
@@ -60,16 +87,45 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& what) {
     c.cost_per_device_hour = v;
   }
   reject_unknown(d);
-  c.intra_node = link_from(f.object("intra_node"), f.child("intra_node"));
+  c.intra_node = link_from(f.object("intra_node"), f.child("intra_node"), c.intra_source);
   if (f.has("inter_node")) {
-    c.inter_node = link_from(f.object("inter_node"), f.child("inter_node"));
+    c.inter_node = link_from(f.object("inter_node"), f.child("inter_node"), c.inter_source);
   } else {
     (void)f.opt_object("inter_node");
     if (c.nodes > 1) throw InputError(fmt::format("{}: missing required field 'inter_node' (nodes is {})", what, c.nodes));
   }
   c.source = f.opt_str("_source").value_or(f.opt_str("comment").value_or(""));
+  c.created_utc = f.opt_str("created_utc").value_or("");
+  if (!c.created_utc.empty() && !parse_utc(c.created_utc))
+    throw InputError(fmt::format("{}: '{}' is not an ISO-8601 UTC time like 2026-12-02T08:00:00Z", f.child("created_utc"),
+                                 c.created_utc));
   reject_unknown(f);
   return c;
+}
+
+std::optional<std::int64_t> cluster_date(const Cluster& c) {
+  std::optional<std::int64_t> out;
+  for (const auto* p : {&c.intra_source, &c.inter_source})
+    if (p->origin == LinkOrigin::measured && !p->measured_utc.empty())
+      if (auto t = parse_utc(p->measured_utc); t && (!out || *t < *out)) out = t;
+  if (!out && !c.created_utc.empty()) out = parse_utc(c.created_utc);
+  return out;
+}
+
+std::string cluster_age_warning(const Cluster& c, const std::string& path, std::int64_t now, double max_age_s,
+                                bool require_date) {
+  const auto date = cluster_date(c);
+  if (!date)
+    return require_date ? fmt::format("cluster {} has no date (no created_utc, no measured level): its age is unknown; "
+                                      "fit it again with `gaccum-tune cluster fit`, which dates it",
+                                      path)
+                        : "";
+  const double age = double(now - *date);
+  if (age <= max_age_s) return "";
+  return fmt::format("cluster {}: its numbers are {:.0f} days old (from {}), older than the {:.0f} days allowed; the "
+                     "fabric may have changed: measure again (nccl-tests, then `gaccum-tune cluster fit`) or pass "
+                     "--cluster-max-age",
+                     path, age / 86400, format_utc(*date), max_age_s / 86400);
 }
 
 Cluster load_cluster(const std::string& path) {
@@ -90,6 +146,10 @@ nlohmann::json to_json(const Cluster& c) {
                       {"intra_node", {{"bandwidth_GBps", c.intra_node.bandwidth / 1e9}, {"latency_us", c.intra_node.latency * 1e6}}}};
   if (c.nodes > 1 || c.inter_node.bandwidth > 0)
     j["inter_node"] = {{"bandwidth_GBps", c.inter_node.bandwidth / 1e9}, {"latency_us", c.inter_node.latency * 1e6}};
+  if (c.intra_source.origin == LinkOrigin::measured) j["intra_node"]["measured"] = provenance_json(c.intra_source);
+  if (j.contains("inter_node") && c.inter_source.origin == LinkOrigin::measured)
+    j["inter_node"]["measured"] = provenance_json(c.inter_source);
+  if (!c.created_utc.empty()) j["created_utc"] = c.created_utc;
   if (!c.source.empty()) j["_source"] = c.source;
   return j;
 }

@@ -16,11 +16,18 @@
 //               "peak_tflops_fp32": 494.7 (optional: fp32 plans; default half of peak_tflops)},
 //    "intra_node": {"bandwidth_GBps": 370, "latency_us": 1.0},
 //    "inter_node": {"bandwidth_GBps": 46, "latency_us": 5.0},
+//    "created_utc": "2026-12-02T08:00:00Z" (optional: when the description was written),
 //    "_source": "where the numbers come from"}
+// A level fitted from measurements (`gaccum-tune cluster fit`, model/cluster_fit.hpp) carries
+//    "measured": {"from": "nccl-tests all_reduce_perf log ib-2node.txt (16 ranks, 2 nodes x 8)",
+//                 "points": 24, "rms_rel_residual": 0.031, "max_rel_residual": 0.12,
+//                 "measured_utc": "2026-11-30T10:00:00Z"}
+// inside "intra_node"/"inter_node"; a level without it is "described" (numbers someone wrote).
 // GB/s are decimal (1e9 bytes/s, as nccl-tests reports); memory sizes as core/parse.hpp.
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -28,6 +35,7 @@
 
 #include "core/units.hpp"
 #include "model/allreduce.hpp"
+#include "model/prediction.hpp"
 
 namespace gaccum::model {
 
@@ -37,6 +45,19 @@ inline AffineCost strided_allreduce(Count ranks, Count stride, Count gpus_per_no
   const Count per_node = stride >= gpus_per_node ? 1 : std::max<Count>(1, gpus_per_node / std::max<Count>(1, stride));
   return hierarchical_allreduce(ranks, per_node, intra, inter);
 }
+
+// Where a level's latency and bandwidth come from: measured (fitted from nccl-tests output or a
+// gaccum-tune profile) or described (written by hand, e.g. from a data sheet).
+enum class LinkOrigin { described, measured };
+inline const char* to_string(LinkOrigin o) { return o == LinkOrigin::measured ? "measured" : "described"; }
+
+struct LinkProvenance {
+  LinkOrigin origin = LinkOrigin::described;
+  std::string from;                 // what was fitted (files, ranks, nodes)
+  Count points = 0;                 // measurements in the fit
+  double rms_rel_residual = 0, max_rel_residual = 0;
+  std::string measured_utc;         // when the measurement was taken (ISO 8601; "" unknown)
+};
 
 struct Cluster {
   std::string name;
@@ -51,6 +72,8 @@ struct Cluster {
   std::optional<BytesPerSecond> device_memory_bandwidth;     // HBM bytes/s
   std::optional<double> cost_per_device_hour;                // USD
   std::string source;                                        // "_source" / "comment"
+  LinkProvenance intra_source, inter_source;                 // described unless fitted
+  std::string created_utc;                                   // "" when the file has none
 
   Count max_world_size() const { return nodes * gpus_per_node; }
   // The allreduce cost of one message at world_size p on this cluster.
@@ -64,6 +87,25 @@ struct Cluster {
     return strided_allreduce(ranks, stride, gpus_per_node, intra_node, inter_node);
   }
 };
+
+// Where a cluster level's numbers came from, for a prediction's link labels.
+inline LinkSource link_source(const LinkProvenance& p) {
+  return p.origin == LinkOrigin::measured ? LinkSource::measured : LinkSource::described;
+}
+// The link labels of a collective over `world_size` ranks priced on this cluster alone.
+inline std::pair<LinkSource, LinkSource> link_sources(const Cluster& c, Count world_size) {
+  if (world_size < 2) return {LinkSource::none, LinkSource::none};
+  const LinkSource intra = c.gpus_per_node > 1 ? link_source(c.intra_source) : LinkSource::none;
+  return {intra, world_size > c.gpus_per_node ? link_source(c.inter_source) : LinkSource::none};
+}
+
+// When the description's numbers were taken (seconds since the epoch): the oldest measured
+// level's measured_utc, else created_utc; nullopt when the file says neither.
+std::optional<std::int64_t> cluster_date(const Cluster& c);
+// check's drift warning: "" when the description is younger than max_age_s (or has no date and
+// `require_date` is false), else one line with its age and the fix.
+std::string cluster_age_warning(const Cluster& c, const std::string& path, std::int64_t now, double max_age_s,
+                                bool require_date);
 
 // `what` names the source in errors.
 Cluster cluster_from_json(const nlohmann::json& j, const std::string& what);

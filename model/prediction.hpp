@@ -6,7 +6,9 @@
 // Units: Seconds per optimizer step, Bytes per rank, samples/s.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <string>
 
 #include "core/plan.hpp"
 #include "core/strategy.hpp"
@@ -72,6 +74,22 @@ inline const char* to_string(CommSource s) {
   return "none";
 }
 
+// Where one link level of a prediction's communication comes from: `none` when the job does not
+// use that level (world_size 1; one node has no inter-node link), `measured` (the profile's own
+// collectives, or a cluster level fitted from measurements: `gaccum-tune cluster fit`),
+// `described` (a cluster file's hand-written numbers).
+enum class LinkSource : std::uint8_t { none, measured, described };
+inline const char* to_string(LinkSource s) {
+  switch (s) {
+    case LinkSource::none: return "none";
+    case LinkSource::measured: return "measured";
+    case LinkSource::described: return "described";
+  }
+  return "none";
+}
+// "intra measured, inter described" / "intra measured" / "none".
+std::string link_sources_text(LinkSource intra, LinkSource inter);
+
 struct Prediction {
   Config config;
   StepBreakdown time;
@@ -89,6 +107,8 @@ struct Prediction {
   bool micro_batch_extrapolated = false;  // micro_batch above the largest measured one
   bool world_size_extrapolated = false;   // world_size above the largest profiled rank count
   CommSource comm_source = CommSource::none;
+  LinkSource intra_link = LinkSource::none;  // the intra-node level of the communication terms
+  LinkSource inter_link = LinkSource::none;  // the inter-node level (none inside one node)
   double overlap_efficiency = 1;     // fraction of ideally overlappable comm the backward hides
 };
 

@@ -5,6 +5,13 @@
 
 namespace gaccum::model {
 
+std::string link_sources_text(LinkSource intra, LinkSource inter) {
+  if (intra == LinkSource::none && inter == LinkSource::none) return "none";
+  if (inter == LinkSource::none) return std::string("intra ") + to_string(intra);
+  if (intra == LinkSource::none) return std::string("inter ") + to_string(inter);
+  return std::string("intra ") + to_string(intra) + ", inter " + to_string(inter);
+}
+
 namespace {
 
 template <class J>
@@ -63,6 +70,7 @@ nlohmann::json to_json(const Prediction& p) {
           {"collectives_per_step", p.collectives_per_step},
           {"gradient_syncs", p.gradient_syncs},
           {"comm_source", to_string(p.comm_source)},
+          {"comm_links", {{"intra_node", to_string(p.intra_link)}, {"inter_node", to_string(p.inter_link)}}},
           {"overlap_efficiency", p.overlap_efficiency},
           {"extrapolated", p.extrapolated},
           {"micro_batch_extrapolated", p.micro_batch_extrapolated},

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <optional>
 #include <set>
 
@@ -94,6 +95,10 @@ class ProfileModel final : public CostModel {
   std::vector<MeasuredAt> measured_;  // by increasing p
   std::optional<Cluster> cluster_;
   LinkParams cluster_intra_;
+  bool cluster_intra_measured_ = false;  // the cluster's intra link replaced by the profile's fit
+  Count ranks_per_node_ = 0;             // a multi-node profile's ranks per node (0: one host)
+  // The link labels of communication priced from `source` at world_size p.
+  std::pair<LinkSource, LinkSource> links(Count p, CommSource source) const;
   std::vector<std::pair<Count, double>> efficiency_;  // measured, by p
   double fallback_efficiency_ = 1;
   int passes_ = 21;
@@ -194,8 +199,11 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   if (!per_backend.count(backend) && !per_backend.empty())
     backend = std::max_element(per_backend.begin(), per_backend.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
   std::map<Count, std::vector<AllreducePoint>> by_p;
+  if (prof.topology.multi_node()) ranks_per_node_ = prof.topology.ranks_per_node;
   for (const auto& a : prof.allreduce) {
-    if (a.backend != backend || a.world_size < 2) continue;
+    // One rank per node is no job's layout (the model prices it inside the hierarchical
+    // allreduce, through `cluster fit`); every other level is the allreduce of a job of that size.
+    if (a.backend != backend || a.world_size < 2 || a.level == CommLevel::inter_node) continue;
     if (a.wrong > 0) {
       notes.push_back(fmt::format("allreduce: skipped {} B at world_size {} ({} wrong elements)", a.bytes, a.world_size, a.wrong));
       continue;
@@ -260,6 +268,7 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
     for (const auto& m : measured_)
       if (m.p == cluster->gpus_per_node && backend == to_string(Backend::nccl)) {
         cluster_intra_ = m.fit;
+        cluster_intra_measured_ = true;
         notes.push_back(fmt::format("cluster: intra-node link from the profile's ring fit at world_size {} (alpha {:.3g} s, "
                                     "beta {:.4g} GB/s) instead of the cluster file",
                                     m.p, m.fit.latency, m.fit.bandwidth / 1e9));
@@ -365,6 +374,18 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
                   "the measured states divided by the shard group, reduce-scatter / all-gather as half the measured "
                   "allreduce");
   if (cluster_) info_.fit["cluster"] = to_json(*cluster_);
+}
+
+std::pair<LinkSource, LinkSource> ProfileModel::links(Count p, CommSource source) const {
+  if (p < 2 || source == CommSource::none) return {LinkSource::none, LinkSource::none};
+  if (source == CommSource::hierarchical && cluster_) {
+    auto l = link_sources(*cluster_, p);
+    if (cluster_intra_measured_ && l.first != LinkSource::none) l.first = LinkSource::measured;
+    return l;
+  }
+  // The profile's own collectives: one host, or a multi-node profile whose job crossed nodes.
+  const bool crosses = ranks_per_node_ > 0 && p > ranks_per_node_;
+  return {LinkSource::measured, crosses ? LinkSource::measured : LinkSource::none};
 }
 
 double ProfileModel::efficiency(Count p) const {
@@ -483,6 +504,7 @@ Prediction ProfileModel::predict(const Config& config) const {
     }
   }
   out.comm_source = source;
+  std::tie(out.intra_link, out.inter_link) = links(p, source);
   out.overlap_efficiency = p > 1 ? s.overlap_efficiency : 1.0;
   out.micro_batch_extrapolated =
       b > std::min(compute_.measured_max_micro_batch(p), memory_.measured_max_micro_batch());

@@ -2,6 +2,7 @@
 #include "model/spec_model.hpp"
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -313,6 +314,7 @@ Prediction SpecModel::predict(const Config& config) const {
         mem);
   }
   out.comm_source = p > 1 ? CommSource::hierarchical : CommSource::none;
+  std::tie(out.intra_link, out.inter_link) = link_sources(cluster_, p);
   out.overlap_efficiency = 1.0;
   return out;
 }

@@ -2,6 +2,7 @@
 #include "profiler/profile_session.hpp"
 
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include <torch/torch.h>
 
@@ -11,6 +12,9 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <unistd.h>
+#include <thread>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -21,6 +25,9 @@
 #include "core/error.hpp"
 #include "core/host.hpp"
 #include "core/utc_time.hpp"
+#include "core/text_lines.hpp"
+#include "core/json_fields.hpp"
+#include "comm/communicator.hpp"
 #include "engine/cuda_support.hpp"
 #include "engine/rank_job.hpp"
 #include "profiler/grad_norm_probe.hpp"
@@ -115,29 +122,54 @@ struct Session {
 };
 
 // Device, rank counts, threads and the request's limits (InputError naming the flag).
-void resolve(Session& s) {
+// `launched`: `profile` under a cluster launcher, this process one rank of the job (the rank
+// counts are the job's; on CUDA the device is cuda:<local rank>).
+void resolve(Session& s, const RankContext* launched = nullptr) {
   const auto& req = s.req;
   s.device = workloads::resolve_device(req.device);
   s.cuda = device_kind_of(s.device) == DeviceKind::cuda;
   s.cores = usable_cores();
   s.gpus = s.cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
-  s.ranks = req.ranks.empty() ? default_ranks(s.cuda, s.cores, s.gpus) : req.ranks;
-  std::sort(s.ranks.begin(), s.ranks.end());
-  s.ranks.erase(std::unique(s.ranks.begin(), s.ranks.end()), s.ranks.end());
-  for (Count p : s.ranks) {
-    if (p < 1) throw InputError("--ranks: rank counts must be positive");
-    if (!s.cuda && p > s.cores)
-      throw InputError(fmt::format("--ranks: {} ranks need {} cores (one compute rank per core); this machine offers {}",
-                                   p, p, s.cores));
-    if (s.cuda && p > s.gpus)
-      throw InputError(fmt::format("--ranks: {} ranks need {} GPUs (one process per GPU); {} visible", p, p, s.gpus));
+  if (launched) {
+    if (!req.ranks.empty())
+      throw InputError(fmt::format("--ranks: under the {} launcher the job's {} ranks are what is measured; drop --ranks",
+                                   launched->launcher, launched->world_size));
+    const int local = launched->local_world_size;
+    if (s.cuda) {
+      if (req.device.rfind("cuda:", 0) == 0)
+        throw InputError(fmt::format("--device {}: under a launcher every rank uses cuda:<local rank>; give --device cuda",
+                                     req.device));
+      if (local > s.gpus)
+        throw InputError(fmt::format("environment: {} ranks per node (LOCAL_WORLD_SIZE) but {} GPU(s) visible: one "
+                                     "process per GPU",
+                                     local, s.gpus));
+      s.device = fmt::format("cuda:{}", launched->local_rank);
+    }
+    s.ranks = {static_cast<Count>(launched->world_size)};
+    s.threads = req.threads_per_rank > 0 ? req.threads_per_rank : gaccum::default_threads_per_rank(s.cores, Count(local));
+    if (!s.cuda && static_cast<Count>(s.threads) * local > s.cores)
+      s.prof.notes.push_back(fmt::format("{} ranks per node x {} threads exceed the {} usable cores of a node: ranks "
+                                         "oversubscribe the cores (times are not a single-rank-per-core measurement)",
+                                         local, s.threads, s.cores));
+  } else {
+    s.ranks = req.ranks.empty() ? default_ranks(s.cuda, s.cores, s.gpus) : req.ranks;
+    std::sort(s.ranks.begin(), s.ranks.end());
+    s.ranks.erase(std::unique(s.ranks.begin(), s.ranks.end()), s.ranks.end());
+    for (Count p : s.ranks) {
+      if (p < 1) throw InputError("--ranks: rank counts must be positive");
+      if (!s.cuda && p > s.cores)
+        throw InputError(fmt::format("--ranks: {} ranks need {} cores (one compute rank per core); this machine offers {}",
+                                     p, p, s.cores));
+      if (s.cuda && p > s.gpus)
+        throw InputError(fmt::format("--ranks: {} ranks need {} GPUs (one process per GPU); {} visible", p, p, s.gpus));
+    }
+    s.threads = req.threads_per_rank > 0 ? req.threads_per_rank : default_threads_per_rank(s.cores, s.ranks);
+    if (!s.cuda && static_cast<Count>(s.threads) * s.ranks.back() > s.cores)
+      s.prof.notes.push_back(fmt::format("--threads-per-rank {} x {} ranks exceeds the {} usable cores: ranks "
+                                         "oversubscribe the cores",
+                                         s.threads, s.ranks.back(), s.cores));
+    if (s.cuda && s.gpus == 1) s.prof.notes.push_back("one GPU: world_size 1 only; no allreduce or overlap measured");
   }
-  s.threads = req.threads_per_rank > 0 ? req.threads_per_rank : default_threads_per_rank(s.cores, s.ranks);
-  if (!s.cuda && static_cast<Count>(s.threads) * s.ranks.back() > s.cores)
-    s.prof.notes.push_back(fmt::format("--threads-per-rank {} x {} ranks exceeds the {} usable cores: ranks "
-                                       "oversubscribe the cores",
-                                       s.threads, s.ranks.back(), s.cores));
-  if (s.cuda && s.gpus == 1) s.prof.notes.push_back("one GPU: world_size 1 only; no allreduce or overlap measured");
   s.max_mb = req.max_micro_batch > 0 ? req.max_micro_batch
                                      : (s.cuda ? kDefaultCudaMaxMicroBatch : kDefaultCpuMaxMicroBatch);
   if (req.warmup < 0 || req.iters < 1 || req.comm_warmup < 0 || req.comm_iters < 1)
@@ -534,6 +566,284 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
                                      "profile again on a quiet machine",
                                      s.prof.unconfirmed.size(), s.prof.unconfirmed.front()));
   return std::move(s.prof);
+}
+
+
+// ---- `profile` under a cluster launcher ----------------------------------------------------
+
+namespace {
+
+// Which node each rank of the job is on, from every rank's (node key, local rank, host).
+// The node key is the launcher's node rank (GROUP_RANK, NODE_RANK, SLURM_NODEID) when it sets
+// one, else the host name.
+struct NodeLayout {
+  Count nodes = 1, ranks_per_node = 1;
+  int node = 0;                        // this rank's node index
+  std::vector<int> node_members;       // the ranks of this node, by local rank
+  std::vector<int> local_peers;        // one rank per node with this rank's local rank, by node
+  std::vector<std::string> hosts;      // per node
+  std::vector<std::vector<int>> members;  // per node, its ranks by local rank
+  std::vector<std::string> host_of;       // per rank, its host name
+};
+
+NodeLayout node_layout(comm::Communicator& world, const RankContext& ctx) {
+  char name[256] = {0};
+  ::gethostname(name, sizeof(name) - 1);
+  const std::string key = ctx.node_rank >= 0 ? fmt::format("n{:08d}", ctx.node_rank) : fmt::format("h{}", name);
+  const auto all = world.allgather_strings(fmt::format("{}\t{}\t{}\t{}", key, ctx.local_rank, ctx.local_world_size, name));
+  struct Entry {
+    std::string key, host;
+    int local = 0, local_size = 0;
+  };
+  std::vector<Entry> es;
+  for (const auto& line : all) {
+    Entry e;
+    std::istringstream in(line);
+    std::getline(in, e.key, '\t');
+    std::string l, ls;
+    std::getline(in, l, '\t');
+    std::getline(in, ls, '\t');
+    std::getline(in, e.host);
+    e.local = std::atoi(l.c_str());
+    e.local_size = std::atoi(ls.c_str());
+    es.push_back(e);
+  }
+  std::vector<std::string> keys;  // node keys in order: node ranks numerically, host names by first rank
+  for (const auto& e : es)
+    if (std::find(keys.begin(), keys.end(), e.key) == keys.end()) keys.push_back(e.key);
+  if (ctx.node_rank >= 0) std::sort(keys.begin(), keys.end());
+  NodeLayout lay;
+  lay.nodes = static_cast<Count>(keys.size());
+  std::vector<std::vector<int>> members(keys.size());
+  for (int r = 0; r < static_cast<int>(es.size()); ++r) {
+    const auto n = static_cast<std::size_t>(std::find(keys.begin(), keys.end(), es[static_cast<std::size_t>(r)].key) - keys.begin());
+    members[n].push_back(r);
+  }
+  lay.ranks_per_node = static_cast<Count>(members[0].size());
+  for (std::size_t n = 0; n < keys.size(); ++n) {
+    auto& m = members[n];
+    if (static_cast<Count>(m.size()) != lay.ranks_per_node)
+      throw InputError(fmt::format("environment: node {} holds {} ranks and node {} holds {}: the profile's levels need "
+                                   "the same number of ranks on every node (--nproc-per-node)",
+                                   keys[0].substr(1), members[0].size(), keys[n].substr(1), m.size()));
+    std::sort(m.begin(), m.end(), [&](int a, int b) { return es[std::size_t(a)].local < es[std::size_t(b)].local; });
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      const auto& e = es[static_cast<std::size_t>(m[i])];
+      if (e.local != static_cast<int>(i) || e.local_size != static_cast<int>(m.size()))
+        throw InputError(fmt::format("environment: on node {} rank {} has LOCAL_RANK {} of LOCAL_WORLD_SIZE {}, but the "
+                                     "node holds {} ranks: the launcher's local ranks must be 0..{}",
+                                     keys[n].substr(1), m[i], e.local, e.local_size, m.size(), m.size() - 1));
+    }
+    lay.hosts.push_back(es[static_cast<std::size_t>(m[0])].host);
+    if (std::find(m.begin(), m.end(), ctx.rank) != m.end()) {
+      lay.node = static_cast<int>(n);
+      lay.node_members = m;
+    }
+  }
+  for (std::size_t n = 0; n < keys.size(); ++n) lay.local_peers.push_back(members[n][static_cast<std::size_t>(ctx.local_rank)]);
+  lay.members = members;
+  for (const auto& e : es) lay.host_of.push_back(e.host);
+  // Several "nodes" on one host (a loopback test standing for a cluster): name them apart.
+  for (std::size_t n = 0; n < lay.hosts.size(); ++n)
+    if (std::count(lay.hosts.begin(), lay.hosts.end(), lay.hosts[n]) > 1) lay.hosts[n] += fmt::format(" (node {})", n);
+  return lay;
+}
+
+// The allreduce sweep over a sub-group (one node's ranks, or one rank per node) with the
+// session's workload and plan: sizes only, through c10d (the raw NCCL probe's store key is the
+// world's), every point tagged with its level.
+void sweep_level(RankSession& s, comm::Communicator& group, CommLevel level, RankResults& out) {
+  RankPlan lp = s.plan;
+  lp.buckets.clear();
+  lp.fused = 0;
+  lp.raw_nccl = false;
+  engine::IterationDriver driver(&group, s.workload.device(), lp.warmup, lp.iters);
+  RankSession ls{lp, s.workload, s.params, s.optimizer, &group, driver, group.rank(), group.world_size()};
+  RankResults r;
+  make_allreduce_probe()->run(ls, r);
+  for (auto& a : r.allreduce) {
+    a.level = level;
+    out.allreduce.push_back(a);
+  }
+  driver.barrier();
+}
+
+// CPU seconds of this process so far (user + system).
+double own_cpu_seconds() {
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+// Rank 0's plan reaches the others through the store; they poll (a store get would time out
+// at --timeout while rank 0 still sweeps memory). "plan-status" is "ok" or rank 0's error.
+std::string wait_for_plan(comm::KeyValueStore& store, Seconds deadline) {
+  const auto start = std::chrono::steady_clock::now();
+  while (store.add("plan-ready", 0) < 1) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > deadline)
+      throw RuntimeFailure(fmt::format("profile: rank 0 published no plan within {} (its memory sweep, or rank 0 "
+                                       "itself, is stuck); see rank 0's output",
+                                       format_seconds(deadline)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const std::string status = store.get("plan-status");
+  if (status != "ok") throw RuntimeFailure(fmt::format("profile: rank 0 failed before measuring: {}", status));
+  return store.get("plan");
+}
+
+// Compute spread between nodes: each node's mean of its ranks' own medians per micro_batch.
+void note_node_spread(Profile& prof, const std::vector<std::string>& locals, const NodeLayout& lay) {
+  double worst = 0;
+  Count worst_b = 0;
+  for (std::size_t i = 0; i < prof.compute.size(); ++i) {
+    double lo = 1e300, hi = 0;
+    for (const auto& m : lay.members) {
+      double sum = 0;
+      int n = 0;
+      for (int r : m) {
+        const auto j = nlohmann::json::parse(locals[static_cast<std::size_t>(r)], nullptr, false);
+        if (j.is_discarded() || !j.contains("compute") || i >= j["compute"].size()) continue;
+        sum += j["compute"][i].value("micro_step", 0.0);
+        ++n;
+      }
+      if (n == 0 || sum <= 0) continue;
+      lo = std::min(lo, sum / n);
+      hi = std::max(hi, sum / n);
+    }
+    if (hi > 0 && lo < 1e300 && hi / lo - 1 > worst) {
+      worst = hi / lo - 1;
+      worst_b = prof.compute[i].micro_batch;
+    }
+  }
+  if (worst_b > 0)
+    prof.notes.push_back(fmt::format("compute spread between the {} nodes (each node's mean of its ranks' own median "
+                                     "micro_step): at most {:.1f}% (micro_batch {}); the profile's compute is the max "
+                                     "over all ranks",
+                                     lay.nodes, 100 * worst, worst_b));
+}
+
+}  // namespace
+
+void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Progress& progress,
+                         const std::function<void(const Profile&)>& write) {
+  Session s(req, progress);
+  s.prof.created_utc = utc_now();
+  s.last_lap = progress.elapsed();
+  resolve(s, &ctx);
+  s.prof.versions = library_versions();
+  torch::set_num_threads(s.threads);
+  s.cfg.device = s.device;
+
+  comm::ConnectOptions co;
+  co.backend = backend_for(s.cuda ? DeviceKind::cuda : DeviceKind::cpu);
+  co.device = s.cuda ? s.device : "cpu";
+  co.timeout = req.rank_timeout;
+  co.key_prefix = "gaccum-profile";
+  co.after_store = [&](comm::KeyValueStore& st) {
+    comm::rendezvous(st, "profile", ctx.rank, ctx.world_size, req.rank_timeout);
+  };
+  if (ctx.rank == 0) progress.status(fmt::format("joining the {} ranks at {}:{}", ctx.world_size, ctx.master_addr,
+                                                 ctx.master_port));
+  auto world = comm::connect(ctx, co);
+  const NodeLayout lay = node_layout(*world, ctx);
+
+  // Rank 0 sweeps memory, measures the gradient norms and plans; the others wait for the plan.
+  RankPlan rp;
+  if (ctx.rank == 0) {
+    try {
+      MemorySweepResult sweep;
+      const Count min_b = sweep_memory(s, sweep);
+      grad_norms(s, sweep.max_fitting, req.micro_batches.empty() ? min_b : std::max(min_b, sweep.min_ran));
+      CostEstimate est;
+      est.step = sweep.micro_step_times;
+      est.optimizer = sweep.optimizer_step_time;
+      est.iterations = req.warmup + req.iters;
+      rp = rank_plan(s, plan_points(s, sweep, min_b, est));
+      rp.compute_budget = rp.ci_target > 0 ? compute_budgets(s, rp, est).front() : 0;
+      rp.optimizer_budget = rp.ci_target > 0 ? std::clamp(60 * est.optimizer, 0.3, 2.0) : 0;
+      world->store().set("plan", rp.to_json().dump());
+      world->store().set("plan-status", "ok");
+    } catch (const std::exception& e) {
+      world->store().set("plan-status", first_line(e.what()));
+      world->store().add("plan-ready", 1);
+      throw;
+    }
+    world->store().add("plan-ready", 1);
+  } else {
+    const auto text = wait_for_plan(world->store(), std::max<Seconds>(600, 4 * req.time_budget));
+    rp = RankPlan::from_json(parse_json_text(text, "rank 0's plan"));
+  }
+
+  // Every rank: the probes over the whole job, then the two levels.
+  if (ctx.rank == 0)
+    progress.status(fmt::format("{} ranks ({} node(s) x {}): compute at {} micro_batch sizes, optimizer, allreduce, "
+                                "collectives, overlap, then per level",
+                                ctx.world_size, lay.nodes, lay.ranks_per_node, rp.micro_batches.size()));
+  const MachineActivity watch;
+  const double cpu_start = own_cpu_seconds();
+  const RankMeasurement m = measure_rank(rp, ctx, world.get(), [&](RankSession& rs, RankResults& out) {
+    if (lay.nodes > 1 && lay.ranks_per_node > 1) {
+      auto intra = world->split(lay.node_members, fmt::format("intra{}", lay.node));
+      sweep_level(rs, *intra, CommLevel::intra_node, out);
+    }
+    if (lay.nodes > 1) {
+      auto inter = world->split(lay.local_peers, fmt::format("inter{}", ctx.local_rank));
+      sweep_level(rs, *inter, CommLevel::inter_node, out);
+    }
+  });
+  // The job's other ranks on this host are not "other processes": their CPU time is exchanged
+  // and taken out of what the machine watch calls others' cores.
+  const auto cpu = world->allgather_strings(fmt::format("{:.6f}", own_cpu_seconds() - cpu_start));
+  auto cond = watch.stop(fmt::format("job of {} ranks (rank {}'s host)", ctx.world_size, ctx.rank));
+  double siblings = 0;
+  for (int r = 0; r < ctx.world_size; ++r)
+    if (r != ctx.rank && lay.host_of[static_cast<std::size_t>(r)] == lay.host_of[static_cast<std::size_t>(ctx.rank)])
+      siblings += std::atof(cpu[static_cast<std::size_t>(r)].c_str());
+  if (cond.wall > 0) {
+    cond.others_cores = std::max(0.0, cond.others_cores - siblings / cond.wall);
+    cond.disturbed = cond.others_cores > kDisturbedOthersCores || cond.steal > kDisturbedSteal;
+  }
+  const auto locals = world->allgather_strings(m.results.local.dump());
+
+  double failed = 0;
+  if (ctx.rank == 0) {
+    try {
+      auto& prof = s.prof;
+      prof.compute = m.results.compute;
+      prof.optimizer = m.results.optimizer;
+      prof.allreduce = m.results.allreduce;
+      prof.collectives = m.results.collectives;
+      prof.overlap = m.results.overlap;
+      for (const auto& n : m.results.notes) prof.notes.push_back(n);
+      prof.conditions.push_back(cond);
+      if (cond.disturbed)
+        prof.unconfirmed.push_back(fmt::format("{}: measured while {}", cond.phase, describe_disturbance(cond)));
+      prof.topology.nodes = lay.nodes;
+      prof.topology.ranks_per_node = lay.ranks_per_node;
+      prof.topology.hosts = lay.hosts;
+      prof.topology.launcher = ctx.launcher;
+      note_node_spread(prof, locals, lay);
+      prof.notes.push_back(fmt::format("launched by {}: {} node(s) x {} ranks; compute and optimizer measured with all "
+                                       "{} ranks computing at once (max over ranks); allreduce over the job, {}{}",
+                                       ctx.launcher, lay.nodes, lay.ranks_per_node, ctx.world_size,
+                                       lay.nodes > 1 && lay.ranks_per_node > 1 ? "inside each node (every node at once), " : "",
+                                       lay.nodes > 1 ? "and across nodes (one rank per node, every local rank's group at once)"
+                                                     : "(one node: no inter-node level)"));
+      s.lap("launched job");
+      record_settings(s, rp);
+      progress.clear();
+      if (req.require_quiet && !prof.unconfirmed.empty())
+        throw RuntimeFailure(fmt::format("profile: not written (--require-quiet): {} measurement(s) not confirmed, e.g. "
+                                         "{}; profile again on a quiet machine",
+                                         prof.unconfirmed.size(), prof.unconfirmed.front()));
+      write(prof);
+    } catch (...) {
+      world->allreduce_sum_scalar(1);
+      throw;
+    }
+  }
+  failed = world->allreduce_sum_scalar(failed);
+  if (failed > 0) throw RuntimeFailure("profile: rank 0 could not finish the profile (see its error); nothing was written");
 }
 
 }  // namespace gaccum::profiler

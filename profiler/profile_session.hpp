@@ -20,12 +20,14 @@
 //   Required measurements always run, so a tiny budget still yields a complete profile.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/parse.hpp"
 #include "core/profile.hpp"
+#include "core/rank_env.hpp"
 #include "workloads/workload.hpp"
 
 namespace gaccum::profiler {
@@ -73,5 +75,22 @@ struct ProfileRequest {
 // InputError for unusable requests (naming the flag), InfeasibleError when the workload does not
 // fit the cap at micro_batch 1, RuntimeFailure when a rank group fails (naming the rank).
 Profile run_profile(const ProfileRequest& req, Progress& progress);
+
+// `profile` under a cluster launcher (torchrun, Slurm, mpirun: runner/MULTINODE.md): this
+// process is rank ctx.rank of the job, and the job's ranks are the one rank group.
+//   1. every rank joins the rendezvous (Gloo on CPU, NCCL on cuda:<local rank>) and the node
+//      layout is agreed (the launcher's node rank, else the host name; the same ranks per node);
+//   2. rank 0 sweeps memory and the gradient norms on its device and plans the compute points;
+//      the plan reaches the others through the store;
+//   3. every rank runs the probes over the whole job (compute and optimizer with all ranks
+//      computing, the max over ranks; allreduce, reduce-scatter/all-gather, overlap at the job's
+//      world_size), then the allreduce sweep per level: inside each node (every node at once,
+//      level intra_node) and across nodes (one rank per node, every local rank's group at once,
+//      level inter_node);
+//   4. rank 0 assembles the profile (topology: nodes, ranks per node, hosts; the compute spread
+//      between nodes in the notes) and calls `write`; every rank returns after it, and every
+//      rank throws RuntimeFailure when rank 0 could not finish.
+void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Progress& progress,
+                         const std::function<void(const Profile&)>& write);
 
 }  // namespace gaccum::profiler

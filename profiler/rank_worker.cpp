@@ -113,11 +113,11 @@ void redirect_output(const std::string& path) {
   ::close(fd);
 }
 
-json results_json(const RankResults& r, const workloads::Workload& w, const RankPlan& plan) {
+json results_json(const RankResults& r, const WorkloadIdentity& identity, const RankPlan& plan) {
   Profile frag;
-  frag.hardware.device_kind = w.device().is_cuda() ? "cuda" : "cpu";
+  frag.hardware.device_kind = device_kind_of(plan.workload.device) == DeviceKind::cuda ? "cuda" : "cpu";
   frag.hardware.threads_per_rank = plan.threads_per_rank;
-  frag.workload = w.identity();
+  frag.workload = identity;
   frag.compute = r.compute;
   frag.optimizer = r.optimizer;
   frag.allreduce = r.allreduce;
@@ -128,6 +128,33 @@ json results_json(const RankResults& r, const workloads::Workload& w, const Rank
 }
 
 int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
+  std::unique_ptr<comm::Communicator> comm;
+  if (ctx.world_size > 1) {
+    // Gloo on CPU, NCCL on cuda:<local rank> (measure_rank puts the workload there too).
+    const bool cuda = device_kind_of(plan.workload.device) == DeviceKind::cuda;
+    comm::ConnectOptions co;
+    co.backend = backend_for(device_kind_of(plan.workload.device));
+    co.device = cuda ? fmt::format("cuda:{}", ctx.local_rank) : "cpu";
+    co.timeout = plan.timeout;
+    co.key_prefix = "profile";
+    comm = comm::connect(ctx, co);
+  }
+  const RankMeasurement m = measure_rank(plan, ctx, comm.get());
+  json out{{"rank", ctx.rank},
+           {"world_size", ctx.world_size},
+           {"pid", static_cast<long>(::getpid())},
+           {"threads", m.threads},
+           {"interop_threads", torch::get_num_interop_threads()},
+           {"fragment", results_json(m.results, m.identity, plan)},
+           {"local", m.results.local}};
+  write_file_atomic(engine::rank_result_path(plan.job_dir, ctx.rank), out.dump(1) + "\n");
+  return 0;
+}
+
+}  // namespace
+
+RankMeasurement measure_rank(const RankPlan& plan, const comm::RankContext& ctx, comm::Communicator* comm,
+                             const AfterProbes& after) {
   torch::set_num_threads(plan.threads_per_rank);
   try {
     torch::set_num_interop_threads(1);
@@ -147,37 +174,21 @@ int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
   auto params = workload->parameters();
   workloads::zero_grad(params);
   auto optimizer = workloads::make_optimizer(params, plan.optimizer, plan.lr);
-
-  std::unique_ptr<comm::Communicator> comm;
-  if (ctx.world_size > 1) {
-    comm::ConnectOptions co;
-    co.backend = backend_for(device_kind_of(cfg.device));
-    co.device = cuda ? cfg.device : "cpu";
-    co.timeout = plan.timeout;
-    co.key_prefix = "profile";
-    comm = comm::connect(ctx, co);
-  }
-  engine::IterationDriver driver(comm.get(), workload->device(), plan.warmup, plan.iters);
-  RankSession session{plan, *workload, params, *optimizer, comm.get(), driver, ctx.rank, ctx.world_size};
-  RankResults results;
+  const int world = comm ? comm->world_size() : 1;
+  const int rank = comm ? comm->rank() : 0;
+  engine::IterationDriver driver(comm, workload->device(), plan.warmup, plan.iters);
+  RankSession session{plan, *workload, params, *optimizer, comm, driver, rank, world};
+  RankMeasurement m;
   std::unique_ptr<Probe> probes[] = {make_compute_probe(), make_optimizer_probe(), make_allreduce_probe(),
                                      make_collective_probe(), make_overlap_probe()};
   for (auto& probe : probes)
-    if (probe->applies(session)) probe->run(session, results);
+    if (probe->applies(session)) probe->run(session, m.results);
+  if (after) after(session, m.results);
   driver.barrier();
-
-  json out{{"rank", ctx.rank},
-           {"world_size", ctx.world_size},
-           {"pid", static_cast<long>(::getpid())},
-           {"threads", torch::get_num_threads()},
-           {"interop_threads", torch::get_num_interop_threads()},
-           {"fragment", results_json(results, *workload, plan)},
-           {"local", results.local}};
-  write_file_atomic(engine::rank_result_path(plan.job_dir, ctx.rank), out.dump(1) + "\n");
-  return 0;
+  m.identity = workload->identity();
+  m.threads = torch::get_num_threads();
+  return m;
 }
-
-}  // namespace
 
 int run_profile_rank(const json& args) {
   int rank = 0;

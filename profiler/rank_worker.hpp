@@ -14,6 +14,7 @@
 // failed, engine::kExitOutOfMemory, 2 bad input, 1 otherwise).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,19 @@ namespace gaccum::profiler {
 inline constexpr const char* kProfileRankRole = "profile-rank";
 
 int run_profile_rank(const nlohmann::json& args);
+
+// The body of one profile rank: threads, the CPU tracking allocator, the workload on cpu or
+// cuda:<local rank>, then the probes over `comm` (null at world_size 1; otherwise connected by
+// the caller), then `after` (e.g. the per-level collective sweeps of a launched profile) with the
+// same session. Shared by the local rank groups and `profile` under a cluster launcher.
+struct RankMeasurement {
+  RankResults results;
+  WorkloadIdentity identity;
+  int threads = 0;
+};
+using AfterProbes = std::function<void(RankSession&, RankResults&)>;
+RankMeasurement measure_rank(const RankPlan& plan, const comm::RankContext& ctx, comm::Communicator* comm,
+                             const AfterProbes& after = nullptr);
 
 // What the parent reads back from rank<r>.json.
 struct RankFile {

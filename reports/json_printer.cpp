@@ -144,6 +144,7 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
                        {"comm_bound", e.comm_bound},
                        {"text", e.breakdown_text},
                        {"comm_text", e.comm_text}};
+    pk["links_text"] = e.links_text;
     pk["plan_text"] = e.plan_text;
     pk["memory"] = {{"peak_bytes", c.prediction.memory.peak},
                     {"headroom_bytes", e.headroom},

@@ -83,6 +83,8 @@ const std::vector<Column>& columns() {
        [](const Row& r) { return integer(std::int64_t(r.gathered_bytes)); }},
       {"gradient_syncs", "micro-steps per optimizer step that reduce gradients",
        [](const Row& r) { return integer(r.gradient_syncs); }},
+      {"comm_links", "where each link level of the communication comes from: intra/inter measured or described",
+       [](const Row& r) { return text(r.comm_links); }},
   };
   return cols;
 }
@@ -129,6 +131,7 @@ Row make_row(const tuner::TuneResult& result, std::size_t i) {
   r.comm_source = model::to_string(p.comm_source);
   r.gathered_bytes = p.memory.gathered;
   r.gradient_syncs = p.gradient_syncs;
+  r.comm_links = model::link_sources_text(p.intra_link, p.inter_link);
   return r;
 }
 

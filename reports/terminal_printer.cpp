@@ -49,9 +49,9 @@ std::string print_terminal(const tuner::TuneResult& r, const ReportContext& ctx)
   o += "\n" + wrap("Recommendation: " + recommendation(r), 100, 2) + "\n\n";
   const auto& e = r.picks.front();
   o += "Why #1:\n";
-  for (const auto* line : {&e.binding_text, &e.breakdown_text, &e.comm_text, &e.headroom_text, &e.runner_up_text,
+  for (const auto* line : {&e.binding_text, &e.breakdown_text, &e.comm_text, &e.links_text, &e.headroom_text, &e.runner_up_text,
                            &e.world_size_text, &e.every_step.text})
-    o += wrap("  - " + *line, 100, 4) + "\n";
+    if (!line->empty()) o += wrap("  - " + *line, 100, 4) + "\n";
   if (plans) {
     o += wrap("  - " + e.plan_text, 100, 4) + "\n";
     o += "Other plans (best at the same global batch, or why none fits):\n";

@@ -2,7 +2,7 @@
 # the profile and spec models on synthetic inputs, the loaders, and `gaccum-tune predict`.
 gaccum_test(unit_model LABEL unit
             SOURCES unit/test_model_formulas.cpp unit/test_model_profile.cpp unit/test_model_loaders.cpp
-                    unit/test_model_plans.cpp
+                    unit/test_model_plans.cpp unit/test_cluster_fit.cpp
             LIBS gaccum::model)
 target_compile_definitions(unit_model PRIVATE GACCUM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 

@@ -42,3 +42,37 @@ if(GACCUM_TORCH_HAS_CUDA)
   add_test(NAME "gpu: profiler CUDA memory stats" COMMAND profiler_cuda_memory_check)
   set_tests_properties("gpu: profiler CUDA memory stats" PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 endif()
+
+# Multi-node: `profile` as 2 nodes x 2 ranks under a torchrun-style environment on loopback, a
+# cluster fitted from it, and `tune` of a 16-node job with every comm term labelled.
+add_test(NAME "integration: profile 2 nodes x 2 ranks, cluster fit, tune 16 nodes"
+         COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/multinode/two_nodes.sh" ${G})
+set_tests_properties("integration: profile 2 nodes x 2 ranks, cluster fit, tune 16 nodes" PROPERTIES
+                     LABELS integration PASS_REGULAR_EXPRESSION "TWO-NODES-OK" TIMEOUT 600)
+
+# cluster fit from nccl-tests logs (tests/data/nccl-tests) and its errors.
+set(NT "${CMAKE_CURRENT_SOURCE_DIR}/data/nccl-tests")
+gaccum_cli_test(cluster-fit-nccl-tests 0 "inter_node.*measured.*16 ranks, 2 nodes x 8" -- ${G} cluster fit
+                --nccl-tests ${NT}/h100-1node-all_reduce.txt --nccl-tests ${NT}/h100-2node-all_reduce.txt --nodes 16
+                --device-memory 80GiB -o ${CMAKE_CURRENT_BINARY_DIR}/fitted-h100.json)
+gaccum_cli_test(cluster-fit-no-intra 2 "no one-node measurement for intra_node.*all_reduce_perf -g 8" --one-line-stderr
+                -- ${G} cluster fit --nccl-tests ${NT}/h100-2node-all_reduce.txt --device-memory 80GiB -o /dev/null)
+gaccum_cli_test(cluster-fit-no-memory 2 "--device-memory: nccl-tests logs do not say" --one-line-stderr
+                -- ${G} cluster fit --nccl-tests ${NT}/h100-1node-all_reduce.txt -o /dev/null)
+gaccum_cli_test(cluster-fit-missing-log 2 "--nccl-tests" --one-line-stderr
+                -- ${G} cluster fit --nccl-tests /nonexistent/log.txt --device-memory 80GiB -o /dev/null)
+gaccum_cli_test(cluster-fit-wrong-op 2 "contradict" --one-line-stderr
+                -- ${G} cluster fit --nccl-tests reduce_scatter:${NT}/h100-1node-all_reduce.txt --device-memory 80GiB
+                -o /dev/null)
+gaccum_cli_test(cluster-fit-nothing 2 "give at least one --nccl-tests" --one-line-stderr -- ${G} cluster fit -o /dev/null)
+# A fitted 16-node cluster (16 x 8 GPUs) prices a one-node profile at world_size 64, links labelled.
+gaccum_cli_test(cluster-fit-predict 0 "links intra described, inter measured|links intra measured, inter measured"
+                -- sh -c "\"$0\" cluster fit --nccl-tests \"$1/h100-1node-all_reduce.txt\" --nccl-tests \"$1/h100-2node-all_reduce.txt\" --nodes 16 --device-memory 80GiB -o \"$2/fit-pred.json\" >/dev/null && \"$0\" predict --profile \"$3/small-profile.json\" --cluster \"$2/fit-pred.json\" -b 4 -k 2 -p 64"
+                ${G} ${NT} ${CMAKE_CURRENT_BINARY_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/data)
+# check's drift warning: a fitted cluster dated 2020 (tests/data/cluster-fitted-2020.json).
+gaccum_cli_test(check-cluster-age 0 "warning: cluster .*cluster-fitted-2020.json: its numbers are [0-9]+ days old" -- sh -c
+  "\"$0\" check --profile \"$1/small-profile.json\" --cluster \"$1/cluster-fitted-2020.json\" -b 4 -k 2 -p 8 --noise-scale 1000 2>&1"
+  ${G} ${CMAKE_CURRENT_SOURCE_DIR}/data)
+gaccum_cli_test(check-cluster-undated 0 "warning: cluster .*has no date" -- sh -c
+  "\"$0\" check --profile \"$1/small-profile.json\" --cluster \"$2/clusters/dgx-h100-1node.json\" --cluster-max-age 30d -b 4 -k 2 -p 8 --noise-scale 1000 2>&1"
+  ${G} ${CMAKE_CURRENT_SOURCE_DIR}/data ${PROJECT_SOURCE_DIR}/examples)

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/error.hpp"
 #include "model/plan_cost.hpp"
 
 namespace gaccum::tuner {
@@ -209,6 +210,42 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
     e.comm_text = fmt::format("exposed communication is {} of the step ({} of {} issued is hidden behind backward)",
                               pct(e.comm_exposed_share), format_seconds(std::max(0.0, t.comm_total - t.comm_exposed)),
                               format_seconds(t.comm_total));
+  }
+
+  // Where the communication comes from, and where the inter-node link binds.
+  if (p > 1) {
+    auto words = [](model::LinkSource s) {
+      return s == model::LinkSource::described ? "described (a cluster file's numbers, not measured: `gaccum-tune "
+                                                 "cluster fit` measures them)"
+                                               : model::to_string(s);
+    };
+    e.links_text = fmt::format("communication links: intra-node {}", words(pr.intra_link));
+    if (pr.inter_link != model::LinkSource::none) e.links_text += fmt::format(", inter-node {}", words(pr.inter_link));
+    const Count g = model.info().plans.gpus_per_node;
+    if (g > 0 && p > g && pr.inter_link != model::LinkSource::none && e.comm_exposed_share >= 0.10) {
+      const Count nodes = (p + g - 1) / g;
+      const double want = std::max(0.10, e.comm_exposed_share / 2);
+      std::string better;
+      for (Count mult : {2, 4, 8, 16}) {
+        model::Config alt = cfg;
+        alt.accum_steps = cfg.accum_steps * mult;
+        model::Prediction ap;
+        try {
+          ap = model.predict(alt);
+        } catch (const Error&) {
+          break;
+        }
+        const double share = ap.time.step_time > 0 ? ap.time.comm_exposed / ap.time.step_time : 0;
+        if (share <= want || mult == 16) {
+          better = fmt::format("; accum_steps {} brings it to {} (global batch {} instead of {})", alt.accum_steps,
+                               pct(share), alt.global_batch(), B);
+          break;
+        }
+      }
+      e.links_text += fmt::format(". At {} nodes the inter-node link binds: exposed communication is {} of the step at "
+                                  "accum_steps {}{}",
+                                  nodes, pct(e.comm_exposed_share), cfg.accum_steps, better);
+    }
   }
 
   // Memory headroom.

@@ -46,6 +46,10 @@ struct Explanation {
   double comm_exposed_share = 0;  // comm_exposed / step_time
   bool comm_bound = false;
   std::string comm_text;
+  // Where the communication terms come from per link level (measured / described), and, when the
+  // pick spans nodes and exposed communication is >= 10% of the step, where the inter-node link
+  // binds: the share at this accum_steps and the accum_steps that halves it (or brings it to 10%).
+  std::string links_text;
   std::int64_t headroom = 0;         // limit - peak, bytes
   std::int64_t headroom_to_cap = 0;  // cap - peak, bytes
   std::string headroom_text;

@@ -126,7 +126,7 @@ static Profile sample_profile() {
   c.micro_step = TimingStats::from_samples({0.01, 0.012, 0.011});
   p.compute.push_back(c);
   p.optimizer.push_back({1, TimingStats::from_samples({0.001})});
-  p.allreduce.push_back({"gloo", 2, 4096, 1e-4, 4.096e7, 4.096e7, 0, "sweep", {1e-4}});
+  p.allreduce.push_back({"gloo", 2, 4096, 1e-4, 4.096e7, 4.096e7, 0, "sweep", CommLevel::job, {1e-4}});
   p.grad_norms.push_back({4, {1.0, 2.0}});
   p.overlap.push_back({2, 4, 0.01, 0.005, 0.012});
   p.max_micro_batch_fitting = 64;

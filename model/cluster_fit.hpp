@@ -1,0 +1,67 @@
+// What: a cluster description (model/cluster.hpp) fitted from measurements: nccl-tests logs
+//       (model/nccl_tests_log.hpp) and gaccum-tune profiles, by least squares on relative error
+//       (model/allreduce.hpp, fit_link), every level's source recorded.
+//   Measurement                         level   row (t = offset + steps alpha + bus_bytes / beta)
+//   one host, n ranks: allreduce        intra   2(n-1) alpha_i + 2(n-1)/n S / beta_i
+//              reduce-scatter/all-gather intra   (n-1) alpha_i  + (n-1)/n S / beta_i
+//   m hosts x 1 rank (or a profile's    inter   ring over m on inter (allreduce; RS/AG as above)
+//     inter_node level)
+//   m hosts x g ranks, g > 1            inter   the model's hierarchical allreduce (allreduce.hpp):
+//                                               offset = the intra phases, 2(g-1) alpha_i +
+//                                               2(g-1)/g S / beta_i, priced on the intra fit (or
+//                                               --base); 2(m-1) alpha_e + 2(m-1)/m (S/g) / beta_e.
+//                                               RS/AG: half of that, as the model prices them on
+//                                               a cluster (ProfileModel::collective_time).
+//   Fitting the inter level through the model's own formula makes the cluster reproduce the
+//   measured times at the logged sizes; the residuals say how far the formula is from them.
+// Why: issue "measured multi-node communication": the tuner's many-node predictions rest on
+//      these two links, and a hand-written inter_node latency is a guess.
+// Errors: InputError naming the flag and the fix (a log spanning nodes without an intra-node
+//         measurement, no device memory, gpus_per_node that disagree).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/profile.hpp"
+#include "model/cluster.hpp"
+#include "model/nccl_tests_log.hpp"
+
+namespace gaccum::model {
+
+struct ClusterFitRequest {
+  std::vector<NcclTestsLog> logs;
+  std::vector<std::pair<Profile, std::string>> profiles;  // with their paths
+  std::optional<Cluster> base;                            // --base: device, prices, and any level not measured
+  std::string base_path;
+  std::optional<Count> nodes;          // --nodes: the cluster to plan for (default: the base's or measured)
+  std::optional<Bytes> device_memory;  // --device-memory (default: the base's, or a CUDA profile's)
+  std::string name;                    // --name (default "fitted")
+  std::string now_utc;                 // created_utc of the result
+};
+
+// One measurement and what the fitted cluster says of it.
+struct FitResidual {
+  std::string source;  // "log a.txt" / "profile p.json"
+  std::string op;      // all_reduce | reduce_scatter | all_gather
+  std::string level;   // intra_node | inter_node (hierarchical rows are inter_node)
+  Count ranks = 0, nodes = 1;
+  Bytes bytes = 0;
+  Seconds measured = 0, fitted = 0;
+  double rel() const { return measured > 0 ? (fitted - measured) / measured : 0; }
+};
+
+struct ClusterFitResult {
+  Cluster cluster;
+  std::vector<FitResidual> residuals;  // intra rows first, then inter
+  std::vector<std::string> notes;
+};
+
+ClusterFitResult fit_cluster(const ClusterFitRequest& req);
+
+// The modification time of a file as ISO-8601 UTC ("" when it cannot be read): when a log was
+// written, the closest a log comes to saying when it was measured.
+std::string file_mtime_utc(const std::string& path);
+
+}  // namespace gaccum::model

@@ -1,0 +1,301 @@
+// Unit tests for the nccl-tests log parser and the cluster fit (model/nccl_tests_log.hpp,
+// model/cluster_fit.hpp): the fixtures in tests/data/nccl-tests (nccl-tests' layout; times
+// generated from a known latency and bandwidth with a +-2.5% ripple, see make_fixtures.py) are
+// read, the links recovered within 5% of a fit done by hand from two rows, every malformed log
+// refused with its line number, and the cluster file keeps where each number came from.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/utc_time.hpp"
+#include "model/allreduce.hpp"
+#include "model/cluster.hpp"
+#include "model/cluster_fit.hpp"
+#include "model/nccl_tests_log.hpp"
+
+using namespace gaccum;
+using namespace gaccum::model;
+
+namespace {
+
+const std::string kDir = std::string(GACCUM_SOURCE_DIR) + "/tests/data/nccl-tests/";
+
+std::string slurp(const std::string& name) {
+  std::ifstream in(kDir + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string error_of(const std::string& text, std::optional<NcclTestsOp> op = std::nullopt) {
+  try {
+    parse_nccl_tests_log(text, "log.txt", op);
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find('\n') == std::string::npos);
+    return msg;
+  }
+  FAIL("no InputError");
+  return "";
+}
+
+const NcclTestsRow& smallest(const NcclTestsLog& l) {
+  return l.rows.front();
+}
+const NcclTestsRow& largest(const NcclTestsLog& l) {
+  return l.rows.back();
+}
+
+ClusterFitRequest request(std::vector<NcclTestsLog> logs) {
+  ClusterFitRequest r;
+  r.logs = std::move(logs);
+  r.device_memory = 80 * GiB;
+  r.now_utc = "2026-12-02T09:00:00Z";
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("nccl-tests log: ranks, hosts, rows and the op", "[model][nccl-tests]") {
+  const auto one = parse_nccl_tests_log(slurp("h100-1node-all_reduce.txt"), "one.txt");
+  CHECK(one.op == NcclTestsOp::all_reduce);
+  CHECK(one.op_from.find("Collective test starting") != std::string::npos);
+  CHECK(one.world_size() == 8);
+  CHECK(one.nodes() == 1);
+  CHECK(one.ranks_per_node() == 8);
+  CHECK(one.device_name() == "NVIDIA H100 80GB HBM3");
+  REQUIRE(one.rows.size() == 15);
+  CHECK(smallest(one).size == 8);
+  CHECK(smallest(one).count == 2);
+  CHECK(largest(one).size == 2147483648ULL);
+  CHECK(largest(one).time == Approx(10237e-6));  // "10237" us
+  CHECK(largest(one).busbw_GBps == Approx(367.11));
+  CHECK(largest(one).time_in_place == Approx(9983.2e-6));
+
+  // mpirun's "[1,0]<stdout>:" prefix and NCCL INFO lines in between; no header op: count x 4 = size.
+  const auto two = parse_nccl_tests_log(slurp("h100-2node-all_reduce.txt"), "two.txt");
+  CHECK(two.op == NcclTestsOp::all_reduce);
+  CHECK(two.op_from == "count x 4 = size");
+  CHECK(two.world_size() == 16);
+  CHECK(two.nodes() == 2);
+  CHECK(two.ranks_per_node() == 8);
+  CHECK(two.hosts() == std::vector<std::string>{"dgx-a01", "dgx-a02"});
+  CHECK(two.rows.size() == 15);
+
+  // Reduce-scatter told by count x 4 x 8 = size and redop sum.
+  const auto rs = parse_nccl_tests_log(slurp("h100-1node-reduce_scatter.txt"), "rs.txt");
+  CHECK(rs.op == NcclTestsOp::reduce_scatter);
+  CHECK(rs.rows.front().count * 4 * 8 == static_cast<Count>(rs.rows.front().size));
+  // The same rows named all_gather on the command line contradict nothing about rank scaling
+  // (both are per-rank counts), but named all_reduce they do.
+  CHECK(error_of(slurp("h100-1node-reduce_scatter.txt"), NcclTestsOp::all_reduce).find("contradict") !=
+        std::string::npos);
+
+  CHECK(busbw_factor(NcclTestsOp::all_reduce, 8) == Approx(1.75));
+  CHECK(busbw_factor(NcclTestsOp::all_gather, 8) == Approx(0.875));
+  CHECK(parse_nccl_tests_op("all_reduce_perf") == NcclTestsOp::all_reduce);
+  CHECK(parse_nccl_tests_op("reduce-scatter") == NcclTestsOp::reduce_scatter);
+  CHECK(parse_nccl_tests_op("allgather") == NcclTestsOp::all_gather);
+  CHECK_FALSE(parse_nccl_tests_op("broadcast"));
+}
+
+TEST_CASE("nccl-tests log: the older layout without root and with an error column", "[model][nccl-tests]") {
+  const std::string old =
+      R"(# nThread 1 nGpus 2 minBytes 8 maxBytes 1048576 step: 4(factor) warmup iters: 5 iters: 20 validation: 1
+#
+# Using devices
+#   Rank  0 Pid   1320 on   hostA device  0 [0x00] Tesla V100-SXM2-16GB
+#   Rank  1 Pid   1320 on   hostA device  1 [0x00] Tesla V100-SXM2-16GB
+#
+#                                                       out-of-place                       in-place
+#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+        1024           256     float     sum    10.00    0.10    0.10  0e+00    10.00    0.10    0.10  0e+00
+     1048576        262144     float     sum    60.00   17.48   17.48  0e+00    60.00   17.48   17.48  0e+00
+# Out of bounds values : 0 OK
+)";
+  const auto l = parse_nccl_tests_log(old, "old.txt");
+  CHECK(l.world_size() == 2);
+  CHECK(l.op == NcclTestsOp::all_reduce);
+  REQUIRE(l.rows.size() == 2);
+  CHECK(l.rows[1].time == Approx(60e-6));
+  CHECK(l.rows[1].redop == "sum");
+}
+
+TEST_CASE("nccl-tests log: malformed logs are refused with the line", "[model][nccl-tests]") {
+  const std::string good = slurp("h100-1node-all_reduce.txt");
+  // A row cut short (a wrapped terminal): line of the 4th row.
+  std::string cut = good;
+  const auto at = cut.find("         512");
+  REQUIRE(at != std::string::npos);
+  cut.replace(at, cut.find('\n', at) - at, "         512           128     float     sum");
+  const auto e1 = error_of(cut);
+  CHECK(e1.find("log.txt:22:") != std::string::npos);
+  CHECK(e1.find("columns") != std::string::npos);
+  // A number that is not one.
+  std::string bad = good;
+  bad.replace(bad.find("22.57"), 5, "2x.57");
+  CHECK(error_of(bad).find("not a non-negative number") != std::string::npos);
+  // Wrong elements.
+  std::string wrong = good;
+  const auto row = wrong.find("         128            32");
+  const auto nl = wrong.find('\n', row);
+  wrong.replace(nl - 1, 1, "7");
+  const auto e3 = error_of(wrong);
+  CHECK(e3.find("log.txt:21:") != std::string::npos);
+  CHECK(e3.find("7 wrong elements") != std::string::npos);
+  // Two test headers: nccl-tests without MPI=1 under mpirun.
+  const auto e4 = error_of(good + good);
+  CHECK(e4.find("a second test header") != std::string::npos);
+  CHECK(e4.find("MPI=1") != std::string::npos);
+  // No "# Rank" lines.
+  std::string norank;
+  std::istringstream in(good);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("Rank") == std::string::npos) norank += line + "\n";
+  CHECK(error_of(norank).find("Using devices") != std::string::npos);
+  // No rows at all.
+  CHECK(error_of(good.substr(0, good.find("           8"))).find("no result rows") != std::string::npos);
+  // An op nothing tells: count matches neither relation.
+  const std::string unknown = R"(#  Rank  0 Group  0 Pid 1 on h device  0 [0x1] G
+#  Rank  1 Group  0 Pid 2 on h device  1 [0x2] G
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+        1000             7     float     sum      -1    10.00    0.10    0.10      0    10.00    0.10    0.10      0
+)";
+  CHECK(error_of(unknown).find("--nccl-tests all_reduce:log.txt") != std::string::npos);
+}
+
+TEST_CASE("cluster fit: one node recovers the intra-node link within 5% of a hand fit", "[model][cluster-fit]") {
+  const auto log = load_nccl_tests_log(kDir + "h100-1node-all_reduce.txt");
+  const auto fit = fit_cluster(request({log}));
+  const auto& c = fit.cluster;
+  // By hand: bandwidth is the busbw of the largest message (latency is 0.001% of it), latency
+  // the smallest message's time over its 2(n-1) = 14 ring steps (its bytes are 0.0002% of it).
+  const double beta_hand = largest(log).busbw_GBps * 1e9;
+  const double alpha_hand = smallest(log).time / 14.0;
+  CHECK(c.intra_node.bandwidth == Approx(beta_hand).epsilon(0.05));
+  CHECK(c.intra_node.latency == Approx(alpha_hand).epsilon(0.05));
+  // And the truth the fixture was generated from (make_fixtures.py: 1.6 us, 360 GB/s).
+  CHECK(c.intra_node.bandwidth == Approx(360e9).epsilon(0.05));
+  CHECK(c.intra_node.latency == Approx(1.6e-6).epsilon(0.05));
+  CHECK(c.nodes == 1);
+  CHECK(c.gpus_per_node == 8);
+  CHECK(c.device_name == "NVIDIA H100 80GB HBM3");
+  CHECK(c.device_memory == 80 * GiB);
+  CHECK(c.intra_source.origin == LinkOrigin::measured);
+  CHECK(c.intra_source.points == 15);
+  CHECK(c.intra_source.max_rel_residual < 0.06);
+  CHECK(c.intra_source.from.find("8 ranks on 1 node") != std::string::npos);
+  CHECK(fit.residuals.size() == 15);
+  CHECK(c.created_utc == "2026-12-02T09:00:00Z");
+}
+
+TEST_CASE("cluster fit: two nodes recover the inter-node link through the hierarchical model", "[model][cluster-fit]") {
+  const auto one = load_nccl_tests_log(kDir + "h100-1node-all_reduce.txt");
+  const auto two = load_nccl_tests_log(kDir + "h100-2node-all_reduce.txt");
+  auto req = request({one, two});
+  req.nodes = 16;
+  const auto fit = fit_cluster(req);
+  const auto& c = fit.cluster;
+  CHECK(c.nodes == 16);
+  CHECK(c.gpus_per_node == 8);
+  // By hand, m = 2 nodes of g = 8: a row's time less its intra-node phases (priced on the intra
+  // fit) is 2(m-1) alpha_e + 2(m-1)/m (S/g) / beta_e = 2 alpha_e + S / (8 beta_e).
+  auto rest = [&](const NcclTestsRow& r) {
+    const double s = double(r.size);
+    return r.time - (14 * c.intra_node.latency + 14.0 / 8.0 * s / c.intra_node.bandwidth);
+  };
+  const double beta_hand = double(largest(two).size) / 8.0 / rest(largest(two));
+  const double alpha_hand = rest(smallest(two)) / 2.0;
+  CHECK(c.inter_node.bandwidth == Approx(beta_hand).epsilon(0.05));
+  CHECK(c.inter_node.latency == Approx(alpha_hand).epsilon(0.05));
+  CHECK(c.inter_node.bandwidth == Approx(46e9).epsilon(0.05));
+  CHECK(c.inter_node.latency == Approx(6e-6).epsilon(0.05));
+  CHECK(c.inter_source.origin == LinkOrigin::measured);
+  CHECK(c.inter_source.from.find("16 ranks, 2 nodes x 8") != std::string::npos);
+  // The fitted cluster reproduces the logged times through the model's own formula.
+  const auto cost = hierarchical_allreduce(16, 8, c.intra_node, c.inter_node);
+  CHECK(cost.at(largest(two).size) == Approx(largest(two).time).epsilon(0.05));
+
+  // One GPU per node: a plain ring across nodes, no intra-node measurement needed.
+  const auto ring = fit_cluster(request({load_nccl_tests_log(kDir + "h100-2node-1gpu-all_reduce.txt")}));
+  CHECK(ring.cluster.gpus_per_node == 1);
+  CHECK(ring.cluster.inter_node.bandwidth == Approx(46e9).epsilon(0.05));
+  CHECK(ring.cluster.inter_node.latency == Approx(6e-6).epsilon(0.05));
+
+  // Reduce-scatter of one node fits the same intra link (its (n-1) steps and (n-1)/n bytes).
+  const auto rs = fit_cluster(request({load_nccl_tests_log(kDir + "h100-1node-reduce_scatter.txt")}));
+  CHECK(rs.cluster.intra_node.bandwidth == Approx(360e9).epsilon(0.05));
+  CHECK(rs.cluster.intra_node.latency == Approx(1.6e-6).epsilon(0.05));
+}
+
+TEST_CASE("cluster fit: what it needs, and the base it keeps", "[model][cluster-fit]") {
+  const auto one = load_nccl_tests_log(kDir + "h100-1node-all_reduce.txt");
+  const auto two = load_nccl_tests_log(kDir + "h100-2node-all_reduce.txt");
+  auto msg = [](const ClusterFitRequest& r) {
+    try {
+      fit_cluster(r);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(msg(request({two})).find("no one-node measurement for intra_node") != std::string::npos);
+  auto no_mem = request({one});
+  no_mem.device_memory.reset();
+  CHECK(msg(no_mem).find("--device-memory") != std::string::npos);
+  auto many = request({one});
+  many.nodes = 4;
+  CHECK(msg(many).find("needs inter_node") != std::string::npos);
+
+  // --base: device and prices kept, the intra level replaced by the measurement, the inter
+  // level kept as described.
+  Cluster base = load_cluster(std::string(GACCUM_SOURCE_DIR) + "/examples/clusters/ib-cluster-16node.json");
+  auto with_base = request({one});
+  with_base.device_memory.reset();
+  with_base.base = base;
+  with_base.base_path = "ib.json";
+  const auto f = fit_cluster(with_base);
+  CHECK(f.cluster.nodes == 16);
+  CHECK(f.cluster.device_memory == base.device_memory);
+  CHECK(f.cluster.cost_per_device_hour == base.cost_per_device_hour);
+  CHECK(f.cluster.intra_source.origin == LinkOrigin::measured);
+  CHECK(f.cluster.inter_source.origin == LinkOrigin::described);
+  CHECK(f.cluster.inter_node.bandwidth == base.inter_node.bandwidth);
+  CHECK(f.cluster.name == "ib-cluster-16node-fitted");
+}
+
+TEST_CASE("cluster file: provenance and dates round-trip; bad ones are refused", "[model][cluster-fit]") {
+  auto req = request({load_nccl_tests_log(kDir + "h100-1node-all_reduce.txt"),
+                      load_nccl_tests_log(kDir + "h100-2node-all_reduce.txt")});
+  const auto c = fit_cluster(req).cluster;
+  const auto back = cluster_from_json(to_json(c), "c.json");
+  CHECK(back.intra_source.origin == LinkOrigin::measured);
+  CHECK(back.intra_source.from == c.intra_source.from);
+  CHECK(back.intra_source.points == c.intra_source.points);
+  CHECK(back.inter_source.origin == LinkOrigin::measured);
+  CHECK(back.inter_source.measured_utc == c.inter_source.measured_utc);
+  CHECK(back.created_utc == "2026-12-02T09:00:00Z");
+  CHECK(back.inter_node.bandwidth == Approx(c.inter_node.bandwidth));
+  // A described file stays described.
+  const auto ib = load_cluster(std::string(GACCUM_SOURCE_DIR) + "/examples/clusters/ib-cluster-16node.json");
+  CHECK(ib.inter_source.origin == LinkOrigin::described);
+  CHECK(ib.created_utc.empty());
+  auto j = to_json(c);
+  j["created_utc"] = "yesterday";
+  CHECK_THROWS_WITH(cluster_from_json(j, "c.json"),
+                    Catch::Contains("c.json.created_utc") && Catch::Contains("ISO-8601"));
+  j = to_json(c);
+  j["intra_node"]["measured"]["pointz"] = 3;
+  CHECK_THROWS_WITH(cluster_from_json(j, "c.json"), Catch::Contains("unknown field 'pointz'"));
+
+  CHECK(parse_utc("1970-01-01T00:00:00Z") == 0);
+  CHECK(parse_utc("2026-12-02T09:00:00Z") == 1796202000);
+  CHECK(parse_utc("2026-12-02") == 1796169600);
+  CHECK_FALSE(parse_utc("2026-02-31"));
+  CHECK_FALSE(parse_utc("2026-12-02 09:00:00"));
+  CHECK(format_utc(1796202000) == "2026-12-02T09:00:00Z");
+}
