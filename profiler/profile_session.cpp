@@ -323,6 +323,31 @@ std::vector<Count> plan_points(Session& s, const MemorySweepResult& sweep, Count
   return points;
 }
 
+// In this process: the memory sweep, the gradient norms and the compute points planned under
+// the time budget (`points`); returns the cost estimate the rank groups' budgets come from.
+CostEstimate sweep_and_plan(Session& s, std::vector<Count>& points) {
+  const auto& req = s.req;
+  MemorySweepResult sweep;
+  const Count min_b = sweep_memory(s, sweep);
+  // --micro-batches given: the gradient norms stay within the listed sizes (a model may raise
+  // below them, e.g. BatchNorm at micro_batch 1, which a listed sweep never tried).
+  grad_norms(s, sweep.max_fitting, req.micro_batches.empty() ? min_b : std::max(min_b, sweep.min_ran));
+  CostEstimate est;
+  est.step = sweep.micro_step_times;
+  est.optimizer = sweep.optimizer_step_time;
+  est.iterations = req.warmup + req.iters;
+  points = plan_points(s, sweep, min_b, est);
+  return est;
+}
+
+// --require-quiet: no profile with numbers the profiler could not confirm.
+void refuse_unconfirmed(const Session& s) {
+  if (s.req.require_quiet && !s.prof.unconfirmed.empty())
+    throw RuntimeFailure(fmt::format("profile: not written (--require-quiet): {} measurement(s) not confirmed, e.g. {}; "
+                                     "profile again on a quiet machine",
+                                     s.prof.unconfirmed.size(), s.prof.unconfirmed.front()));
+}
+
 RankPlan rank_plan(const Session& s, const std::vector<Count>& points) {
   const auto& req = s.req;
   RankPlan rp;
@@ -544,27 +569,15 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
   s.prof.versions = library_versions();
   torch::set_num_threads(s.threads);
 
-  MemorySweepResult sweep;
-  const Count min_b = sweep_memory(s, sweep);
-  // --micro-batches given: the gradient norms stay within the listed sizes (a model may raise
-  // below them, e.g. BatchNorm at micro_batch 1, which a listed sweep never tried).
-  grad_norms(s, sweep.max_fitting, req.micro_batches.empty() ? min_b : std::max(min_b, sweep.min_ran));
-
-  CostEstimate est;
-  est.step = sweep.micro_step_times;
-  est.optimizer = sweep.optimizer_step_time;
-  est.iterations = req.warmup + req.iters;
-  const auto points = plan_points(s, sweep, min_b, est);
+  std::vector<Count> points;
+  const CostEstimate est = sweep_and_plan(s, points);
 
   const RankPlan rp = rank_plan(s, points);
   run_rank_groups(s, rp, est);
   remeasure_suspects(s, rp);
   record_settings(s, rp);
   progress.clear();
-  if (req.require_quiet && !s.prof.unconfirmed.empty())
-    throw RuntimeFailure(fmt::format("profile: not written (--require-quiet): {} measurement(s) not confirmed, e.g. {}; "
-                                     "profile again on a quiet machine",
-                                     s.prof.unconfirmed.size(), s.prof.unconfirmed.front()));
+  refuse_unconfirmed(s);
   return std::move(s.prof);
 }
 
@@ -751,14 +764,9 @@ void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Prog
   RankPlan rp;
   if (ctx.rank == 0) {
     try {
-      MemorySweepResult sweep;
-      const Count min_b = sweep_memory(s, sweep);
-      grad_norms(s, sweep.max_fitting, req.micro_batches.empty() ? min_b : std::max(min_b, sweep.min_ran));
-      CostEstimate est;
-      est.step = sweep.micro_step_times;
-      est.optimizer = sweep.optimizer_step_time;
-      est.iterations = req.warmup + req.iters;
-      rp = rank_plan(s, plan_points(s, sweep, min_b, est));
+      std::vector<Count> points;
+      const CostEstimate est = sweep_and_plan(s, points);
+      rp = rank_plan(s, points);
       rp.compute_budget = rp.ci_target > 0 ? compute_budgets(s, rp, est).front() : 0;
       rp.optimizer_budget = rp.ci_target > 0 ? std::clamp(60 * est.optimizer, 0.3, 2.0) : 0;
       world->store().set("plan", rp.to_json().dump());
@@ -832,10 +840,7 @@ void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Prog
       s.lap("launched job");
       record_settings(s, rp);
       progress.clear();
-      if (req.require_quiet && !prof.unconfirmed.empty())
-        throw RuntimeFailure(fmt::format("profile: not written (--require-quiet): {} measurement(s) not confirmed, e.g. "
-                                         "{}; profile again on a quiet machine",
-                                         prof.unconfirmed.size(), prof.unconfirmed.front()));
+      refuse_unconfirmed(s);
       write(prof);
     } catch (...) {
       world->allreduce_sum_scalar(1);
