@@ -59,6 +59,7 @@ int Verdict::count(Status s) const {
 Status Verdict::overall() const {
   if (count(Status::fail) > 0) return Status::fail;
   if (count(Status::warn) > 0) return Status::warn;
+  if (ctx.link_probe && !ctx.link_probe->drifted_levels.empty()) return Status::warn;
   return Status::pass;
 }
 
@@ -124,6 +125,24 @@ oj to_json(const Verdict& v) {
   j["checks"] = checks;
   j["warnings"] = v.ctx.warnings;
   j["rank"] = v.ctx.rank;
+  if (v.ctx.link_probe) {
+    const auto& d = *v.ctx.link_probe;
+    oj pts = oj::array();
+    for (const auto& p : d.points)
+      pts.push_back(oj{{"level", to_string(p.level)},
+                       {"ranks", p.ranks},
+                       {"bytes", p.bytes},
+                       {"measured_s", p.measured},
+                       {"predicted_s", p.predicted},
+                       {"ratio", p.ratio},
+                       {"drifted", p.drifted}});
+    j["link_probe"] = oj{{"cluster", d.cluster_path},
+                         {"tolerance", d.tolerance},
+                         {"nodes", d.nodes},
+                         {"ranks_per_node", d.ranks_per_node},
+                         {"drifted", d.drifted_levels},
+                         {"points", pts}};
+  }
   return j;
 }
 
@@ -173,6 +192,17 @@ std::string print_table(const Verdict& v) {
   for (auto it = in.begin(); it != in.end(); ++it)
     line(fmt::format("  {:<{}}  {:<12}  {}", it.key(), kw, input_text(it.key(), it.value()["value"]),
                      value_text(it.value()["source"])));
+  if (v.ctx.link_probe) {
+    const auto& d = *v.ctx.link_probe;
+    line(fmt::format("link probe: the job's allreduce ({} node(s) x {} ranks) against {}, tolerance +-{:.0f}%",
+                     d.nodes, d.ranks_per_node, d.cluster_path, 100 * d.tolerance));
+    line(fmt::format("  {:<10}  {:>5}  {:>10}  {:>10}  {:>10}  {:>6}", "level", "ranks", "bytes", "measured", "cluster",
+                     "ratio"));
+    for (const auto& p : d.points)
+      line(fmt::format("  {:<10}  {:>5}  {:>10}  {:>10}  {:>10}  {:>6.2f}{}", to_string(p.level), p.ranks,
+                       format_bytes(p.bytes), format_seconds(p.measured), format_seconds(p.predicted), p.ratio,
+                       p.drifted ? "  DRIFT" : ""));
+  }
   if (!v.ctx.warnings.empty()) {
     line("warnings:");
     for (const auto& wtext : v.ctx.warnings) line("  " + wtext);

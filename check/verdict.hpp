@@ -5,9 +5,12 @@
 //    "inputs": {name: {value, source}}, "model": {source, workload, device, ...} | null,
 //    "prediction": model/prediction_json.hpp form | null,
 //    "checks": [{number, id, title, status, reason, fix, data}], "warnings": [...],
-//    "rank": {rank, world_size, launcher} | null}
+//    "rank": {rank, world_size, launcher} | null,
+//    "link_probe": {cluster, tolerance, nodes, ranks_per_node, drifted: [level], points: [{level,
+//                   ranks, bytes, measured_s, predicted_s, ratio, drifted}]}  (only with --probe-links)}
 //   No timestamps or host names: the same inputs print the same bytes (golden-tested).
-// Exit code: 1 when a check FAILs (or WARNs with --strict), else 0; bad input never gets here
+// Exit code: 1 when a check FAILs (or WARNs with --strict), else 0; a link probe that drifted from
+//   the cluster description makes the verdict "warn" (so --strict fails it); bad input never gets here
 //   (InputError, exit 2, in cli/).
 // Why: CI reads the exit code and the JSON, people read the table; both come from one value.
 #pragma once
@@ -20,6 +23,7 @@
 
 #include "check/check_inputs.hpp"
 #include "check/checks.hpp"
+#include "model/cluster_fit.hpp"
 #include "model/cost_model.hpp"
 
 namespace gaccum::check {
@@ -32,6 +36,7 @@ struct VerdictContext {
   nlohmann::ordered_json model_source = nullptr;  // {kind, path, ...}: where the cost model came from
   std::vector<std::string> warnings;             // unknown keys, "auto" fields, notes
   nlohmann::ordered_json rank = nullptr;          // {rank, world_size, launcher} with --distributed
+  std::optional<model::LinkDrift> link_probe;     // --probe-links: the job's allreduce vs the cluster
   bool strict = false;
 };
 
@@ -43,7 +48,7 @@ struct Verdict {
   VerdictContext ctx;
 
   int count(Status s) const;
-  Status overall() const;  // fail > warn > pass (skips do not count)
+  Status overall() const;  // fail > warn (or a drifted link probe) > pass (skips do not count)
   int exit_code() const;   // 1 on fail, or on warn with strict; else 0
 };
 

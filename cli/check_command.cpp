@@ -4,7 +4,8 @@
 //       (--profile, --spec with --cluster, or --workload / --torchscript profiled once and cached);
 //       runs the eight checks of check/checks.hpp and prints a table, or with --json one
 //       "gaccum-tune/check" object. With --distributed every rank of a torchrun / Slurm launch
-//       runs it and the ranks compare their settings through c10d (check 3).
+//       runs it and the ranks compare their settings through c10d (check 3); --probe-links then
+//       times the job's allreduce per level and warns where --cluster is off (drift).
 //       Exit codes: 0 no check failed, 1 a check failed (or warned, with --strict), 2 bad input.
 // Why: platform teams put this in front of every training launch; it must be fast (no profiling
 //      with a cached or given profile), deterministic, and say what is wrong and how to fix it.
@@ -30,6 +31,8 @@
 #include "check/rank_agreement.hpp"
 #include "check/rank_agreement_c10d.hpp"
 #include "check/verdict.hpp"
+#include "comm/communicator.hpp"
+#include "profiler/link_probe.hpp"
 #include "cli/model_flags.hpp"
 #include "cli/model_source.hpp"
 #include "core/model_inputs.hpp"
@@ -66,6 +69,11 @@ struct CheckOptions {
   bool reprofile = false;
   std::string timeout = "60s";
   std::string cluster_max_age;  // drift: warn when the cluster's numbers are older (default 90d when dated)
+  bool probe_links = false;     // drift: time the job's allreduce per level against --cluster (--distributed)
+  std::string probe_tolerance = "25%";
+  std::string probe_sizes = "64K-16M*16";
+  std::string probe_iters = "10";
+  std::string probe_device = "auto";
   std::string device_memory;  // the CPU "device" for --workload / --torchscript without a profile
 };
 
@@ -318,12 +326,47 @@ int run_check_verdict(const CheckOptions& o) {
           "--distributed: no launcher environment (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or mpirun's): run every "
           "rank under torchrun or srun, or drop --distributed");
   } else {
+    if (o.probe_links)
+      throw InputError(
+          "--probe-links: the probe times the job's own allreduce, so every rank must run it: add --distributed and "
+          "start check under torchrun or srun");
     try {
       ctx = detect_rank_context(/*need_rendezvous=*/false);
     } catch (const InputError& e) {
       env_warnings.push_back(fmt::format("launcher environment ignored ({})", e.what()));
       ctx = RankContext{};
     }
+  }
+
+  // --probe-links: the job's allreduce per level (profiler/link_probe.hpp), on the GPU when there
+  // is one (NCCL on cuda:<local rank>), else Gloo on the CPU, inside the settings exchange's
+  // connection; skipped when a rank's inputs are bad (every rank sees the same lines).
+  check::C10dOptions c10d;
+  std::vector<AllreducePoint> probed;
+  profiler::NodeLayout probe_layout;
+  double probe_tolerance = 0;
+  if (o.probe_links) {
+    probe_tolerance = parse_fraction(o.probe_tolerance, "--probe-tolerance");
+    if (!(probe_tolerance > 0)) throw InputError("--probe-tolerance: must be above 0%, e.g. 25%");
+    const auto sizes = parse_size_sweep(o.probe_sizes, "--probe-sizes");
+    const Count iters = parse_positive_count(o.probe_iters, "--probe-iters");
+    if (iters > 1000) throw InputError("--probe-iters: at most 1000 (the probe should be quick; 10 is the default)");
+    const std::string device = workloads::resolve_device(o.probe_device);
+    if (device_kind_of(device) == DeviceKind::cuda) {
+      if (o.probe_device.rfind("cuda:", 0) == 0)
+        throw InputError(fmt::format("--probe-device {}: under a launcher every rank uses cuda:<local rank>; give "
+                                     "--probe-device cuda",
+                                     o.probe_device));
+      c10d.backend = Backend::nccl;
+      c10d.device = fmt::format("cuda:{}", ctx.local_rank);
+    }
+    c10d.with_comm = [&, sizes, iters](comm::Communicator& c, const std::vector<std::string>& lines) {
+      for (int r = 0; r < int(lines.size()); ++r)
+        if (!check::decode_rank_settings(lines[std::size_t(r)], r).error.empty()) return;
+      probe_layout = profiler::node_layout(c, ctx);
+      probed = profiler::sweep_levels(c, probe_layout, ctx, sizes, 3, static_cast<int>(iters), /*job_level=*/true,
+                                      "check-probe");
+    };
   }
 
   // With --distributed, a rank whose inputs are bad still joins the exchange (so the others stop
@@ -336,6 +379,10 @@ int run_check_verdict(const CheckOptions& o) {
   vctx.strict = o.strict;
   try {
     prep = prepare(o, ctx);
+    if (o.probe_links && !prep->job.inputs.cluster)
+      throw InputError(
+          "--probe-links: the probe is compared with a cluster description; give --cluster CLUSTER.json (e.g. one "
+          "from gaccum-tune cluster fit)");
     vctx.warnings = env_warnings;
     vctx.warnings.insert(vctx.warnings.end(), prep->warnings.begin(), prep->warnings.end());
     if (prep->model) vctx.model_source = source_json(prep->model->source);
@@ -352,11 +399,22 @@ int run_check_verdict(const CheckOptions& o) {
         error.empty() ? check::encode(check::rank_settings(prep->job, ctx.rank,
                                                            check::config_hash(prep->job, prep->files_hash)))
                       : check::encode(check::failed_rank_settings(ctx.rank, error));
-    const auto lines = check::exchange_settings_c10d(ctx, mine, timeout);
+    const auto lines = check::exchange_settings_c10d(ctx, mine, timeout, c10d);
     std::vector<check::RankSettings> all;
     for (int r = 0; r < int(lines.size()); ++r) all.push_back(check::decode_rank_settings(lines[r], r));
     if (!error.empty()) throw InputError(error);
     verdict->checks[2] = check::check_rank_agreement(all, ctx.world_size, ctx.launcher);
+    if (o.probe_links && !probed.empty()) {
+      const std::string& path = *prep->job.inputs.cluster;
+      auto drift = model::compare_links(model::load_cluster(path), path, probed, probe_layout.nodes,
+                                        probe_layout.ranks_per_node, probe_tolerance);
+      for (const auto& w : drift.warnings) verdict->ctx.warnings.push_back(w);
+      verdict->ctx.link_probe = std::move(drift);
+    } else if (o.probe_links) {
+      verdict->ctx.warnings.push_back(fmt::format(
+          "link probe: a job of {} rank(s) on {} node(s) has no allreduce to time; --probe-links needs world_size >= 2",
+          ctx.world_size, probe_layout.nodes));
+    }
   }
   for (const auto& w : verdict->ctx.warnings) std::cerr << "gaccum-tune: warning: " << w << "\n";
   std::cout << (o.json ? check::print_json(*verdict) : check::print_table(*verdict));
@@ -408,6 +466,13 @@ void add_check_command(CLI::App& app, Action& action) {
   sub->add_flag("--json", o->json, "Print one JSON object (schema gaccum-tune/check)");
   sub->add_flag("--distributed", o->distributed,
                 "Run on every rank (torchrun / srun) and compare settings across ranks through c10d");
+  sub->add_flag("--probe-links", o->probe_links,
+                "--distributed: time the job's allreduce (whole job, inside each node, across nodes) and warn where "
+                "--cluster predicts it off by more than --probe-tolerance");
+  sub->add_option("--probe-tolerance", o->probe_tolerance, "--probe-links: measured/predicted beyond 1 +- this drifts [default: 25%]");
+  sub->add_option("--probe-sizes", o->probe_sizes, "--probe-links: message sizes, e.g. 64K,1M,16M [default: 64K-16M*16]");
+  sub->add_option("--probe-iters", o->probe_iters, "--probe-links: timed allreduces per size and level [default: 10]");
+  sub->add_option("--probe-device", o->probe_device, "--probe-links: auto | cpu | cuda (auto: NCCL on cuda:<local rank> when a GPU answers)");
   sub->add_option("--timeout", o->timeout, "--distributed: rendezvous and exchange timeout [default: 60s]");
   sub->add_flag("--reprofile", o->reprofile, "Profile --workload again even when a cached profile matches");
   sub->footer(

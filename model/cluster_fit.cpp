@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -300,6 +302,86 @@ ClusterFitResult fit_cluster(const ClusterFitRequest& req) {
       req.base ? fmt::format("; device{} from --base {}",
                              (intra.empty() || inter.empty()) ? " and unmeasured levels" : "", req.base_path)
                : "");
+  return out;
+}
+
+namespace {
+
+// Which links a level's price rests on, and its provenance text for a warning.
+std::string level_links(const Cluster& c, CommLevel level, Count nodes) {
+  auto one = [](const char* name, const LinkProvenance& p) {
+    return fmt::format("{} {}{}", name, to_string(p.origin), p.measured_utc.empty() ? "" : " " + p.measured_utc);
+  };
+  if (level == CommLevel::intra_node || (level == CommLevel::job && nodes == 1))
+    return one("intra_node", c.intra_source);
+  if (level == CommLevel::inter_node) return one("inter_node", c.inter_source);
+  return one("intra_node", c.intra_source) + ", " + one("inter_node", c.inter_source);
+}
+
+}  // namespace
+
+LinkDrift compare_links(const Cluster& c, const std::string& cluster_path, const std::vector<AllreducePoint>& measured,
+                        Count nodes, Count ranks_per_node, double tolerance) {
+  LinkDrift out;
+  out.cluster_path = cluster_path;
+  out.tolerance = tolerance;
+  out.nodes = nodes;
+  out.ranks_per_node = ranks_per_node;
+  for (CommLevel level : {CommLevel::job, CommLevel::intra_node, CommLevel::inter_node}) {
+    std::vector<const AllreducePoint*> pts;
+    for (const auto& a : measured)
+      if (a.level == level && a.world_size >= 2) pts.push_back(&a);
+    if (pts.empty()) continue;
+    const Count p = pts.front()->world_size;
+    const bool uses_intra = level == CommLevel::intra_node || (level == CommLevel::job && ranks_per_node > 1);
+    const bool uses_inter = level == CommLevel::inter_node || (level == CommLevel::job && nodes > 1);
+    const char* name = to_string(level);
+    Count wrong = 0;
+    for (const auto* a : pts) wrong += a->wrong;
+    if (wrong > 0)
+      out.warnings.push_back(fmt::format("link probe: the {} allreduce over {} ranks summed {} element(s) wrong: the "
+                                         "collective itself is broken on this job (check the network and NCCL/Gloo "
+                                         "settings before anything else)",
+                                         name, p, wrong));
+    const bool no_inter = uses_inter && !(c.inter_node.bandwidth > 0);
+    if (no_inter || (uses_intra && !(c.intra_node.bandwidth > 0))) {
+      out.warnings.push_back(fmt::format("link probe: {} has no {} bandwidth, so its {} allreduce over {} ranks "
+                                         "cannot be compared; fit the cluster from this job (gaccum-tune cluster fit)",
+                                         cluster_path, no_inter ? "inter_node" : "intra_node", name, p));
+      continue;
+    }
+    AffineCost cost;
+    if (level == CommLevel::intra_node || (level == CommLevel::job && nodes == 1)) {
+      cost = ring_allreduce(p, c.intra_node);
+    } else if (level == CommLevel::inter_node) {
+      cost = ring_allreduce(p, c.inter_node);
+    } else {
+      cost = hierarchical_allreduce(p, ranks_per_node, c.intra_node, c.inter_node);
+    }
+    std::optional<LinkDriftPoint> worst;
+    for (const auto* a : pts) {
+      LinkDriftPoint d;
+      d.level = level;
+      d.ranks = p;
+      d.bytes = a->bytes;
+      d.measured = a->time;
+      d.predicted = cost.at(a->bytes);
+      d.ratio = d.predicted > 0 ? d.measured / d.predicted : 0;
+      d.drifted = !(std::abs(d.ratio - 1) <= tolerance);
+      out.points.push_back(d);
+      // The worst drift on a log scale (2x slow and 2x fast are as far off); a zero ratio first.
+      auto off = [](double r) { return r > 0 ? std::abs(std::log(r)) : 1e300; };
+      if (d.drifted && (!worst || off(d.ratio) > off(worst->ratio))) worst = d;
+    }
+    if (!worst) continue;
+    out.drifted_levels.push_back(name);
+    out.warnings.push_back(fmt::format(
+        "cluster drift: the {} allreduce over {} ranks took {} at {} where {} predicts {} ({:.2f}x, tolerance "
+        "+-{:.0f}%; priced on {}): the description no longer matches this job's network; fit it again (gaccum-tune "
+        "profile under the launcher, then cluster fit --profile)",
+        name, p, format_seconds(worst->measured), format_bytes(worst->bytes), cluster_path,
+        format_seconds(worst->predicted), worst->ratio, 100 * tolerance, level_links(c, level, nodes)));
+  }
   return out;
 }
 

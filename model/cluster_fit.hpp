@@ -60,6 +60,35 @@ struct ClusterFitResult {
 
 ClusterFitResult fit_cluster(const ClusterFitRequest& req);
 
+// The drift check (`check --distributed --probe-links`): a quick allreduce probe of the running
+// job per level (profiler/link_probe.hpp) against what the cluster description prices for it,
+// with the formulas the fit above uses for the same levels:
+//   job         nodes == 1: ring over p on intra_node; else the hierarchical allreduce over p
+//               ranks, g = ranks_per_node per node (the job's own placement, not the cluster's)
+//   intra_node  ring over g on intra_node
+//   inter_node  ring over the nodes on inter_node
+// ratio = measured / predicted; a point drifts when |ratio - 1| > tolerance. One warning per
+// level with a drifted point (its worst point), one per level the description cannot price (no
+// bandwidth), one per level whose allreduce summed wrong.
+struct LinkDriftPoint {
+  CommLevel level = CommLevel::job;
+  Count ranks = 0;
+  Bytes bytes = 0;
+  Seconds measured = 0, predicted = 0;
+  double ratio = 0;
+  bool drifted = false;
+};
+struct LinkDrift {
+  std::string cluster_path;
+  double tolerance = 0;
+  Count nodes = 1, ranks_per_node = 1;
+  std::vector<LinkDriftPoint> points;  // in probe order; levels the description cannot price are left out
+  std::vector<std::string> drifted_levels;
+  std::vector<std::string> warnings;
+};
+LinkDrift compare_links(const Cluster& c, const std::string& cluster_path, const std::vector<AllreducePoint>& measured,
+                        Count nodes, Count ranks_per_node, double tolerance);
+
 // The modification time of a file as ISO-8601 UTC ("" when it cannot be read): when a log was
 // written, the closest a log comes to saying when it was measured.
 std::string file_mtime_utc(const std::string& path);

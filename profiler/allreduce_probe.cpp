@@ -56,49 +56,55 @@ class AllreduceProbe final : public Probe {
     const std::string backend(to_string(raw ? Backend::nccl : s.comm->backend()));
     for (const auto& m : messages(s.plan)) {
       AllreducePoint p;
-      p.backend = backend;
-      p.world_size = s.world_size;
-      p.tag = m.tag;
-      std::vector<Seconds> samples;
-      Count wrong = 0;
       if (nccl) {
         auto r = nccl->run(m.bytes, s.plan.comm_warmup, s.plan.comm_iters);
+        p.world_size = s.world_size;
         p.bytes = r.bytes;
         std::vector<std::vector<double>> local;
         for (double t : r.samples) local.push_back({t});
-        for (const auto& row : s.driver.max_over_ranks(local)) samples.push_back(row[0]);
-        wrong = r.wrong;
+        for (const auto& row : s.driver.max_over_ranks(local)) p.samples.push_back(row[0]);
+        for (double w : s.driver.gather(static_cast<double>(r.wrong))) p.wrong += static_cast<Count>(w);
+        p.time = TimingStats::from_samples(p.samples).mean;
+        p.algbw = engine::algbw(p.bytes, p.time);
+        p.busbw = engine::busbw(p.bytes, p.time, s.world_size);
       } else {
-        const std::int64_t n = std::max<std::int64_t>(1, static_cast<std::int64_t>(m.bytes / 4));
-        p.bytes = static_cast<Bytes>(n) * 4;
-        auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(s.comm->device());
-        auto pattern = torch::arange(n, opts.dtype(torch::kInt64)).remainder(13).to(torch::kFloat32);
-        auto buf = (pattern + static_cast<double>(s.rank + 1)).contiguous();
-        s.comm->allreduce_sum(buf);
-        const double p_ranks = static_cast<double>(s.world_size);
-        auto expect = pattern * p_ranks + p_ranks * (p_ranks + 1) / 2;
-        wrong = buf.ne(expect).sum().item<std::int64_t>();
-        buf.zero_();
-        auto timed = s.driver.run(1, s.plan.comm_warmup, s.plan.comm_iters, [&](engine::PhaseClock& clock, int) {
-          s.comm->allreduce_sum(buf);
-          clock.mark();
-        });
-        samples = timed.total.samples;
+        p = time_allreduce_c10d(*s.comm, s.driver, m.bytes, s.plan.comm_warmup, s.plan.comm_iters);
       }
-      Count wrong_all = 0;
-      for (double w : s.driver.gather(static_cast<double>(wrong))) wrong_all += static_cast<Count>(w);
-      const auto stats = TimingStats::from_samples(samples);
-      p.time = stats.mean;
-      p.samples = samples;
-      p.algbw = engine::algbw(p.bytes, p.time);
-      p.busbw = engine::busbw(p.bytes, p.time, s.world_size);
-      p.wrong = wrong_all;
+      p.backend = backend;
+      p.tag = m.tag;
       out.allreduce.push_back(p);
     }
   }
 };
 
 }  // namespace
+
+AllreducePoint time_allreduce_c10d(comm::Communicator& comm, engine::IterationDriver& driver, Bytes bytes, int warmup,
+                                   int iters) {
+  AllreducePoint p;
+  p.backend = to_string(comm.backend());
+  p.world_size = comm.world_size();
+  const std::int64_t n = std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes / 4));
+  p.bytes = static_cast<Bytes>(n) * 4;
+  auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(comm.device());
+  auto pattern = torch::arange(n, opts.dtype(torch::kInt64)).remainder(13).to(torch::kFloat32);
+  auto buf = (pattern + static_cast<double>(comm.rank() + 1)).contiguous();
+  comm.allreduce_sum(buf);
+  const double p_ranks = static_cast<double>(comm.world_size());
+  auto expect = pattern * p_ranks + p_ranks * (p_ranks + 1) / 2;
+  const auto wrong = buf.ne(expect).sum().item<std::int64_t>();
+  buf.zero_();
+  auto timed = driver.run(1, warmup, iters, [&](engine::PhaseClock& clock, int) {
+    comm.allreduce_sum(buf);
+    clock.mark();
+  });
+  p.samples = timed.total.samples;
+  for (double w : driver.gather(static_cast<double>(wrong))) p.wrong += static_cast<Count>(w);
+  p.time = TimingStats::from_samples(p.samples).mean;
+  p.algbw = engine::algbw(p.bytes, p.time);
+  p.busbw = engine::busbw(p.bytes, p.time, p.world_size);
+  return p;
+}
 
 std::unique_ptr<Probe> make_allreduce_probe() { return std::make_unique<AllreduceProbe>(); }
 

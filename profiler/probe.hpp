@@ -94,6 +94,12 @@ class Probe {
 std::unique_ptr<Probe> make_compute_probe();
 std::unique_ptr<Probe> make_optimizer_probe();
 std::unique_ptr<Probe> make_allreduce_probe();
+// The allreduce probe's c10d measurement of one message over `comm` (allreduce_probe.cpp): the
+// correctness pass, then `warmup` untimed and `iters` timed barrier-aligned allreduces of
+// bytes/4 float32 elements; time = mean of the per-iteration max over ranks, algbw/busbw, #wrong
+// summed over ranks. Tag "sweep", level job (the caller sets either). Every rank of comm calls it.
+AllreducePoint time_allreduce_c10d(comm::Communicator& comm, engine::IterationDriver& driver, Bytes bytes, int warmup,
+                                   int iters);
 std::unique_ptr<Probe> make_collective_probe();
 std::unique_ptr<Probe> make_overlap_probe();
 

@@ -32,6 +32,7 @@
 #include "engine/rank_job.hpp"
 #include "profiler/grad_norm_probe.hpp"
 #include "profiler/hardware.hpp"
+#include "profiler/link_probe.hpp"
 #include "profiler/memory_sweep.hpp"
 #include "profiler/progress.hpp"
 #include "profiler/rank_worker.hpp"
@@ -586,101 +587,6 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
 
 namespace {
 
-// Which node each rank of the job is on, from every rank's (node key, local rank, host).
-// The node key is the launcher's node rank (GROUP_RANK, NODE_RANK, SLURM_NODEID) when it sets
-// one, else the host name.
-struct NodeLayout {
-  Count nodes = 1, ranks_per_node = 1;
-  int node = 0;                        // this rank's node index
-  std::vector<int> node_members;       // the ranks of this node, by local rank
-  std::vector<int> local_peers;        // one rank per node with this rank's local rank, by node
-  std::vector<std::string> hosts;      // per node
-  std::vector<std::vector<int>> members;  // per node, its ranks by local rank
-  std::vector<std::string> host_of;       // per rank, its host name
-};
-
-NodeLayout node_layout(comm::Communicator& world, const RankContext& ctx) {
-  char name[256] = {0};
-  ::gethostname(name, sizeof(name) - 1);
-  const std::string key = ctx.node_rank >= 0 ? fmt::format("n{:08d}", ctx.node_rank) : fmt::format("h{}", name);
-  const auto all = world.allgather_strings(fmt::format("{}\t{}\t{}\t{}", key, ctx.local_rank, ctx.local_world_size, name));
-  struct Entry {
-    std::string key, host;
-    int local = 0, local_size = 0;
-  };
-  std::vector<Entry> es;
-  for (const auto& line : all) {
-    Entry e;
-    std::istringstream in(line);
-    std::getline(in, e.key, '\t');
-    std::string l, ls;
-    std::getline(in, l, '\t');
-    std::getline(in, ls, '\t');
-    std::getline(in, e.host);
-    e.local = std::atoi(l.c_str());
-    e.local_size = std::atoi(ls.c_str());
-    es.push_back(e);
-  }
-  std::vector<std::string> keys;  // node keys in order: node ranks numerically, host names by first rank
-  for (const auto& e : es)
-    if (std::find(keys.begin(), keys.end(), e.key) == keys.end()) keys.push_back(e.key);
-  if (ctx.node_rank >= 0) std::sort(keys.begin(), keys.end());
-  NodeLayout lay;
-  lay.nodes = static_cast<Count>(keys.size());
-  std::vector<std::vector<int>> members(keys.size());
-  for (int r = 0; r < static_cast<int>(es.size()); ++r) {
-    const auto n = static_cast<std::size_t>(std::find(keys.begin(), keys.end(), es[static_cast<std::size_t>(r)].key) - keys.begin());
-    members[n].push_back(r);
-  }
-  lay.ranks_per_node = static_cast<Count>(members[0].size());
-  for (std::size_t n = 0; n < keys.size(); ++n) {
-    auto& m = members[n];
-    if (static_cast<Count>(m.size()) != lay.ranks_per_node)
-      throw InputError(fmt::format("environment: node {} holds {} ranks and node {} holds {}: the profile's levels need "
-                                   "the same number of ranks on every node (--nproc-per-node)",
-                                   keys[0].substr(1), members[0].size(), keys[n].substr(1), m.size()));
-    std::sort(m.begin(), m.end(), [&](int a, int b) { return es[std::size_t(a)].local < es[std::size_t(b)].local; });
-    for (std::size_t i = 0; i < m.size(); ++i) {
-      const auto& e = es[static_cast<std::size_t>(m[i])];
-      if (e.local != static_cast<int>(i) || e.local_size != static_cast<int>(m.size()))
-        throw InputError(fmt::format("environment: on node {} rank {} has LOCAL_RANK {} of LOCAL_WORLD_SIZE {}, but the "
-                                     "node holds {} ranks: the launcher's local ranks must be 0..{}",
-                                     keys[n].substr(1), m[i], e.local, e.local_size, m.size(), m.size() - 1));
-    }
-    lay.hosts.push_back(es[static_cast<std::size_t>(m[0])].host);
-    if (std::find(m.begin(), m.end(), ctx.rank) != m.end()) {
-      lay.node = static_cast<int>(n);
-      lay.node_members = m;
-    }
-  }
-  for (std::size_t n = 0; n < keys.size(); ++n) lay.local_peers.push_back(members[n][static_cast<std::size_t>(ctx.local_rank)]);
-  lay.members = members;
-  for (const auto& e : es) lay.host_of.push_back(e.host);
-  // Several "nodes" on one host (a loopback test standing for a cluster): name them apart.
-  for (std::size_t n = 0; n < lay.hosts.size(); ++n)
-    if (std::count(lay.hosts.begin(), lay.hosts.end(), lay.hosts[n]) > 1) lay.hosts[n] += fmt::format(" (node {})", n);
-  return lay;
-}
-
-// The allreduce sweep over a sub-group (one node's ranks, or one rank per node) with the
-// session's workload and plan: sizes only, through c10d (the raw NCCL probe's store key is the
-// world's), every point tagged with its level.
-void sweep_level(RankSession& s, comm::Communicator& group, CommLevel level, RankResults& out) {
-  RankPlan lp = s.plan;
-  lp.buckets.clear();
-  lp.fused = 0;
-  lp.raw_nccl = false;
-  engine::IterationDriver driver(&group, s.workload.device(), lp.warmup, lp.iters);
-  RankSession ls{lp, s.workload, s.params, s.optimizer, &group, driver, group.rank(), group.world_size()};
-  RankResults r;
-  make_allreduce_probe()->run(ls, r);
-  for (auto& a : r.allreduce) {
-    a.level = level;
-    out.allreduce.push_back(a);
-  }
-  driver.barrier();
-}
-
 // CPU seconds of this process so far (user + system).
 double own_cpu_seconds() {
   struct rusage ru {};
@@ -789,15 +695,10 @@ void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Prog
                                 ctx.world_size, lay.nodes, lay.ranks_per_node, rp.micro_batches.size()));
   const MachineActivity watch;
   const double cpu_start = own_cpu_seconds();
-  const RankMeasurement m = measure_rank(rp, ctx, world.get(), [&](RankSession& rs, RankResults& out) {
-    if (lay.nodes > 1 && lay.ranks_per_node > 1) {
-      auto intra = world->split(lay.node_members, fmt::format("intra{}", lay.node));
-      sweep_level(rs, *intra, CommLevel::intra_node, out);
-    }
-    if (lay.nodes > 1) {
-      auto inter = world->split(lay.local_peers, fmt::format("inter{}", ctx.local_rank));
-      sweep_level(rs, *inter, CommLevel::inter_node, out);
-    }
+  const RankMeasurement m = measure_rank(rp, ctx, world.get(), [&](RankSession&, RankResults& out) {
+    const auto levels = sweep_levels(*world, lay, ctx, rp.sizes, rp.comm_warmup, rp.comm_iters, /*job_level=*/false,
+                                     "profile");
+    out.allreduce.insert(out.allreduce.end(), levels.begin(), levels.end());
   });
   // The job's other ranks on this host are not "other processes": their CPU time is exchanged
   // and taken out of what the machine watch calls others' cores.
@@ -835,7 +736,8 @@ void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Prog
                                        "{} ranks computing at once (max over ranks); allreduce over the job, {}{}",
                                        ctx.launcher, lay.nodes, lay.ranks_per_node, ctx.world_size,
                                        lay.nodes > 1 && lay.ranks_per_node > 1 ? "inside each node (every node at once), " : "",
-                                       lay.nodes > 1 ? "and across nodes (one rank per node, every local rank's group at once)"
+                                       lay.nodes > 1 ? "and across nodes (one rank per node, every local rank's group at once); a "
+                                                       "level's time is its slowest group's"
                                                      : "(one node: no inter-node level)"));
       s.lap("launched job");
       record_settings(s, rp);

@@ -76,3 +76,14 @@ gaccum_cli_test(check-cluster-age 0 "warning: cluster .*cluster-fitted-2020.json
 gaccum_cli_test(check-cluster-undated 0 "warning: cluster .*has no date" -- sh -c
   "\"$0\" check --profile \"$1/small-profile.json\" --cluster \"$2/clusters/dgx-h100-1node.json\" --cluster-max-age 30d -b 4 -k 2 -p 8 --noise-scale 1000 2>&1"
   ${G} ${CMAKE_CURRENT_SOURCE_DIR}/data ${PROJECT_SOURCE_DIR}/examples)
+# The drift probe (the 2 x 2 run is in tests/multinode/two_nodes.sh): it needs every rank and a
+# cluster to compare with.
+gaccum_cli_test(check-probe-needs-distributed 2 "--probe-links: .*add --distributed" --one-line-stderr --
+  ${G} check --profile ${CMAKE_CURRENT_SOURCE_DIR}/data/small-profile.json -b 4 -k 2 -p 8 --probe-links)
+gaccum_cli_test(check-probe-needs-cluster 2 "--probe-links: .*give --cluster" --one-line-stderr -- env RANK=0 WORLD_SIZE=1
+  MASTER_ADDR=127.0.0.1 MASTER_PORT=29999 ${G} check --profile ${CMAKE_CURRENT_SOURCE_DIR}/data/small-profile.json
+  -b 4 -k 2 -p 1 --distributed --probe-links)
+gaccum_cli_test(check-probe-tolerance 2 "--probe-tolerance: must be above 0%" --one-line-stderr -- env RANK=0 WORLD_SIZE=1
+  MASTER_ADDR=127.0.0.1 MASTER_PORT=29999 ${G} check --profile ${CMAKE_CURRENT_SOURCE_DIR}/data/small-profile.json
+  --cluster ${PROJECT_SOURCE_DIR}/examples/clusters/dgx-h100-1node.json -b 4 -k 2 -p 1 --distributed --probe-links
+  --probe-tolerance 0)

@@ -74,4 +74,52 @@ assert rows, "no world_size 32 rows"
 assert all(r["comm_links"] == "intra measured, inter measured" for r in rows), {r["comm_links"] for r in rows}
 print(len(rows), "rows at world_size 32 (16 nodes), all labelled", rows[0]["comm_links"])
 PY
+# The drift probe: `check --distributed --probe-links` on the same 4 ranks, against the cluster
+# just fitted (the same loopback: its levels must be priced, with finite ratios) and against a
+# described InfiniBand cluster (microseconds where loopback Gloo takes far longer: every level drifts).
+check_rank() {  # rank node local cluster tolerance tag
+  local r=$1 n=$2 l=$3
+  env -u SLURM_PROCID -u SLURM_NTASKS -u OMPI_COMM_WORLD_RANK -u PMI_RANK \
+      RANK=$r WORLD_SIZE=4 LOCAL_RANK=$l LOCAL_WORLD_SIZE=2 GROUP_RANK=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      TORCHELASTIC_RUN_ID=two-nodes-check \
+      timeout 120 "$G" check --profile "$dir/profile.json" --cluster "$4" -b 2 -k 2 -p 4 --distributed --probe-links \
+        --probe-tolerance "$5" --probe-sizes 64K,1M --probe-iters 5 --probe-device cpu --timeout 60s --json \
+        >"$dir/check-$6-$r.json" 2>"$dir/check-$6-$r.err"
+  echo $? >"$dir/check-$6-rc$r"
+}
+ib="$(dirname "$0")/../../examples/clusters/ib-cluster-16node.json"
+for c in fitted ib; do
+  cl="$dir/cluster.json"; [ $c = ib ] && cl=$ib
+  check_rank 0 0 0 "$cl" 100% $c & check_rank 1 0 1 "$cl" 100% $c & check_rank 2 1 0 "$cl" 100% $c &
+  check_rank 3 1 1 "$cl" 100% $c &
+  wait
+  for r in 0 1 2 3; do
+    rc=$(cat "$dir/check-$c-rc$r")
+    [ "$rc" = 0 ] || [ "$rc" = 1 ] || { cat "$dir/check-$c-$r.err"; fail "check --probe-links ($c) rank $r exited $rc"; }
+  done
+done
+/usr/bin/python3 - "$dir" <<'PY' || fail "link probe"
+import json, sys
+d = sys.argv[1]
+for c in ("fitted", "ib"):
+    views = [json.load(open(f"{d}/check-{c}-{r}.json")) for r in range(4)]
+    lp = views[0]["link_probe"]
+    assert all(v["link_probe"] == lp for v in views), f"{c}: the ranks saw different probes"
+    assert lp["nodes"] == 2 and lp["ranks_per_node"] == 2 and lp["tolerance"] == 1.0, lp
+    got = sorted({(p["level"], p["ranks"]) for p in lp["points"]})
+    assert got == [("inter_node", 2), ("intra_node", 2), ("job", 4)], got
+    assert all(p["measured_s"] > 0 and p["predicted_s"] > 0 and p["ratio"] > 0 for p in lp["points"]), lp
+    for p in lp["points"]:
+        print(c, p["level"], p["ranks"], p["bytes"], "measured %.3g s, cluster %.3g s, ratio %.2f" %
+              (p["measured_s"], p["predicted_s"], p["ratio"]))
+    if c == "ib":
+        assert lp["drifted"] == ["job", "intra_node", "inter_node"], lp["drifted"]
+        assert views[0]["verdict"] in ("warn", "fail"), views[0]["verdict"]
+        assert any(w.startswith("cluster drift: the inter_node allreduce over 2 ranks") for w in views[0]["warnings"]), \
+            views[0]["warnings"]
+    else:
+        ratios = [p["ratio"] for p in lp["points"]]
+        print("fitted cluster: ratios", ["%.2f" % x for x in ratios], "drifted", lp["drifted"])
+print("link probe ok")
+PY
 echo TWO-NODES-OK

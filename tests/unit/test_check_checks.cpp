@@ -334,6 +334,47 @@ TEST_CASE("check 3: agreement passes, world_size vs launched ranks, bad input on
 
 // ---- verdict ------------------------------------------------------------------------------------
 
+TEST_CASE("verdict: a drifted link probe warns (exit 1 with --strict), printed in the JSON and the table") {
+  test::FakeCostModel m;
+  VerdictContext ctx;
+  model::LinkDrift d;
+  d.cluster_path = "fitted.json";
+  d.tolerance = 0.25;
+  d.nodes = 2;
+  d.ranks_per_node = 2;
+  model::LinkDriftPoint p;
+  p.level = CommLevel::inter_node;
+  p.ranks = 2;
+  p.bytes = 1 << 20;
+  p.measured = 2e-3;
+  p.predicted = 1e-3;
+  p.ratio = 2;
+  d.points = {p};
+  ctx.link_probe = d;
+  auto calm = run_checks(job(32, 1, 2), &m, rank_agreement_skipped(), ctx);
+  CHECK(calm.overall() == Status::pass);  // no point drifted
+  d.points[0].drifted = true;
+  d.drifted_levels = {"inter_node"};
+  ctx.link_probe = d;
+  auto drift = run_checks(job(32, 1, 2), &m, rank_agreement_skipped(), ctx);
+  CHECK(drift.overall() == Status::warn);
+  CHECK(drift.exit_code() == 0);
+  ctx.strict = true;
+  CHECK(run_checks(job(32, 1, 2), &m, rank_agreement_skipped(), ctx).exit_code() == 1);
+  const auto j = to_json(drift);
+  CHECK(j["verdict"] == "warn");
+  CHECK(j["link_probe"]["drifted"].dump() == R"(["inter_node"])");
+  CHECK(j["link_probe"]["points"][0]["level"] == "inter_node");
+  CHECK(j["link_probe"]["points"][0]["ratio"] == 2.0);
+  CHECK(j["link_probe"]["points"][0]["bytes"] == 1048576);
+  const std::string t = print_table(drift);
+  CHECK_THAT(t, Catch::Contains("link probe: the job's allreduce (2 node(s) x 2 ranks) against fitted.json, tolerance +-25%"));
+  CHECK_THAT(t, Catch::Contains("inter_node") && Catch::Contains("2.00  DRIFT"));
+  CHECK(to_json(calm).contains("link_probe"));
+  VerdictContext none;
+  CHECK_FALSE(to_json(run_checks(job(32, 1, 2), &m, rank_agreement_skipped(), none)).contains("link_probe"));
+}
+
 TEST_CASE("verdict: exit code 0 with passes and warnings, 1 on a failure or a warning with --strict") {
   test::FakeCostModel m;
   VerdictContext ctx;

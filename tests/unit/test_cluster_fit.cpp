@@ -299,3 +299,67 @@ TEST_CASE("cluster file: provenance and dates round-trip; bad ones are refused",
   CHECK_FALSE(parse_utc("2026-12-02 09:00:00"));
   CHECK(format_utc(1796202000) == "2026-12-02T09:00:00Z");
 }
+
+// The drift check's comparison (check --probe-links), by hand. Cluster: intra 2 us / 100 GB/s,
+// inter 10 us / 10 GB/s; the job 2 nodes x 2 ranks; S = 1e6 bytes.
+//   intra_node ring of 2: 2(1) 2us + 2(1)/2 1e6/1e11          = 4 + 10      = 14 us
+//   inter_node ring of 2: 2(1) 10us + 2(1)/2 1e6/1e10         = 20 + 100    = 120 us
+//   job, hierarchical 4 = 2 x 2: RS 1 x 2us + 1/2 1e6/1e11     = 7 us, twice (RS and AG)
+//                        + inter 2(1) 10us + 2(1)/2 (1e6/2)/1e10 = 20 + 50 = 70 us  -> 84 us
+TEST_CASE("link drift: the probe against the cluster's price per level", "[model][cluster-fit]") {
+  Cluster c;
+  c.gpus_per_node = 8;  // the job's own placement (2 per node) is what is priced, not the cluster's
+  c.nodes = 4;
+  c.intra_node = {2e-6, 100e9};
+  c.inter_node = {10e-6, 10e9};
+  auto point = [](CommLevel level, Count ranks, Seconds t) {
+    AllreducePoint a;
+    a.level = level;
+    a.world_size = ranks;
+    a.bytes = 1000000;
+    a.time = t;
+    return a;
+  };
+  const std::vector<AllreducePoint> probe = {point(CommLevel::job, 4, 84e-6), point(CommLevel::intra_node, 2, 15e-6),
+                                             point(CommLevel::inter_node, 2, 240e-6)};
+  const LinkDrift d = compare_links(c, "c.json", probe, 2, 2, 0.25);
+  REQUIRE(d.points.size() == 3);
+  CHECK(d.points[0].predicted == Approx(84e-6).epsilon(1e-9));
+  CHECK(d.points[0].ratio == Approx(1.0).epsilon(1e-9));
+  CHECK_FALSE(d.points[0].drifted);
+  CHECK(d.points[1].predicted == Approx(14e-6).epsilon(1e-9));
+  CHECK(d.points[1].ratio == Approx(15.0 / 14.0).epsilon(1e-9));
+  CHECK_FALSE(d.points[1].drifted);
+  CHECK(d.points[2].predicted == Approx(120e-6).epsilon(1e-9));
+  CHECK(d.points[2].ratio == Approx(2.0).epsilon(1e-9));
+  CHECK(d.points[2].drifted);
+  REQUIRE(d.drifted_levels == std::vector<std::string>{"inter_node"});
+  REQUIRE(d.warnings.size() == 1);
+  CHECK_THAT(d.warnings[0], Catch::Contains("inter_node allreduce over 2 ranks") && Catch::Contains("2.00x") &&
+                                Catch::Contains("tolerance +-25%") && Catch::Contains("inter_node described"));
+
+  // Within a wider tolerance nothing drifts; 2x fast drifts as far as 2x slow.
+  CHECK(compare_links(c, "c.json", probe, 2, 2, 1.0).drifted_levels.empty());
+  auto fast = probe;
+  fast[1].time = 7e-6;
+  CHECK(compare_links(c, "c.json", fast, 2, 2, 0.25).drifted_levels == std::vector<std::string>{"intra_node", "inter_node"});
+
+  // One node: the job level is a ring on intra_node (4 ranks: 6 x 2us + 6/4 x 1e6/1e11 = 27 us).
+  const LinkDrift one = compare_links(c, "c.json", {point(CommLevel::job, 4, 27e-6)}, 1, 4, 0.25);
+  REQUIRE(one.points.size() == 1);
+  CHECK(one.points[0].predicted == Approx(27e-6).epsilon(1e-9));
+
+  // A description without an inter-node link cannot price the levels that cross nodes; a wrong
+  // sum is said first.
+  Cluster single = c;
+  single.inter_node = {};
+  auto wrong = probe;
+  wrong[1].wrong = 3;
+  const LinkDrift s = compare_links(single, "one.json", wrong, 2, 2, 0.25);
+  REQUIRE(s.points.size() == 1);
+  CHECK(s.points[0].level == CommLevel::intra_node);
+  REQUIRE(s.warnings.size() == 3);
+  CHECK_THAT(s.warnings[0], Catch::Contains("one.json has no inter_node bandwidth") && Catch::Contains("job allreduce"));
+  CHECK_THAT(s.warnings[1], Catch::Contains("summed 3 element(s) wrong"));
+  CHECK_THAT(s.warnings[2], Catch::Contains("inter_node allreduce over 2 ranks cannot be compared"));
+}
