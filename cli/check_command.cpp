@@ -365,7 +365,8 @@ int run_check_verdict(const CheckOptions& o) {
         if (!check::decode_rank_settings(lines[std::size_t(r)], r).error.empty()) return;
       probe_layout = profiler::node_layout(c, ctx);
       probed = profiler::sweep_levels(c, probe_layout, ctx, sizes, 3, static_cast<int>(iters), /*job_level=*/true,
-                                      "check-probe");
+                                      /*collectives=*/false, "check-probe")
+                   .allreduce;
     };
   }
 

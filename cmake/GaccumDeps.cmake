@@ -49,6 +49,9 @@ foreach(_cfg IN LISTS _gaccum_torch_cfgs)
       # At link time ld resolves libtorch_cuda's libnccl.so.2 through our rpath (the toolkit's
       # older NCCL) before libtorch_cuda's own RUNPATH: name the wheel's first.
       set(_gaccum_torch_rpath_link "${_wheel_nccl}/lib")
+      # ProcessGroupNCCL.hpp includes <nccl.h>, and ProcessGroupNCCL::Options holds the versioned
+      # ncclConfig_t: the c10d seam (comm/) must see the NCCL headers this LibTorch was built with.
+      set(GACCUM_TORCH_NCCL_INCLUDE "${_wheel_nccl}/include")
     endif()
     break()
   endif()
@@ -86,6 +89,22 @@ include(CheckCXXSourceCompiles)
 set(GACCUM_TORCH_HAS_CUDA OFF)
 if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES OR CAFFE2_USE_CUDA OR USE_CUDA)
   set(GACCUM_TORCH_HAS_CUDA ON)
+endif()
+# The NCCL headers of the c10d seam: the LibTorch's own (its nvidia-nccl wheel, above), else the
+# ones next to the LibTorch's headers, else the toolkit's with a warning (a mismatched nccl.h
+# changes the layout of ProcessGroupNCCL::Options).
+if(GACCUM_TORCH_HAS_CUDA AND NOT GACCUM_TORCH_NCCL_INCLUDE)
+  find_path(_gaccum_torch_nccl nccl.h HINTS ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH)
+  if(_gaccum_torch_nccl)
+    set(GACCUM_TORCH_NCCL_INCLUDE "${_gaccum_torch_nccl}")
+  else()
+    find_path(_gaccum_any_nccl nccl.h HINTS /usr/local/cuda/include)
+    if(_gaccum_any_nccl)
+      set(GACCUM_TORCH_NCCL_INCLUDE "${_gaccum_any_nccl}")
+      message(WARNING "c10d NCCL headers: this LibTorch carries no nccl.h; using ${_gaccum_any_nccl}, which may not "
+                      "be the NCCL it was built with (install the matching nvidia-nccl wheel)")
+    endif()
+  endif()
 endif()
 find_library(GACCUM_GLOO_LIBRARY gloo)
 find_path(GACCUM_GLOO_INCLUDE gloo/config.h HINTS ${TORCH_INCLUDE_DIRS})

@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_NCCL
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 #include <torch/torch.h>
@@ -130,6 +132,12 @@ class WorkHandle final : public PendingCollective {
   std::shared_ptr<std::atomic<std::int64_t>> done_;
 };
 
+// Whether this LibTorch's process group has shutdown() (2.2 and later).
+template <class T, class = void>
+struct has_shutdown : std::false_type {};
+template <class T>
+struct has_shutdown<T, std::void_t<decltype(std::declval<T&>().shutdown())>> : std::true_type {};
+
 template <class PG>
 class C10dCommunicator final : public Communicator {
  public:
@@ -141,6 +149,18 @@ class C10dCommunicator final : public Communicator {
         factory_(std::move(factory)) {
     auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", raw_store_);
     pg_ = GACCUM_C10D("process group", factory_(pg_store, rank, world));
+  }
+  ~C10dCommunicator() override {
+#ifdef USE_C10D_NCCL
+    // NCCL communicators are shut down, not left to the destructor (LibTorch >= 2.2 warns and
+    // may hang there); a failure here is past reporting.
+    if constexpr (std::is_same_v<PG, c10d::ProcessGroupNCCL> && has_shutdown<PG>::value) {
+      try {
+        if (pg_) pg_->shutdown();
+      } catch (const std::exception&) {
+      }
+    }
+#endif
   }
 
   const char* reduce_scatter_method() const override {
@@ -358,6 +378,13 @@ std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptio
   }
   // Backend::nccl
 #ifdef USE_C10D_NCCL
+  for (const auto& [k, v] : nccl_env_defaults([](const char* name) { return std::getenv(name); }))
+    ::setenv(k.c_str(), v.c_str(), 0);
+  // Every rank on its own GPU before NCCL opens a context (else all of them open one on GPU 0).
+  const torch::Device dev(opts.device);
+  if (!dev.is_cuda())
+    throw InputError(fmt::format("--device {}: the NCCL backend needs a CUDA device (cuda:<local rank>)", opts.device));
+  GACCUM_C10D("set_device " + opts.device, c10::cuda::set_device(dev.has_index() ? dev.index() : 0));
   auto no = c10d::ProcessGroupNCCL::Options::create();
   no->timeout = to_ms(opts.timeout);
   return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(
@@ -369,6 +396,19 @@ std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptio
   throw InputError("--backend: nccl is not available: this LibTorch was built without CUDA/NCCL "
                    "(build against a CUDA LibTorch, e.g. pip torch, via CMAKE_PREFIX_PATH)");
 #endif
+}
+
+std::vector<std::pair<std::string, std::string>> nccl_env_defaults(
+    const std::function<const char*(const char*)>& getenv) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto pair = [&](const char* now, const char* before, const char* value) {
+    if (getenv(now) || getenv(before)) return;
+    out.emplace_back(now, value);
+    out.emplace_back(before, value);
+  };
+  pair("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT", "1");
+  pair("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING", "2");
+  return out;
 }
 
 std::vector<Backend> available_backends() {

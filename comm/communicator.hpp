@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <memory>
 #include <optional>
 #include <string>
@@ -145,6 +146,19 @@ void rendezvous(KeyValueStore& store, const std::string& tag, int rank, int worl
 // A rank-0-hosted store (torchrun without the agent store, Slurm, mpirun) whose MASTER_PORT is
 // already taken throws InputError naming MASTER_PORT.
 std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptions& opts);
+
+// NCCL's failure semantics, chosen deliberately: a lost peer or a timeout must end a rank with an
+// exception from wait() that names the collective (and lets the rank job name the rank), not a
+// process abort by the watchdog that the launcher blames on whichever rank died first:
+//   TORCH_NCCL_BLOCKING_WAIT=1         wait() blocks the host until the collective completes, and
+//                                      throws on timeout or error (NCCL_BLOCKING_WAIT before 2.2)
+//   TORCH_NCCL_ASYNC_ERROR_HANDLING=2  "clean up only": the watchdog aborts the communicators and
+//                                      does not kill the process (NCCL_ASYNC_ERROR_HANDLING)
+// A setting the user gave under either name is kept (nothing is returned for it). connect() sets
+// what this returns before it creates a ProcessGroupNCCL; the process group is shut down
+// (ProcessGroupNCCL::shutdown, LibTorch >= 2.2) before it is destroyed.
+std::vector<std::pair<std::string, std::string>> nccl_env_defaults(
+    const std::function<const char*(const char*)>& getenv);
 
 // Which c10d backends this LibTorch build offers (gloo; nccl with CUDA).
 std::vector<Backend> available_backends();

@@ -3,6 +3,7 @@
 // collectives match across ranks even if hooks fire in a different order.
 #include "comm/grad_sync.hpp"
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -204,6 +205,9 @@ void GradSync::on_grad_ready(std::size_t i) {
 void GradSync::after_backward(Count micro) {
   if (micro != current_micro_) throw InputError("gradient sync: after_backward without before_backward");
   if (world_size_ == 1) return;
+  // On a GPU backward() returns once its kernels are queued: wait for them, so that the exposed
+  // time starts when the compute ends (host clocks stand for the device's from here on).
+  sync_device();
   const auto backward_end = Clock::now();
   if (!traits(strategy_).bucketed) {
     if (!syncs_in_micro_step(strategy_, micro, accum_steps_)) return;
@@ -221,7 +225,14 @@ void GradSync::after_backward(Count micro) {
   finish_sync(backward_end);
 }
 
+void GradSync::sync_device() const {
+  const auto& d = comm_->device();
+  if (d.is_cuda()) torch::cuda::synchronize(d.has_index() ? d.index() : -1);
+}
+
 void GradSync::finish_sync(Clock::time_point backward_end) {
+  // NCCL: wait() blocks the host until the collective completes (TORCH_NCCL_BLOCKING_WAIT, set by
+  // comm::connect), so its return time is the completion time; Gloo works report their own.
   for (auto& f : flights_) {
     f.work->wait();
     auto done = f.work->completed_at().value_or(Clock::now());
@@ -238,6 +249,7 @@ void GradSync::finish_sync(Clock::time_point backward_end) {
       g = views_[i].clone();
     }
   }
+  sync_device();  // the averaging and copies above are queued on a GPU
   stats_.exposed += std::chrono::duration<double>(Clock::now() - backward_end).count();
   stats_.comm_total = union_length(intervals_);
 }

@@ -202,7 +202,7 @@ json to_json(const Profile& p) {
   }
   j["allreduce"] = ar;
   json co = json::array();
-  for (const auto& c : p.collectives)
+  for (const auto& c : p.collectives) {
     co.push_back({{"op", c.op},
                   {"method", c.method},
                   {"backend", c.backend},
@@ -214,6 +214,8 @@ json to_json(const Profile& p) {
                   {"wrong", c.wrong},
                   {"tag", c.tag},
                   {"samples", c.samples}});
+    if (c.level != CommLevel::job) co.back()["level"] = to_string(c.level);
+  }
   j["collectives"] = co;
   json gn = json::array();
   for (const auto& g : p.grad_norms) gn.push_back({{"micro_batch", g.micro_batch}, {"sq_norms", g.sq_norms}});
@@ -406,6 +408,12 @@ Profile profile_from_json(const json& j, const std::string& what) {
         pt.busbw = c.opt_num("busbw").value_or(0);
         pt.wrong = c.has("wrong") ? c.count("wrong") : 0;
         pt.tag = c.opt_str("tag").value_or("sweep");
+        if (auto lv = c.opt_str("level")) {
+          const auto parsed = parse_comm_level(*lv);
+          if (!parsed)
+            throw ProfileError(fmt::format("{}.level: '{}' is not job, intra_node or inter_node", path, *lv));
+          pt.level = *parsed;
+        }
         if (c.has("samples")) pt.samples = c.num_list("samples");
         if (!(pt.time >= 0)) throw ProfileError(fmt::format("{}.time: must be non-negative", path));
         return pt;

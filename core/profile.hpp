@@ -162,6 +162,7 @@ struct CollectivePoint {
   BytesPerSecond busbw = 0;
   Count wrong = 0;                      // elements that failed the correctness check
   std::string tag = "sweep";            // "sweep", "bucket" or "fused", as for allreduce
+  CommLevel level = CommLevel::job;     // "level" (written when not job), as for allreduce
   std::vector<Seconds> samples;
 };
 

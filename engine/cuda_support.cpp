@@ -5,7 +5,9 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <torch/torch.h>
 #include <c10/util/Exception.h>
 
 #include <string>
@@ -66,7 +68,16 @@ class CudaEventClock final : public PhaseClock {
 bool cuda_support_compiled() { return true; }
 
 std::unique_ptr<DeviceMemory> cuda_memory(const torch::Device& device) {
-  return std::make_unique<CudaMemory>(device.has_index() ? device.index() : 0);
+  const c10::DeviceIndex index = device.has_index() ? device.index() : 0;
+  // The caching allocator is initialised lazily, by the first CUDA tensor: before that
+  // getDeviceStats throws ("Invalid device argument 0: did you call init?"). One tiny tensor on
+  // the device initialises CUDA and the allocator on every LibTorch version (the context calls
+  // are named differently across them); the block it used is handed back, so the sweep's
+  // baseline snapshot starts from an empty cache.
+  c10::cuda::set_device(index);
+  (void)torch::empty({1}, torch::TensorOptions().device(torch::kCUDA, index));
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  return std::make_unique<CudaMemory>(index);
 }
 
 std::unique_ptr<PhaseClock> cuda_clock(const torch::Device& device) {
@@ -81,7 +92,7 @@ Bytes cuda_total_memory(const torch::Device& device) {
 
 bool is_out_of_memory(const std::exception& e) {
   if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
-  return std::string(e.what()).find("CUDA out of memory") != std::string::npos;
+  return is_out_of_memory_message(e.what());
 }
 
 }  // namespace gaccum::engine

@@ -9,6 +9,7 @@
 
 #include <exception>
 #include <memory>
+#include <string_view>
 
 #include <torch/types.h>
 
@@ -31,5 +32,10 @@ Bytes cuda_total_memory(const torch::Device& device);
 // True when `e` is LibTorch's out-of-memory error (c10::OutOfMemoryError, or an older
 // c10::Error whose message says "out of memory").
 bool is_out_of_memory(const std::exception& e);
+// The messages that mean the device ran out of memory when no c10::OutOfMemoryError is thrown:
+// the caching allocator's "CUDA out of memory", a raw "CUDA error: out of memory" (e.g. from a
+// kernel launch or cudaMalloc outside the allocator) and cuBLAS's CUBLAS_STATUS_ALLOC_FAILED
+// (its workspace). Shared by both builds (memory_tracker.cpp).
+bool is_out_of_memory_message(std::string_view what);
 
 }  // namespace gaccum::engine

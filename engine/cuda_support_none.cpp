@@ -26,7 +26,7 @@ void cuda_release_cache() {}
 Bytes cuda_total_memory(const torch::Device&) { return 0; }
 
 bool is_out_of_memory(const std::exception& e) {
-  return dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
+  return dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr || is_out_of_memory_message(e.what());
 }
 
 }  // namespace gaccum::engine

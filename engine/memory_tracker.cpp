@@ -114,4 +114,10 @@ std::unique_ptr<DeviceMemory> memory_for(const torch::Device& device) {
   throw InputError(fmt::format("--device: no memory accounting for device '{}'", device.str()));
 }
 
+bool is_out_of_memory_message(std::string_view what) {
+  for (const char* m : {"CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED"})
+    if (what.find(m) != std::string_view::npos) return true;
+  return false;
+}
+
 }  // namespace gaccum::engine

@@ -4,8 +4,10 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "core/error.hpp"
 #include "gpu/nccl_allreduce.hpp"
@@ -70,37 +72,80 @@ ncclUniqueId from_hex(const std::string& s) {
 
 struct NcclAllreduceProbe::Impl {
   int rank = 0, world = 1, device = 0;
+  Seconds timeout = 300;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   unsigned long long* wrong = nullptr;
+
+  // Releases what exists, ignoring errors (called from the destructor and a failed constructor).
+  void release() noexcept {
+    if (comm) (void)ncclCommDestroy(comm);
+    if (wrong) (void)cudaFree(wrong);
+    if (stream) (void)cudaStreamDestroy(stream);
+    comm = nullptr;
+    wrong = nullptr;
+    stream = nullptr;
+  }
+
+  // cudaStreamSynchronize that a dead peer cannot hang: polls the stream and the communicator's
+  // asynchronous error; on an error or after `timeout` the communicator is aborted (NCCL's way
+  // out of a collective that will never complete) and RuntimeFailure names the cause.
+  void wait_stream(const char* what, Bytes bytes) {
+    const auto start = std::chrono::steady_clock::now();
+    while (true) {
+      const cudaError_t q = cudaStreamQuery(stream);
+      if (q == cudaSuccess) return;
+      if (q != cudaErrorNotReady)
+        throw RuntimeFailure(std::string("CUDA cudaStreamQuery failed (") + where(__FILE__, __LINE__) +
+                             "): " + cudaGetErrorString(q));
+      ncclResult_t async = ncclSuccess;
+      GACCUM_NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (async != ncclSuccess || waited > timeout) {
+        (void)ncclCommAbort(comm);
+        comm = nullptr;
+        throw RuntimeFailure(
+            async != ncclSuccess
+                ? std::string("NCCL ") + what + " of " + std::to_string(bytes) + " bytes failed (" +
+                      where(__FILE__, __LINE__) + "): " + ncclGetErrorString(async) + " (a peer lost?)"
+                : std::string("NCCL ") + what + " of " + std::to_string(bytes) + " bytes did not complete within " +
+                      std::to_string(static_cast<long long>(timeout)) + " s (" + where(__FILE__, __LINE__) +
+                      "): a peer stopped or is stuck");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
 };
 
 bool nccl_probe_compiled() { return true; }
 
-NcclAllreduceProbe::NcclAllreduceProbe(int rank, int world_size, int device, const IdExchange& exchange)
+NcclAllreduceProbe::NcclAllreduceProbe(int rank, int world_size, int device, const IdExchange& exchange,
+                                       Seconds timeout)
     : impl_(std::make_unique<Impl>()) {
   impl_->rank = rank;
   impl_->world = world_size;
   impl_->device = device;
-  GACCUM_CUDA_CHECK(cudaSetDevice(device));
-  ncclUniqueId id{};
-  if (rank == 0) {
-    GACCUM_NCCL_CHECK(ncclGetUniqueId(&id));
-    exchange.publish(to_hex(id));
-  } else {
-    id = from_hex(exchange.fetch());
+  impl_->timeout = timeout;
+  try {
+    GACCUM_CUDA_CHECK(cudaSetDevice(device));
+    ncclUniqueId id{};
+    if (rank == 0) {
+      GACCUM_NCCL_CHECK(ncclGetUniqueId(&id));
+      exchange.publish(to_hex(id));
+    } else {
+      id = from_hex(exchange.fetch());
+    }
+    GACCUM_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
+    GACCUM_CUDA_CHECK(cudaMalloc(&impl_->wrong, sizeof(unsigned long long)));
+    GACCUM_NCCL_CHECK(ncclCommInitRank(&impl_->comm, world_size, id, rank));
+  } catch (...) {
+    impl_->release();  // the destructor does not run for a constructor that throws
+    throw;
   }
-  GACCUM_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
-  GACCUM_CUDA_CHECK(cudaMalloc(&impl_->wrong, sizeof(unsigned long long)));
-  GACCUM_NCCL_CHECK(ncclCommInitRank(&impl_->comm, world_size, id, rank));
 }
 
-NcclAllreduceProbe::~NcclAllreduceProbe() {
-  // Destructors must not throw: release what exists, ignore errors (the process is ending).
-  if (impl_->comm) (void)ncclCommDestroy(impl_->comm);
-  if (impl_->wrong) (void)cudaFree(impl_->wrong);
-  if (impl_->stream) (void)cudaStreamDestroy(impl_->stream);
-}
+NcclAllreduceProbe::~NcclAllreduceProbe() { impl_->release(); }
 
 NcclAllreduceSample NcclAllreduceProbe::run(Bytes bytes, int warmup, int iters) {
   auto& m = *impl_;
@@ -126,7 +171,7 @@ NcclAllreduceSample NcclAllreduceProbe::run(Bytes bytes, int warmup, int iters) 
   GACCUM_CUDA_CHECK(cudaGetLastError());
   unsigned long long wrong = 0;
   GACCUM_CUDA_CHECK(cudaMemcpyAsync(&wrong, m.wrong, sizeof(wrong), cudaMemcpyDeviceToHost, m.stream));
-  GACCUM_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  m.wait_stream("allreduce (correctness pass)", out.bytes);
   out.wrong = static_cast<Count>(wrong);
 
   // Timing on a zeroed buffer (sums of zeros stay finite however many iterations run).
@@ -147,7 +192,7 @@ NcclAllreduceSample NcclAllreduceProbe::run(Bytes bytes, int warmup, int iters) 
     GACCUM_NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, m.comm, m.stream));
     GACCUM_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], m.stream));
   }
-  GACCUM_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  m.wait_stream("allreduce", out.bytes);
   for (int i = 0; i < iters; ++i) {
     float ms = 0;
     GACCUM_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));

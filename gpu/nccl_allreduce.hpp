@@ -36,8 +36,11 @@ bool nccl_probe_compiled();
 
 class NcclAllreduceProbe {
  public:
-  // Selects `device` (cudaSetDevice) and creates the communicator (ncclCommInitRank).
-  NcclAllreduceProbe(int rank, int world_size, int device, const IdExchange& exchange);
+  // Selects `device` (cudaSetDevice) and creates the communicator (ncclCommInitRank); what it
+  // created is released when a later step throws. `timeout`: how long one size's collectives
+  // may take before the probe aborts the communicator and throws (a dead peer does not hang it:
+  // the wait polls ncclCommGetAsyncError).
+  NcclAllreduceProbe(int rank, int world_size, int device, const IdExchange& exchange, Seconds timeout = 300);
   ~NcclAllreduceProbe();
   NcclAllreduceProbe(const NcclAllreduceProbe&) = delete;
   NcclAllreduceProbe& operator=(const NcclAllreduceProbe&) = delete;

@@ -10,7 +10,7 @@ struct NcclAllreduceProbe::Impl {};
 
 bool nccl_probe_compiled() { return false; }
 
-NcclAllreduceProbe::NcclAllreduceProbe(int, int, int, const IdExchange&) {
+NcclAllreduceProbe::NcclAllreduceProbe(int, int, int, const IdExchange&, Seconds) {
   throw RuntimeFailure("nccl probe: this gaccum-tune was built without the CUDA toolkit/NCCL "
                        "(configure with -DGACCUM_WITH_CUDA=ON where nvcc and NCCL are installed)");
 }

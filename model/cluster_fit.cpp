@@ -69,45 +69,57 @@ void add_log(const NcclTestsLog& log, std::vector<Measurement>& out) {
   }
 }
 
+// A profile's allreduce and reduce-scatter / all-gather points, at their levels.
 void add_profile(const Profile& p, const std::string& path, std::vector<Measurement>& out) {
   const auto& topo = p.topology;
-  for (const auto& a : p.allreduce) {
-    if (a.wrong > 0 || a.time <= 0 || a.world_size < 2) continue;
+  auto add = [&](NcclTestsOp op, const std::string& what, CommLevel level, Count world_size, Bytes bytes, Seconds time,
+                 Count wrong) {
+    if (wrong > 0 || time <= 0 || world_size < 2) return;
     Measurement x;
     x.source = fmt::format("profile {}", path);
     x.when = p.created_utc;
-    x.op = NcclTestsOp::all_reduce;
-    x.bytes = a.bytes;
-    x.time = a.time;
-    x.n = a.world_size;
-    switch (a.level) {
+    x.op = op;
+    x.bytes = bytes;
+    x.time = time;
+    x.n = world_size;
+    switch (level) {
       case CommLevel::intra_node:
         x.shape = Shape::intra;
-        x.describe = fmt::format("profile {} ({} allreduce, {} ranks inside a node)", path, a.backend, a.world_size);
+        x.describe = fmt::format("profile {} ({}, {} ranks inside a node)", path, what, world_size);
         break;
       case CommLevel::inter_node:
         x.shape = Shape::inter_ring;
-        x.m = a.world_size;
+        x.m = world_size;
         x.describe = fmt::format(
-            "profile {} ({} allreduce, one rank on each of {} nodes, every local rank's group at "
+            "profile {} ({}, one rank on each of {} nodes, every local rank's group at "
             "once)",
-            path, a.backend, a.world_size);
+            path, what, world_size);
         break;
       case CommLevel::job:
         if (topo.multi_node()) {
-          if (a.world_size != topo.nodes * topo.ranks_per_node) continue;
+          if (world_size != topo.nodes * topo.ranks_per_node) return;
           x.shape = topo.ranks_per_node == 1 ? Shape::inter_ring : Shape::hierarchical;
           x.m = topo.nodes;
           x.g = topo.ranks_per_node;
-          x.describe = fmt::format("profile {} ({} allreduce over the job, {} nodes x {})", path, a.backend, topo.nodes,
+          x.describe = fmt::format("profile {} ({} over the job, {} nodes x {})", path, what, topo.nodes,
                                    topo.ranks_per_node);
         } else {
           x.shape = Shape::intra;
-          x.describe = fmt::format("profile {} ({} allreduce, {} ranks on 1 node)", path, a.backend, a.world_size);
+          x.describe = fmt::format("profile {} ({}, {} ranks on 1 node)", path, what, world_size);
         }
         break;
     }
     out.push_back(x);
+  };
+  for (const auto& a : p.allreduce)
+    add(NcclTestsOp::all_reduce, fmt::format("{} allreduce", a.backend), a.level, a.world_size, a.bytes, a.time,
+        a.wrong);
+  for (const auto& c : p.collectives) {
+    const NcclTestsOp op = c.op == "reduce_scatter" ? NcclTestsOp::reduce_scatter : NcclTestsOp::all_gather;
+    add(op,
+        fmt::format("{} {}{}", c.backend, c.op == "reduce_scatter" ? "reduce-scatter" : "all-gather",
+                    c.method.empty() ? "" : " as " + c.method),
+        c.level, c.world_size, c.bytes, c.time, c.wrong);
   }
 }
 

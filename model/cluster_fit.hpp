@@ -12,6 +12,9 @@
 //                                               --base); 2(m-1) alpha_e + 2(m-1)/m (S/g) / beta_e.
 //                                               RS/AG: half of that, as the model prices them on
 //                                               a cluster (ProfileModel::collective_time).
+//   A profile's points count as the logs' do: allreduce and reduce-scatter / all-gather
+//   (`collectives`, Gloo's all-to-all based methods move the ring's bytes per rank), at their
+//   level (intra_node, inter_node, or the job: one node, or hierarchical across nodes).
 //   Fitting the inter level through the model's own formula makes the cluster reproduce the
 //   measured times at the logged sizes; the residuals say how far the formula is from them.
 // Why: issue "measured multi-node communication": the tuner's many-node predictions rest on

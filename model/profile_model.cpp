@@ -323,7 +323,8 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   std::map<std::pair<int, Count>, std::vector<AllreducePoint>> by_op;
   std::set<std::string> methods;
   for (const auto& c : prof.collectives) {
-    if (c.backend != backend || c.world_size < 2) continue;
+    // inter_node points (one rank per node) are no job's layout: they are for cluster fit.
+    if (c.backend != backend || c.world_size < 2 || c.level == CommLevel::inter_node) continue;
     if (c.wrong > 0) {
       notes.push_back(fmt::format("{}: skipped {} B at world_size {} ({} wrong elements)", c.op, c.bytes, c.world_size, c.wrong));
       continue;

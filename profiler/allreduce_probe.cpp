@@ -51,7 +51,8 @@ class AllreduceProbe final : public Probe {
       gpu::IdExchange ex;
       ex.publish = [&store](const std::string& id) { store.set("nccl-probe/id", id); };
       ex.fetch = [&store] { return store.get("nccl-probe/id"); };
-      nccl = std::make_unique<gpu::NcclAllreduceProbe>(s.rank, s.world_size, s.comm->device().index(), ex);
+      nccl = std::make_unique<gpu::NcclAllreduceProbe>(s.rank, s.world_size, s.comm->device().index(), ex,
+                                                      s.plan.timeout);
     }
     const std::string backend(to_string(raw ? Backend::nccl : s.comm->backend()));
     for (const auto& m : messages(s.plan)) {

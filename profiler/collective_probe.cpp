@@ -20,6 +20,56 @@
 #include "profiler/probe.hpp"
 
 namespace gaccum::profiler {
+
+CollectivePoint time_collective_c10d(comm::Communicator& comm, engine::IterationDriver& driver, bool reduce_scatter,
+                                     Bytes bytes, int warmup, int iters) {
+  const std::int64_t p = comm.world_size();
+  const int rank = comm.rank();
+  const std::int64_t chunk = std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes / 4) / p);
+  const std::int64_t n = chunk * p;  // elements of the full message
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(comm.device());
+  CollectivePoint pt;
+  pt.op = reduce_scatter ? "reduce_scatter" : "all_gather";
+  pt.method = reduce_scatter ? comm.reduce_scatter_method() : comm.all_gather_method();
+  pt.backend = to_string(comm.backend());
+  pt.world_size = p;
+  pt.bytes = static_cast<Bytes>(n) * 4;
+  const double pr = static_cast<double>(p);
+  Count wrong = 0;
+  // As the runner's sharded plans run them (comm/sharded_sync.hpp): the receive / staging
+  // buffer given, so a collective allocates nothing.
+  torch::Tensor in, res, scratch = torch::empty({n}, opts);
+  if (reduce_scatter) {
+    auto pattern = torch::arange(n, opts.dtype(torch::kInt64)).remainder(13).to(torch::kFloat32);
+    in = (pattern + static_cast<double>(rank + 1)).contiguous();
+    res = torch::empty({chunk}, opts);
+    comm.reduce_scatter_sum_into(in, res, &scratch, false);
+    auto mine = pattern.slice(0, rank * chunk, (rank + 1) * chunk);
+    wrong = res.ne(mine * pr + pr * (pr + 1) / 2).sum().item<std::int64_t>();
+  } else {
+    auto pattern = torch::arange(chunk, opts.dtype(torch::kInt64)).remainder(13).to(torch::kFloat32);
+    in = (pattern + static_cast<double>(rank + 1)).contiguous();
+    res = torch::empty({n}, opts);
+    comm.all_gather_into(in, res, &scratch);
+    auto ranks = torch::arange(p, opts).add(1).repeat_interleave(chunk);
+    wrong = res.ne(pattern.repeat({p}) + ranks).sum().item<std::int64_t>();
+  }
+  in.zero_();
+  auto timed = driver.run(1, warmup, iters, [&](engine::PhaseClock& clock, int) {
+    if (reduce_scatter)
+      comm.reduce_scatter_sum_into(in, res, &scratch, false);
+    else
+      comm.all_gather_into(in, res, &scratch);
+    clock.mark();
+  });
+  for (double w : driver.gather(static_cast<double>(wrong))) pt.wrong += static_cast<Count>(w);
+  pt.samples = timed.total.samples;
+  pt.time = TimingStats::from_samples(pt.samples).mean;
+  pt.algbw = engine::algbw(pt.bytes, pt.time);
+  pt.busbw = engine::busbw_scatter_gather(pt.bytes, pt.time, p);
+  return pt;
+}
+
 namespace {
 
 class CollectiveProbe final : public Probe {
@@ -28,65 +78,18 @@ class CollectiveProbe final : public Probe {
   bool applies(const RankSession& s) const override { return s.world_size >= 2 && s.comm; }
 
   void run(RankSession& s, RankResults& out) override {
-    const std::int64_t p = s.world_size;
     std::vector<std::pair<Bytes, std::string>> msgs;
     for (Bytes b : s.plan.sizes) msgs.push_back({b, "sweep"});
     std::set<Bytes> seen;
     for (Bytes b : s.plan.buckets)
       if (seen.insert(b).second) msgs.push_back({b, "bucket"});
     if (s.plan.fused > 0) msgs.push_back({s.plan.fused, "fused"});
-    const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(s.comm->device());
-    for (const char* op : {"reduce_scatter", "all_gather"}) {
-      const bool rs = std::string(op) == "reduce_scatter";
+    for (const bool rs : {true, false})
       for (const auto& [bytes, tag] : msgs) {
-        const std::int64_t chunk = std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes / 4) / p);
-        const std::int64_t n = chunk * p;  // elements of the full message
-        CollectivePoint pt;
-        pt.op = op;
-        pt.method = rs ? s.comm->reduce_scatter_method() : s.comm->all_gather_method();
-        pt.backend = to_string(s.comm->backend());
-        pt.world_size = p;
-        pt.bytes = static_cast<Bytes>(n) * 4;
+        CollectivePoint pt = time_collective_c10d(*s.comm, s.driver, rs, bytes, s.plan.comm_warmup, s.plan.comm_iters);
         pt.tag = tag;
-        const double pr = static_cast<double>(p);
-        Count wrong = 0;
-        // As the runner's sharded plans run them (comm/sharded_sync.hpp): the receive / staging
-        // buffer given, so a collective allocates nothing.
-        torch::Tensor in, res, scratch = torch::empty({n}, opts);
-        if (rs) {
-          auto pattern = torch::arange(n, opts.dtype(torch::kInt64)).remainder(13).to(torch::kFloat32);
-          in = (pattern + static_cast<double>(s.rank + 1)).contiguous();
-          res = torch::empty({chunk}, opts);
-          s.comm->reduce_scatter_sum_into(in, res, &scratch, false);
-          auto mine = pattern.slice(0, s.rank * chunk, (s.rank + 1) * chunk);
-          wrong = res.ne(mine * pr + pr * (pr + 1) / 2).sum().item<std::int64_t>();
-        } else {
-          auto pattern = torch::arange(chunk, opts.dtype(torch::kInt64)).remainder(13).to(torch::kFloat32);
-          in = (pattern + static_cast<double>(s.rank + 1)).contiguous();
-          res = torch::empty({n}, opts);
-          s.comm->all_gather_into(in, res, &scratch);
-          auto ranks = torch::arange(p, opts).add(1).repeat_interleave(chunk);
-          wrong = res.ne(pattern.repeat({p}) + ranks).sum().item<std::int64_t>();
-        }
-        in.zero_();
-        auto timed = s.driver.run(1, s.plan.comm_warmup, s.plan.comm_iters, [&](engine::PhaseClock& clock, int) {
-          if (rs)
-            s.comm->reduce_scatter_sum_into(in, res, &scratch, false);
-          else
-            s.comm->all_gather_into(in, res, &scratch);
-          clock.mark();
-        });
-        Count wrong_all = 0;
-        for (double w : s.driver.gather(static_cast<double>(wrong))) wrong_all += static_cast<Count>(w);
-        const auto stats = TimingStats::from_samples(timed.total.samples);
-        pt.time = stats.mean;
-        pt.samples = timed.total.samples;
-        pt.algbw = engine::algbw(pt.bytes, pt.time);
-        pt.busbw = engine::busbw_scatter_gather(pt.bytes, pt.time, p);
-        pt.wrong = wrong_all;
         out.collectives.push_back(pt);
       }
-    }
   }
 };
 

@@ -16,14 +16,46 @@ namespace gaccum::profiler {
 namespace {
 
 void sweep_group(comm::Communicator& group, CommLevel level, const std::vector<Bytes>& sizes, int warmup, int iters,
-                 std::vector<AllreducePoint>& out) {
+                 bool collectives, LevelSweep& out) {
   engine::IterationDriver driver(&group, group.device(), warmup, iters);
   for (Bytes b : sizes) {
     AllreducePoint p = time_allreduce_c10d(group, driver, b, warmup, iters);
     p.level = level;
-    out.push_back(p);
+    out.allreduce.push_back(p);
   }
+  if (collectives)
+    for (const bool rs : {true, false})
+      for (Bytes b : sizes) {
+        CollectivePoint c = time_collective_c10d(group, driver, rs, b, warmup, iters);
+        c.level = level;
+        out.collectives.push_back(c);
+      }
   driver.barrier();
+}
+
+// Each sub-group's points are reduced over its own ranks: reduce them once more over the world,
+// so that every rank returns the same list and a level's point is its slowest group (what the
+// hierarchical allreduce's phase waits for). Every group of a level ran the same sizes and
+// iterations. #wrong: each group's sum (counted once, by the group's first rank), summed.
+template <class Point>
+void reduce_over_world(engine::IterationDriver& wd, const NodeLayout& lay, const RankContext& ctx,
+                       std::vector<Point>& pts, BytesPerSecond (*busbw)(Bytes, Seconds, Count)) {
+  std::vector<std::vector<double>> rows;
+  for (const auto& p : pts) rows.push_back(p.samples);
+  rows = wd.max_over_ranks(rows);
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    auto& p = pts[i];
+    p.samples = rows[i];
+    p.time = TimingStats::from_samples(p.samples).mean;
+    p.algbw = engine::algbw(p.bytes, p.time);
+    p.busbw = busbw(p.bytes, p.time, p.world_size);
+    const bool first = p.level == CommLevel::job          ? ctx.rank == 0
+                       : p.level == CommLevel::intra_node ? ctx.local_rank == 0
+                                                          : lay.node == 0;
+    Count total = 0;
+    for (double w : wd.gather(first ? double(p.wrong) : 0.0)) total += static_cast<Count>(w);
+    p.wrong = total;
+  }
 }
 
 }  // namespace
@@ -91,45 +123,28 @@ NodeLayout node_layout(comm::Communicator& world, const RankContext& ctx) {
   lay.members = members;
   for (const auto& e : es) lay.host_of.push_back(e.host);
   // Several "nodes" on one host (a loopback test standing for a cluster): name them apart.
+  const std::vector<std::string> names = lay.hosts;
   for (std::size_t n = 0; n < lay.hosts.size(); ++n)
-    if (std::count(lay.hosts.begin(), lay.hosts.end(), lay.hosts[n]) > 1) lay.hosts[n] += fmt::format(" (node {})", n);
+    if (std::count(names.begin(), names.end(), names[n]) > 1) lay.hosts[n] += fmt::format(" (node {})", n);
   return lay;
 }
 
-std::vector<AllreducePoint> sweep_levels(comm::Communicator& world, const NodeLayout& lay, const RankContext& ctx,
-                                         const std::vector<Bytes>& sizes, int warmup, int iters, bool job_level,
-                                         const std::string& tag) {
-  std::vector<AllreducePoint> out;
-  if (job_level && world.world_size() >= 2) sweep_group(world, CommLevel::job, sizes, warmup, iters, out);
+LevelSweep sweep_levels(comm::Communicator& world, const NodeLayout& lay, const RankContext& ctx,
+                        const std::vector<Bytes>& sizes, int warmup, int iters, bool job_level, bool collectives,
+                        const std::string& tag) {
+  LevelSweep out;
+  if (job_level && world.world_size() >= 2) sweep_group(world, CommLevel::job, sizes, warmup, iters, collectives, out);
   if (lay.nodes > 1 && lay.ranks_per_node > 1) {
     auto intra = world.split(lay.node_members, fmt::format("{}-intra{}", tag, lay.node));
-    sweep_group(*intra, CommLevel::intra_node, sizes, warmup, iters, out);
+    sweep_group(*intra, CommLevel::intra_node, sizes, warmup, iters, collectives, out);
   }
   if (lay.nodes > 1) {
     auto inter = world.split(lay.local_peers, fmt::format("{}-inter{}", tag, ctx.local_rank));
-    sweep_group(*inter, CommLevel::inter_node, sizes, warmup, iters, out);
+    sweep_group(*inter, CommLevel::inter_node, sizes, warmup, iters, collectives, out);
   }
-  // Each sub-group's points are reduced over its own ranks: reduce them once more over the world,
-  // so that every rank returns the same list and a level's point is its slowest group (what the
-  // hierarchical allreduce's phase waits for). Every group ran the same sizes and iterations.
   engine::IterationDriver wd(&world, world.device(), 0, 0);
-  std::vector<std::vector<double>> rows;
-  for (const auto& p : out) rows.push_back(p.samples);
-  rows = wd.max_over_ranks(rows);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    auto& p = out[i];
-    p.samples = rows[i];
-    p.time = TimingStats::from_samples(p.samples).mean;
-    p.algbw = engine::algbw(p.bytes, p.time);
-    p.busbw = engine::busbw(p.bytes, p.time, p.world_size);
-    // #wrong: each group's sum, summed over groups (a group's sum counted once, by its first rank).
-    const bool first = p.level == CommLevel::job          ? ctx.rank == 0
-                       : p.level == CommLevel::intra_node ? ctx.local_rank == 0
-                                                          : lay.node == 0;
-    Count total = 0;
-    for (double w : wd.gather(first ? double(p.wrong) : 0.0)) total += static_cast<Count>(w);
-    p.wrong = total;
-  }
+  reduce_over_world(wd, lay, ctx, out.allreduce, &engine::busbw);
+  reduce_over_world(wd, lay, ctx, out.collectives, &engine::busbw_scatter_gather);
   return out;
 }
 

@@ -6,6 +6,7 @@
 //         inter_node  one rank per node with the same local rank, every local rank's group at
 //                     once, so g rings share each node's network as the hierarchical allreduce's
 //                     inter-node phase does (nodes > 1)
+//       and, for the profile, reduce-scatter and all-gather at the same levels.
 //       Two callers: the launched `profile` (levels for profile.json, from which `cluster fit`
 //       fits the two links) and `check --distributed --probe-links` (a quick probe compared with
 //       the cluster description, model/cluster_fit.hpp compare_links).
@@ -40,12 +41,17 @@ struct NodeLayout {
 // Every rank of `world` calls it (one allgather through the store).
 NodeLayout node_layout(comm::Communicator& world, const RankContext& ctx);
 
-// The allreduce at `sizes` over the levels of the layout (the header's table), every point
-// tagged "sweep" and with its level; identical on every rank (max over ranks). `job_level`:
-// include the whole-world level (the profile measures it with its buckets elsewhere). Every rank
-// of `world` calls it with the same arguments; `tag` names the sub-groups' stores.
-std::vector<AllreducePoint> sweep_levels(comm::Communicator& world, const NodeLayout& lay, const RankContext& ctx,
-                                         const std::vector<Bytes>& sizes, int warmup, int iters, bool job_level,
-                                         const std::string& tag);
+// The allreduce (and with `collectives` the reduce-scatter and all-gather) at `sizes` over the
+// levels of the layout (the header's table), every point tagged "sweep" and with its level;
+// identical on every rank: a level's point is the max over all its groups, per iteration.
+// `job_level`: include the whole-world level (the profile measures it with its buckets
+// elsewhere). Every rank of `world` calls it with the same arguments; `tag` names the groups.
+struct LevelSweep {
+  std::vector<AllreducePoint> allreduce;
+  std::vector<CollectivePoint> collectives;
+};
+LevelSweep sweep_levels(comm::Communicator& world, const NodeLayout& lay, const RankContext& ctx,
+                        const std::vector<Bytes>& sizes, int warmup, int iters, bool job_level, bool collectives,
+                        const std::string& tag);
 
 }  // namespace gaccum::profiler

@@ -70,6 +70,8 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
   const auto device = workload_->device();
   workloads::zero_grad(params_);
   sync_device(device);
+  // CUDA: the previous point's cached blocks go back first, so this point's reserved peak is its own.
+  if (device.is_cuda()) engine::cuda_release_cache();
   mem_->reset_peak();
   try {
     for (int m = 0; m < 2; ++m) {
@@ -147,7 +149,9 @@ struct SweepRecorder {
     }
     return out;
   }
-  bool fits(const Outcome& p) const { return p.point && p.point->peak <= o.cap; }
+  // Allocated and, on CUDA, reserved bytes (the caching allocator's segments: fragmentation a
+  // real job pays too) both within the cap; reserved_peak is 0 on CPU.
+  bool fits(const Outcome& p) const { return p.point && p.point->peak <= o.cap && p.point->reserved_peak <= o.cap; }
   // The model raised at every size tried: its own error, naming the sizes.
   ModelError model_failed_everywhere() const {
     std::vector<Count> sizes;

@@ -101,6 +101,10 @@ std::unique_ptr<Probe> make_allreduce_probe();
 AllreducePoint time_allreduce_c10d(comm::Communicator& comm, engine::IterationDriver& driver, Bytes bytes, int warmup,
                                    int iters);
 std::unique_ptr<Probe> make_collective_probe();
+// The collective probe's measurement of one reduce-scatter (or all-gather) of a full message of
+// `bytes` over `comm` (collective_probe.cpp): correctness, then timing, as time_allreduce_c10d.
+CollectivePoint time_collective_c10d(comm::Communicator& comm, engine::IterationDriver& driver, bool reduce_scatter,
+                                     Bytes bytes, int warmup, int iters);
 std::unique_ptr<Probe> make_overlap_probe();
 
 }  // namespace gaccum::profiler

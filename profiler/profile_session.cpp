@@ -22,6 +22,7 @@
 #include "core/atomic_file.hpp"
 #include "core/backend.hpp"
 #include "core/buckets.hpp"
+#include "core/devices.hpp"
 #include "core/error.hpp"
 #include "core/host.hpp"
 #include "core/utc_time.hpp"
@@ -29,6 +30,7 @@
 #include "core/json_fields.hpp"
 #include "comm/communicator.hpp"
 #include "engine/cuda_support.hpp"
+#include "engine/exact_math.hpp"
 #include "engine/rank_job.hpp"
 #include "profiler/grad_norm_probe.hpp"
 #include "profiler/hardware.hpp"
@@ -140,10 +142,8 @@ void resolve(Session& s, const RankContext* launched = nullptr) {
       if (req.device.rfind("cuda:", 0) == 0)
         throw InputError(fmt::format("--device {}: under a launcher every rank uses cuda:<local rank>; give --device cuda",
                                      req.device));
-      if (local > s.gpus)
-        throw InputError(fmt::format("environment: {} ranks per node (LOCAL_WORLD_SIZE) but {} GPU(s) visible: one "
-                                     "process per GPU",
-                                     local, s.gpus));
+      require_gpu_per_rank(local, s.gpus, "environment (LOCAL_WORLD_SIZE)",
+                           "start one process per GPU (torchrun --nproc-per-node, srun --ntasks-per-node)");
       s.device = fmt::format("cuda:{}", launched->local_rank);
     }
     s.ranks = {static_cast<Count>(launched->world_size)};
@@ -161,8 +161,7 @@ void resolve(Session& s, const RankContext* launched = nullptr) {
       if (!s.cuda && p > s.cores)
         throw InputError(fmt::format("--ranks: {} ranks need {} cores (one compute rank per core); this machine offers {}",
                                      p, p, s.cores));
-      if (s.cuda && p > s.gpus)
-        throw InputError(fmt::format("--ranks: {} ranks need {} GPUs (one process per GPU); {} visible", p, p, s.gpus));
+      if (s.cuda) require_gpu_per_rank(p, s.gpus, "--ranks", "measure fewer ranks, or --device cpu for Gloo ranks");
     }
     s.threads = req.threads_per_rank > 0 ? req.threads_per_rank : default_threads_per_rank(s.cores, s.ranks);
     if (!s.cuda && static_cast<Count>(s.threads) * s.ranks.back() > s.cores)
@@ -238,12 +237,14 @@ Count record_sweep(Session& s, const MemorySweepResult& sweep, const workloads::
                                      f.micro_batch < min_b ? fmt::format("the smallest micro_batch it ran at is {}", min_b)
                                                            : "the sweep stopped there"));
   if (!prof.memory.empty() && prof.memory[0].weights != prof.workload.param_bytes)
-    prof.notes.push_back(fmt::format("weights ({} bytes) include {} bytes beyond the {} parameter bytes: buffers or "
-                                     "data-stream state the workload keeps",
+    prof.notes.push_back(fmt::format("weights ({} bytes) include {} bytes beyond the {} parameter bytes: {}",
                                      prof.memory[0].weights,
                                      static_cast<long long>(prof.memory[0].weights) -
                                          static_cast<long long>(prof.workload.param_bytes),
-                                     prof.workload.param_bytes));
+                                     prof.workload.param_bytes,
+                                     s.cuda ? "the CUDA caching allocator rounds every block up to a multiple of 512 "
+                                              "bytes (one block per parameter tensor), plus any buffers the model keeps"
+                                            : "buffers or data-stream state the workload keeps"));
   prof.max_micro_batch_fitting = sweep.max_fitting;
   for (const auto& n : sweep.notes) prof.notes.push_back(n);
   if (s.req.micro_batches.empty())
@@ -386,6 +387,9 @@ std::vector<RankFile> run_group(Session& s, const RankPlan& rp, Count p, Seconds
   job.executable = s.req.worker_executable;
   job.scratch_prefix = "gaccum-profile";
   std::vector<RankFile> files;
+  // The memory sweep's cached blocks stay reserved in this process while the children measure on
+  // the same GPU: hand them back to the driver first.
+  if (s.cuda) engine::cuda_release_cache();
   const MachineActivity watch;
   const auto outcome = engine::run_rank_job(job, [&](const std::string& dir, const engine::RankJobOutcome& o) {
     if (!o.ok) return;
@@ -569,6 +573,7 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
   resolve(s);
   s.prof.versions = library_versions();
   torch::set_num_threads(s.threads);
+  engine::use_exact_fp32();  // as in every rank (engine/exact_math.hpp)
 
   std::vector<Count> points;
   const CostEstimate est = sweep_and_plan(s, points);
@@ -651,6 +656,7 @@ void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Prog
   resolve(s, &ctx);
   s.prof.versions = library_versions();
   torch::set_num_threads(s.threads);
+  engine::use_exact_fp32();  // as in every rank (engine/exact_math.hpp)
   s.cfg.device = s.device;
 
   comm::ConnectOptions co;
@@ -697,8 +703,9 @@ void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Prog
   const double cpu_start = own_cpu_seconds();
   const RankMeasurement m = measure_rank(rp, ctx, world.get(), [&](RankSession&, RankResults& out) {
     const auto levels = sweep_levels(*world, lay, ctx, rp.sizes, rp.comm_warmup, rp.comm_iters, /*job_level=*/false,
-                                     "profile");
-    out.allreduce.insert(out.allreduce.end(), levels.begin(), levels.end());
+                                     /*collectives=*/true, "profile");
+    out.allreduce.insert(out.allreduce.end(), levels.allreduce.begin(), levels.allreduce.end());
+    out.collectives.insert(out.collectives.end(), levels.collectives.begin(), levels.collectives.end());
   });
   // The job's other ranks on this host are not "other processes": their CPU time is exchanged
   // and taken out of what the machine watch calls others' cores.
@@ -733,7 +740,7 @@ void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Prog
       prof.topology.launcher = ctx.launcher;
       note_node_spread(prof, locals, lay);
       prof.notes.push_back(fmt::format("launched by {}: {} node(s) x {} ranks; compute and optimizer measured with all "
-                                       "{} ranks computing at once (max over ranks); allreduce over the job, {}{}",
+                                       "{} ranks computing at once (max over ranks); allreduce, reduce-scatter and all-gather over the job, {}{}",
                                        ctx.launcher, lay.nodes, lay.ranks_per_node, ctx.world_size,
                                        lay.nodes > 1 && lay.ranks_per_node > 1 ? "inside each node (every node at once), " : "",
                                        lay.nodes > 1 ? "and across nodes (one rank per node, every local rank's group at once); a "

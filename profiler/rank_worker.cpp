@@ -16,6 +16,7 @@
 #include "core/backend.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "engine/exact_math.hpp"
 #include "engine/memory_tracker.hpp"
 #include "engine/rank_error.hpp"
 #include "engine/rank_job.hpp"
@@ -156,6 +157,7 @@ int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
 RankMeasurement measure_rank(const RankPlan& plan, const comm::RankContext& ctx, comm::Communicator* comm,
                              const AfterProbes& after) {
   torch::set_num_threads(plan.threads_per_rank);
+  engine::use_exact_fp32();  // no TF32 (engine/exact_math.hpp)
   try {
     torch::set_num_interop_threads(1);
   } catch (const c10::Error&) {

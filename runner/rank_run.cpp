@@ -18,6 +18,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "engine/exact_math.hpp"
 #include "engine/memory_tracker.hpp"
 #include "engine/rank_error.hpp"
 #include "engine/rank_job.hpp"
@@ -136,6 +137,7 @@ int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, co
 
   // --- the rank: threads, device, memory tracker, the job's communicator, the workload ---------
   torch::set_num_threads(spec_in.threads_per_rank);
+  engine::use_exact_fp32();  // no TF32 (engine/exact_math.hpp)
   try {
     torch::set_num_interop_threads(1);  // as the profiler's ranks (only possible before any parallel work)
   } catch (const c10::Error&) {

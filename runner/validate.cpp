@@ -8,9 +8,11 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <torch/cuda.h>
 
 #include "comm/rank_env.hpp"
 #include "core/atomic_file.hpp"
+#include "core/devices.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "core/profile.hpp"
@@ -192,6 +194,18 @@ void complete_specs(std::vector<RunSpec>& specs, const ValidateOptions& o, const
                                              device_kind_of(device) == DeviceKind::cuda);
     }
     s.validate();
+  }
+  // CUDA: one process per GPU (core/devices.hpp), checked before any launch.
+  if (device_kind_of(device) == DeviceKind::cuda) {
+    const int gpus = static_cast<int>(torch::cuda::device_count());
+    if (joined) {
+      require_gpu_per_rank(ctx.local_world_size, gpus, "environment (LOCAL_WORLD_SIZE)",
+                           "start one process per GPU (torchrun --nproc-per-node, srun --ntasks-per-node)");
+    } else {
+      for (const auto& s : specs)
+        require_gpu_per_rank(s.world_size, gpus, "--world-size",
+                             fmt::format("use --world-size {} or fewer, or --device cpu for a Gloo run", gpus));
+    }
   }
   // A local launch starts world_size processes on this host: refuse a count no host runs before
   // forking hundreds of ranks (correctness runs may oversubscribe the cores, up to 8 per core).

@@ -43,6 +43,16 @@ if(GACCUM_TORCH_HAS_CUDA)
   set_tests_properties("gpu: profiler CUDA memory stats" PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 endif()
 
+# `validate --device cuda` at world_size 1 (and 2 where two GPUs answer); skips without CUDA.
+add_test(NAME "gpu: validate --device cuda" COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/gpu/validate_cuda.sh" ${G})
+set_tests_properties("gpu: validate --device cuda" PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+
+# The prepared GPU check (scripts/device-check) on this build: here its GPU steps skip, saying why.
+add_test(NAME "integration: device-check --here"
+         COMMAND sh -c "d=$(mktemp -d) && OUT=$d BUILD_DIR=\"$1\" \"$2\" --here && grep -q 'device-check: ok' $d/summary.txt && grep -q '^cuda: ' $d/summary.txt && rm -rf $d"
+                 sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR}/scripts/device-check)
+set_tests_properties("integration: device-check --here" PROPERTIES LABELS integration)
+
 # Multi-node: `profile` as 2 nodes x 2 ranks under a torchrun-style environment on loopback, a
 # cluster fitted from it, and `tune` of a 16-node job with every comm term labelled.
 add_test(NAME "integration: profile 2 nodes x 2 ranks, cluster fit, tune 16 nodes"

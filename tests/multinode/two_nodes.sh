@@ -4,9 +4,11 @@
 # TORCHELASTIC_RUN_ID; rank 0 hosts the store), then `cluster fit` on the profile and `tune` of a
 # 16-node job with the fitted cluster. Oversubscribes the cores (4 ranks): a correctness test.
 # Checks: every rank exits 0 and only rank 0 writes; the profile's topology (2 nodes x 2), its
-# allreduce at the three levels (job world_size 4, intra_node 2, inter_node 2), compute with 4
-# concurrent ranks; the fitted cluster's two levels measured, with the profile as their source;
-# the tuner's many-node rows labelled "intra measured, inter measured".
+# allreduce, reduce-scatter and all-gather at the three levels (job world_size 4, intra_node 2,
+# inter_node 2), compute with 4 concurrent ranks; the fitted cluster's two levels measured, with
+# the profile as their source; the tuner's many-node rows labelled "intra measured, inter
+# measured"; `check --probe-links` on the same ranks (every level priced; a described
+# InfiniBand cluster drifts at every level).
 # Usage: two_nodes.sh GACCUM
 set -u
 G=$1
@@ -36,13 +38,21 @@ import json, sys
 p = json.load(open(sys.argv[1]))
 t = p["topology"]
 assert t["nodes"] == 2 and t["ranks_per_node"] == 2 and t["launcher"] == "torchrun", t
-assert len(t["hosts"]) == 2, t
+assert len(t["hosts"]) == 2 and t["hosts"][0] != t["hosts"][1], t
 levels = {}
 for a in p["allreduce"]:
     levels.setdefault((a.get("level", "job"), a["world_size"]), []).append(a)
     assert a["wrong"] == 0, a
 for key in [("job", 4), ("intra_node", 2), ("inter_node", 2)]:
     assert key in levels and len([a for a in levels[key] if a["tag"] == "sweep"]) == 4, (key, sorted(levels))
+coll = {}
+for c in p["collectives"]:
+    coll.setdefault((c.get("level", "job"), c["world_size"], c["op"]), []).append(c)
+    assert c["wrong"] == 0, c
+for level, ranks in [("job", 4), ("intra_node", 2), ("inter_node", 2)]:
+    for op in ("reduce_scatter", "all_gather"):
+        key = (level, ranks, op)
+        assert key in coll and len([c for c in coll[key] if c["tag"] == "sweep"]) == 4, (key, sorted(coll))
 assert {c["concurrent_ranks"] for c in p["compute"]} == {4}, p["compute"]
 assert [c["micro_batch"] for c in p["compute"]] == [1, 2, 4]
 assert len(p["memory"]) == 3 and p["memory"][0]["weights"] >= p["workload"]["param_bytes"]
@@ -58,7 +68,8 @@ c = json.load(open(sys.argv[1]))
 assert c["nodes"] == 16 and c["gpus_per_node"] == 2, c
 for level in ("intra_node", "inter_node"):
     m = c[level]["measured"]
-    assert sys.argv[2] in m["from"] and m["points"] >= 4, (level, m)
+    assert sys.argv[2] in m["from"] and m["points"] >= 12, (level, m)  # allreduce, reduce-scatter, all-gather
+    assert "reduce-scatter" in m["from"] and "all-gather" in m["from"], m["from"]
     assert c[level]["bandwidth_GBps"] > 0 and c[level]["latency_us"] >= 0, c[level]
 assert c["created_utc"].endswith("Z")
 print("cluster ok:", c["intra_node"], c["inter_node"])

@@ -363,3 +363,59 @@ TEST_CASE("link drift: the probe against the cluster's price per level", "[model
   CHECK_THAT(s.warnings[1], Catch::Contains("summed 3 element(s) wrong"));
   CHECK_THAT(s.warnings[2], Catch::Contains("inter_node allreduce over 2 ranks cannot be compared"));
 }
+
+// A launched profile's reduce-scatter / all-gather points at both levels (2 nodes x 2) fit the two
+// links as the logs' rows do. Exact times from intra 2 us / 100 GB/s and inter 10 us / 10 GB/s:
+//   intra_node RS or AG of 2: (2-1) 2us + (2-1)/2 S/1e11   (S = 1e6: 2 + 5 = 7 us)
+//   inter_node RS or AG of 2: (2-1) 10us + (2-1)/2 S/1e10  (S = 1e6: 10 + 50 = 60 us)
+// so the least squares recovers them to rounding; the job's own points (hierarchical, 4 ranks)
+// are priced on them too: RS = half of 2(7) + 70 ... = 0.5 x (14 + 70) us at S = 1e6.
+TEST_CASE("cluster fit: a launched profile's reduce-scatter and all-gather levels", "[model][cluster-fit]") {
+  Profile p;
+  p.created_utc = "2026-12-02T12:00:00Z";
+  p.topology.nodes = 2;
+  p.topology.ranks_per_node = 2;
+  p.topology.launcher = "torchrun";
+  auto coll = [](const char* op, CommLevel level, Count ranks, Bytes s, Seconds t) {
+    CollectivePoint c;
+    c.op = op;
+    c.method = "alltoall+local-sum";
+    c.backend = "gloo";
+    c.world_size = ranks;
+    c.bytes = s;
+    c.time = t;
+    c.level = level;
+    return c;
+  };
+  for (double s : {1e6, 4e6, 16e6}) {
+    const auto b = static_cast<Bytes>(s);
+    for (const char* op : {"reduce_scatter", "all_gather"}) {
+      p.collectives.push_back(coll(op, CommLevel::intra_node, 2, b, 2e-6 + 0.5 * s / 100e9));
+      p.collectives.push_back(coll(op, CommLevel::inter_node, 2, b, 10e-6 + 0.5 * s / 10e9));
+      // The job's: half the hierarchical allreduce of 4 = 2 x 2 (the header's table).
+      p.collectives.push_back(coll(op, CommLevel::job, 4, b, 0.5 * (2 * (2e-6 + 0.5 * s / 100e9) + 20e-6 + 0.5 * s / 10e9)));
+    }
+  }
+  p.collectives.push_back(coll("reduce_scatter", CommLevel::intra_node, 2, 1 << 20, 1.0));  // wrong: left out
+  p.collectives.back().wrong = 5;
+  ClusterFitRequest req;
+  req.profiles = {{p, "p.json"}};
+  req.device_memory = Bytes(1) << 30;
+  req.now_utc = "2026-12-02T13:00:00Z";
+  const auto fit = fit_cluster(req);
+  const auto& c = fit.cluster;
+  CHECK(c.gpus_per_node == 2);
+  CHECK(c.nodes == 2);
+  CHECK(c.intra_node.latency == Approx(2e-6).epsilon(1e-6));
+  CHECK(c.intra_node.bandwidth == Approx(100e9).epsilon(1e-6));
+  CHECK(c.inter_node.latency == Approx(10e-6).epsilon(1e-6));
+  CHECK(c.inter_node.bandwidth == Approx(10e9).epsilon(1e-6));
+  CHECK(c.intra_source.points == 6);
+  CHECK(c.inter_source.points == 12);  // 6 inter_node rows and 6 of the job's
+  CHECK(c.intra_source.from.find("gloo reduce-scatter as alltoall+local-sum, 2 ranks inside a node") != std::string::npos);
+  CHECK(c.inter_source.from.find("all-gather as alltoall+local-sum over the job, 2 nodes x 2") != std::string::npos);
+  CHECK(c.inter_source.max_rel_residual < 1e-6);
+  int rs = 0;
+  for (const auto& r : fit.residuals) rs += r.op == "reduce_scatter";
+  CHECK(rs == 9);
+}

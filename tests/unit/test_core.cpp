@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/backend.hpp"
+#include "core/devices.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "core/json_fields.hpp"
@@ -247,4 +248,18 @@ TEST_CASE("first and last lines of a message, and a collective failure is a Runt
     CHECK(dynamic_cast<const CollectiveFailure*>(&e) != nullptr);
     CHECK(std::string(e.what()) == "c10d store.get failed (x:1): peer lost");
   }
+}
+
+TEST_CASE("one process per GPU: ranks on a host against its visible GPUs", "[core]") {
+  CHECK_NOTHROW(require_gpu_per_rank(1, 1, "--world-size", "fix"));
+  CHECK_NOTHROW(require_gpu_per_rank(8, 8, "--world-size", "fix"));
+  try {
+    require_gpu_per_rank(2, 1, "--world-size", "use --world-size 1, or --device cpu");
+    FAIL("2 ranks on 1 GPU were accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) ==
+          "--world-size: 2 rank(s) on this host need 2 GPU(s) (one process per GPU: NCCL refuses two ranks on one "
+          "device); 1 visible: use --world-size 1, or --device cpu");
+  }
+  CHECK_THROWS_AS(require_gpu_per_rank(1, 0, "--ranks", "fix"), InputError);
 }

@@ -4,11 +4,20 @@
 // variables' parsing.
 #include <catch2/catch.hpp>
 
+#include <ATen/Context.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "comm/communicator.hpp"
 #include "comm/grad_sync.hpp"
+#include "engine/cuda_support.hpp"
+#include "engine/exact_math.hpp"
 #include "core/error.hpp"
 #include "runner/checks.hpp"
 #include "runner/comparison.hpp"
@@ -397,4 +406,45 @@ TEST_CASE("test-only fault variables", "[runner][unit]") {
   ::unsetenv("GACCUM_TEST_PERTURB");
   ::unsetenv("GACCUM_TEST_BREAK");
   CHECK(Faults::from_env(1).kind.empty());
+}
+
+TEST_CASE("ranks compute fp32 as fp32: no TF32 in cuBLAS or cuDNN (engine/exact_math.hpp)", "[runner][unit]") {
+  // PyTorch's default lets cuDNN use TF32 (the flag exists on CPU builds too); set it so here,
+  // whatever ran before in this process.
+  at::globalContext().setAllowTF32CuDNN(true);
+  CHECK_FALSE(gaccum::engine::exact_fp32_in_use());
+  gaccum::engine::use_exact_fp32();
+  CHECK(gaccum::engine::exact_fp32_in_use());
+}
+
+TEST_CASE("NCCL failure semantics: blocking wait and clean-up-only error handling, the user's own kept",
+          "[runner][unit]") {
+  using Env = std::map<std::string, std::string>;
+  auto lookup = [](const Env& e) {
+    return [e](const char* k) -> const char* {
+      auto it = e.find(k);
+      return it == e.end() ? nullptr : it->second.c_str();
+    };
+  };
+  const auto all = gaccum::comm::nccl_env_defaults(lookup({}));
+  CHECK(all == std::vector<std::pair<std::string, std::string>>{{"TORCH_NCCL_BLOCKING_WAIT", "1"},
+                                                                 {"NCCL_BLOCKING_WAIT", "1"},
+                                                                 {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "2"},
+                                                                 {"NCCL_ASYNC_ERROR_HANDLING", "2"}});
+  // A user who chose one name of a setting keeps it, under both names (neither is overridden).
+  const auto kept = gaccum::comm::nccl_env_defaults(lookup({{"NCCL_ASYNC_ERROR_HANDLING", "1"}}));
+  CHECK(kept == std::vector<std::pair<std::string, std::string>>{{"TORCH_NCCL_BLOCKING_WAIT", "1"},
+                                                                  {"NCCL_BLOCKING_WAIT", "1"}});
+  CHECK(gaccum::comm::nccl_env_defaults(lookup({{"TORCH_NCCL_BLOCKING_WAIT", "0"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"}}))
+            .empty());
+}
+
+TEST_CASE("out-of-memory messages that mark the sweep's boundary (engine/cuda_support.hpp)", "[runner][unit]") {
+  using gaccum::engine::is_out_of_memory_message;
+  CHECK(is_out_of_memory_message("CUDA out of memory. Tried to allocate 2.00 GiB"));
+  CHECK(is_out_of_memory_message("CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported"));
+  CHECK(is_out_of_memory_message("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"));
+  CHECK_FALSE(is_out_of_memory_message("CUDA error: an illegal memory access was encountered"));
+  CHECK_FALSE(is_out_of_memory_message("shape mismatch"));
+  CHECK(gaccum::engine::is_out_of_memory(std::runtime_error("CUDA error: out of memory")));
 }
