@@ -345,6 +345,7 @@ int run_check_verdict(const CheckOptions& o) {
   std::vector<AllreducePoint> probed;
   profiler::NodeLayout probe_layout;
   double probe_tolerance = 0;
+  bool probe_skipped = false;  // a rank's inputs were bad: check 3 reports it, nothing is timed
   if (o.probe_links) {
     probe_tolerance = parse_fraction(o.probe_tolerance, "--probe-tolerance");
     if (!(probe_tolerance > 0)) throw InputError("--probe-tolerance: must be above 0%, e.g. 25%");
@@ -362,7 +363,10 @@ int run_check_verdict(const CheckOptions& o) {
     }
     c10d.with_comm = [&, sizes, iters](comm::Communicator& c, const std::vector<std::string>& lines) {
       for (int r = 0; r < int(lines.size()); ++r)
-        if (!check::decode_rank_settings(lines[std::size_t(r)], r).error.empty()) return;
+        if (!check::decode_rank_settings(lines[std::size_t(r)], r).error.empty()) {
+          probe_skipped = true;
+          return;
+        }
       probe_layout = profiler::node_layout(c, ctx);
       probed = profiler::sweep_levels(c, probe_layout, ctx, sizes, 3, static_cast<int>(iters), /*job_level=*/true,
                                       /*collectives=*/false, "check-probe")
@@ -411,7 +415,7 @@ int run_check_verdict(const CheckOptions& o) {
                                         probe_layout.ranks_per_node, probe_tolerance);
       for (const auto& w : drift.warnings) verdict->ctx.warnings.push_back(w);
       verdict->ctx.link_probe = std::move(drift);
-    } else if (o.probe_links) {
+    } else if (o.probe_links && !probe_skipped) {
       verdict->ctx.warnings.push_back(fmt::format(
           "link probe: a job of {} rank(s) on {} node(s) has no allreduce to time; --probe-links needs world_size >= 2",
           ctx.world_size, probe_layout.nodes));

@@ -115,7 +115,7 @@ gaccum_cli_test(check-golden-json 0 "GOLDEN-OK" -- sh -c
   ${G} ${C} ${CMAKE_CURRENT_BINARY_DIR})
 
 # --distributed with two rank processes started as torchrun starts them.
-foreach(mode agree mismatch badinput missing)
+foreach(mode agree mismatch badinput missing probe-badinput)
   add_test(NAME "integration: check --distributed ${mode}"
            COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/check/distributed_check.sh" ${G} ${P} ${mode})
   set_tests_properties("integration: check --distributed ${mode}" PROPERTIES LABELS integration TIMEOUT 180

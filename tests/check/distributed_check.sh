@@ -7,6 +7,8 @@
 #   mismatch  rank 1 runs accum_steps 4     -> both exit 1, the message names ranks and values
 #   badinput  rank 1 passes --micro-batch 0 -> rank 1 exits 2, rank 0 exits 1 naming rank 1
 #   missing   rank 1 is never started        -> rank 0 exits 1 within its timeout, naming rank 1
+#   probe-badinput  as badinput, both ranks with --probe-links: nothing is timed, and rank 0 says
+#                   only that rank 1 failed (no probe table, no "nothing to time" warning)
 set -u
 G=$1; P=$2; MODE=$3
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null \
@@ -14,6 +16,7 @@ port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 args1=(-b 4 -k 8)
+common=()
 to=60s
 case $MODE in
   agree) ;;
@@ -23,13 +26,15 @@ case $MODE in
     [ "$rc0" = 1 ] || fail "expected exit 1 on rank 0, got $rc0"
     grep -q "rank(s) 1 of 2 did not join within 5 s" "$dir/out0" "$dir/err0" || fail "rank 0 does not name the missing rank 1" ;;
   badinput) args1=(-b 0 -k 8) ;;
+  probe-badinput) args1=(-b 0 -k 8)
+    common=(--probe-links --probe-device cpu --cluster "$(dirname "$0")/../../examples/clusters/dgx-h100-1node.json") ;;
   *) echo "unknown mode $MODE"; exit 2 ;;
 esac
 run_rank() {  # rank, args...
   local r=$1; shift
   env -u SLURM_PROCID -u SLURM_NTASKS -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u TORCHELASTIC_RUN_ID \
       RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      timeout 120 "$G" check --distributed --timeout $to --profile "$P" --noise-scale 1000 "$@" \
+      timeout 120 "$G" check --distributed --timeout $to --profile "$P" --noise-scale 1000 "${common[@]}" "$@" \
       >"$dir/out$r" 2>"$dir/err$r"
   echo $? >"$dir/rc$r"
 }
@@ -60,5 +65,9 @@ case $MODE in
     [ "$rc0" = 1 ] && [ "$rc1" = 2 ] || fail "expected exits 1 (rank 0) and 2 (rank 1), got $rc0 and $rc1"
     grep -q "rank 1 could not check its job: --micro-batch" "$dir/out0" || fail "rank 0 does not name rank 1's error"
     [ "$(wc -l <"$dir/err1")" = 1 ] || fail "rank 1: stderr is not one line" ;;
+  probe-badinput)
+    [ "$rc0" = 1 ] && [ "$rc1" = 2 ] || fail "expected exits 1 (rank 0) and 2 (rank 1), got $rc0 and $rc1"
+    grep -q "rank 1 could not check its job: --micro-batch" "$dir/out0" || fail "rank 0 does not name rank 1's error"
+    ! grep -q "link probe" "$dir/out0" "$dir/err0" || fail "rank 0 printed a link probe though rank 1 failed" ;;
 esac
 echo "DISTRIBUTED-$MODE-OK"
