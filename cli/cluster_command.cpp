@@ -119,8 +119,8 @@ void add_cluster_command(CLI::App& app, Action& action) {
                   "nccl-tests output (all_reduce_perf, reduce_scatter_perf, all_gather_perf) as [OP:]PATH; a log from "
                   "one node fits intra_node, one spanning nodes inter_node (repeatable)");
   fit->add_option("--profile", o->profiles,
-                  "A gaccum-tune profile: its allreduce points, per level when it ran under a cluster launcher "
-                  "(repeatable)");
+                  "A gaccum-tune profile: its allreduce, reduce-scatter and all-gather points, per level when it ran "
+                  "under a cluster launcher (repeatable)");
   fit->add_option("--base", o->base, "A cluster description whose device, prices and unmeasured levels to keep");
   fit->add_option("--nodes", o->nodes, "Nodes of the cluster to plan for (default: the base's, or as measured)");
   fit->add_option("--device-memory", o->device_memory, "Memory per GPU, e.g. 80GiB (default: the base's)");
