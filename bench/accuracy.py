@@ -37,7 +37,7 @@ Timing rules: at most one rank per core (world_size <= cores, 1 thread per rank:
 threads_per_rank); run on a quiet machine. Before starting, the script measures for 2 s how many
 cores other processes keep busy (/proc/stat minus its own CPU time) and refuses to start above
 0.25 cores (--allow-busy runs anyway and marks the result); every validate run records the same
-measurement for its own duration (validation.json environment.launch.machine), and the rows count
+measurement for its own duration (validation.json environment.machine), and the rows count
 the disturbed runs. The noise floor beside each error is the spread of the same config's repeats
 in this run. Timings from a busy machine are noise, not results.
 
@@ -126,7 +126,8 @@ COLUMNS = [
     "compute_measured_s", "compute_predicted_s", "comm_exposed_measured_s", "comm_exposed_predicted_s",
     "optimizer_measured_s", "optimizer_predicted_s", "dominant_error",
     "micro_batch_measured_in_profile", "checks_ok", "failed_checks", "disturbed_runs", "others_cores_max",
-    "band_inside", "step_time_predicted_2_s", "profile_to_profile_pct", "validation_json",
+    "machine_speed_vs_profile", "step_time_error_speed_corrected_pct",
+    "step_time_spread_speed_corrected_pct", "band_inside", "step_time_predicted_2_s", "profile_to_profile_pct", "validation_json",
 ]
 
 
@@ -188,8 +189,15 @@ def row_from_runs(workload, b, k, p, strategy, runs, cap, steps, paths):
             "optimizer": (med("optimizer"), t.get("optimizer", float("nan")))}
     dominant = max(comp, key=lambda c: abs(comp[c][1] - comp[c][0]) if comp[c][1] == comp[c][1] else -1)
     failed = sorted({c for r in runs for c in bl.failed_checks(r)})
-    machine = [r.get("environment", {}).get("launch", {}).get("machine", {}) for r in runs]
+    machine = [r.get("environment", {}).get("machine", {}) for r in runs]  # validation.json: environment.machine
     bands = [r.get("comparison", {}).get("band", {}).get("inside") for r in runs]
+    speeds = [m.get("canary", {}).get("vs_reference") for m in machine]
+    speeds = [x for x in speeds if isinstance(x, (int, float)) and x > 0]
+    # A diagnostic, not the result: each repeat's step time divided by its machine-speed ratio, as
+    # if the core had run at the profile's speed. When it shrinks the spread, the noise floor is
+    # the machine's speed moving; when it does not, it is something the canary does not see.
+    corrected = [mt / sp for mt, sp in zip(meds, speeds)] if len(speeds) == len(meds) else []
+    st_corr = bl.median(corrected) if corrected else float("nan")
     pred_fit = cap <= 0 or peak_pred <= cap
     meas_fit = cap <= 0 or peak_meas <= cap
     return {
@@ -212,6 +220,12 @@ def row_from_runs(workload, b, k, p, strategy, runs, cap, steps, paths):
         "checks_ok": not failed, "failed_checks": ";".join(failed),
         "disturbed_runs": sum(1 for m in machine if m.get("disturbed")),
         "others_cores_max": max([m.get("others_cores", float("nan")) for m in machine] or [float("nan")]),
+        # The reference kernel's time in the run over its time while profiling (core/canary.hpp), the
+        # repeat farthest from 1.0: beyond 1.15 or below 0.87 the run counts as disturbed.
+        "machine_speed_vs_profile": max(speeds, key=lambda x: abs(x - 1.0)) if speeds else float("nan"),
+        "step_time_error_speed_corrected_pct": bl.pct_error(st_pred, st_corr) if corrected else float("nan"),
+        "step_time_spread_speed_corrected_pct": (max(corrected) - min(corrected)) / st_corr * 100.0
+        if len(corrected) > 1 else float("nan"),
         "band_inside": "%d/%d" % (sum(1 for b in bands if b), len(bands)),
         "validation_json": ";".join(paths),
     }
@@ -231,6 +245,12 @@ def summarise(rows):
     # median). A prediction error below it cannot be told apart from the machine's noise.
     spreads = sorted(r["step_time_spread_pct"] for r in rows)
     noise = spreads[len(spreads) // 2] if spreads else float("nan")
+    corr = sorted(r["step_time_spread_speed_corrected_pct"] for r in rows
+                  if r.get("step_time_spread_speed_corrected_pct") == r.get("step_time_spread_speed_corrected_pct"))
+    corr_err = [r["step_time_error_speed_corrected_pct"] for r in rows
+                if r.get("step_time_error_speed_corrected_pct") == r.get("step_time_error_speed_corrected_pct")]
+    speeds = [r["machine_speed_vs_profile"] for r in rows
+              if r.get("machine_speed_vs_profile") == r.get("machine_speed_vs_profile")]
     p2p = sorted(r["profile_to_profile_pct"] for r in rows if r.get("profile_to_profile_pct") == r.get(
         "profile_to_profile_pct") and r.get("profile_to_profile_pct") is not None)
     return {"configs": len(rows),
@@ -239,6 +259,9 @@ def summarise(rows):
             "profile_to_profile_max_pct": p2p[-1] if p2p else float("nan"),
             "profile_to_profile_median_pct": p2p[len(p2p) // 2] if p2p else float("nan"),
             "disturbed_runs": sum(r.get("disturbed_runs", 0) for r in rows),
+            "machine_speed_vs_profile_range": [min(speeds), max(speeds)] if speeds else [],
+            "speed_corrected": {"repeat_spread_median_pct": corr[len(corr) // 2] if corr else float("nan"),
+                                "step_time": bl.error_summary(corr_err) if corr_err else {}},
             "band_inside_configs": sum(1 for r in rows if str(r.get("band_inside", "0/")).split("/")[0] not in
                                        ("0", "")),
             "step_time": st, "throughput": th, "peak_memory": mem,
@@ -254,12 +277,16 @@ def summary_line(name, s):
             "max %.2f%% | peak_memory mean %.2f%% max %.2f%% (target 2/4) | fit-but-exceeded %d of %d predicted to "
             "fit (target 0) | largest error term: %s | noise floor: repeats differ by %.1f%% (median), %.1f%% (max) "
             "| profile-to-profile: %.1f%% max, %.1f%% median (target 3) | band holds the run in %d of %d configs "
-            "| disturbed runs %d"
+            "| disturbed runs %d | machine speed vs profile %s | speed-corrected: noise floor %.1f%%, step_time "
+            "MAPE %.2f%%"
             % (name, s["configs"], s["step_time"]["mape"], s["step_time"]["max"], s["throughput"]["mape"],
                s["throughput"]["max"], s["peak_memory"]["mape"], s["peak_memory"]["max"], s["fit_but_exceeded"],
                s["predicted_fit"], s["dominant_error"], s["step_time_repeat_spread_median_pct"],
                s["step_time_repeat_spread_max_pct"], s["profile_to_profile_max_pct"],
-               s["profile_to_profile_median_pct"], s["band_inside_configs"], s["configs"], s["disturbed_runs"]))
+               s["profile_to_profile_median_pct"], s["band_inside_configs"], s["configs"], s["disturbed_runs"],
+               "%.2f-%.2fx" % tuple(s["machine_speed_vs_profile_range"]) if s["machine_speed_vs_profile_range"]
+               else "n/a", s["speed_corrected"]["repeat_spread_median_pct"],
+               s["speed_corrected"]["step_time"].get("mape", float("nan"))))
 
 
 def write_models(runner, torch_python, models_dir, names):
@@ -424,6 +451,12 @@ def main(argv):
                 if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                     raise bl.BenchError("smoke: %s of %s b=%d is %r (broken output)" % (c, r["workload"],
                                                                                          r["micro_batch"], v))
+            # The machine conditions of each run are read (a wrong path once made every run look quiet).
+            for c in ("others_cores_max", "machine_speed_vs_profile"):
+                v = r[c]
+                if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                    raise bl.BenchError("smoke: %s of %s b=%d is %r (validation.json environment.machine not read)"
+                                        % (c, r["workload"], r["micro_batch"], v))
         if overall["fit_but_exceeded"]:
             raise bl.BenchError("smoke: %d config(s) predicted to fit exceeded the memory cap"
                                 % overall["fit_but_exceeded"])

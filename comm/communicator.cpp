@@ -419,6 +419,10 @@ std::vector<Backend> available_backends() {
   return b;
 }
 
+void sync_device(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
+}
+
 std::string gloo_version() {
 #ifdef GLOO_VERSION_MAJOR
   return fmt::format("{}.{}.{}", GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH);

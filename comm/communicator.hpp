@@ -160,6 +160,11 @@ std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptio
 std::vector<std::pair<std::string, std::string>> nccl_env_defaults(
     const std::function<const char*(const char*)>& getenv);
 
+// Waits for the work queued on a CUDA device (torch::cuda::synchronize); nothing on the CPU. Host
+// clocks around a collective or a compute phase are only true after it: the one helper for
+// GradSync, ShardedSync and the memory sweep.
+void sync_device(const torch::Device& device);
+
 // Which c10d backends this LibTorch build offers (gloo; nccl with CUDA).
 std::vector<Backend> available_backends();
 // Gloo's version as compiled in ("0.5.0"), empty if unknown.

@@ -3,7 +3,6 @@
 // collectives match across ranks even if hooks fire in a different order.
 #include "comm/grad_sync.hpp"
 
-#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -207,7 +206,7 @@ void GradSync::after_backward(Count micro) {
   if (world_size_ == 1) return;
   // On a GPU backward() returns once its kernels are queued: wait for them, so that the exposed
   // time starts when the compute ends (host clocks stand for the device's from here on).
-  sync_device();
+  comm::sync_device(comm_->device());
   const auto backward_end = Clock::now();
   if (!traits(strategy_).bucketed) {
     if (!syncs_in_micro_step(strategy_, micro, accum_steps_)) return;
@@ -223,11 +222,6 @@ void GradSync::after_backward(Count micro) {
     launch_ready_locked(true);  // buckets whose hooks did not all fire (unused parameters, no samples)
   }
   finish_sync(backward_end);
-}
-
-void GradSync::sync_device() const {
-  const auto& d = comm_->device();
-  if (d.is_cuda()) torch::cuda::synchronize(d.has_index() ? d.index() : -1);
 }
 
 void GradSync::finish_sync(Clock::time_point backward_end) {
@@ -249,7 +243,7 @@ void GradSync::finish_sync(Clock::time_point backward_end) {
       g = views_[i].clone();
     }
   }
-  sync_device();  // the averaging and copies above are queued on a GPU
+  comm::sync_device(comm_->device());  // the averaging and copies above are queued on a GPU
   stats_.exposed += std::chrono::duration<double>(Clock::now() - backward_end).count();
   stats_.comm_total = union_length(intervals_);
 }

@@ -96,7 +96,6 @@ class GradSync final : public WindowSync {
   void launch_bucket_locked(std::size_t b, bool in_backward);
   void copy_in(std::size_t param);
   void finish_sync(Clock::time_point backward_end);
-  void sync_device() const;  // CUDA: wait for the queued kernels (torch::cuda::synchronize); CPU: nothing
 
   Communicator* comm_;
   std::vector<torch::Tensor> params_;

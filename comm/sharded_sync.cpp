@@ -30,11 +30,23 @@ void alloc_storage(const torch::Tensor& t) {
   s->set_nbytes(bytes);
 }
 
-// The wall time of a sync call, added to the step's exposed communication.
+// The wall time of a sync call, added to the step's exposed communication. On a GPU the device
+// is synchronised at both ends (sync_device), so the compute queued before the call is not
+// counted as communication and the copies queued inside it are.
 struct Exposed {
   Seconds& total;
-  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-  ~Exposed() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  torch::Device device;
+  std::chrono::steady_clock::time_point t0;
+  Exposed(Seconds& t, torch::Device d) : total(t), device(d) {
+    sync_device(device);
+    t0 = std::chrono::steady_clock::now();
+  }
+  Exposed(const Exposed&) = delete;
+  Exposed& operator=(const Exposed&) = delete;
+  ~Exposed() {
+    sync_device(device);
+    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
 };
 
 }  // namespace
@@ -149,7 +161,13 @@ std::vector<Count> ShardedSync::expected_per_micro(Count accum_steps) const {
   return per;
 }
 
+ShardedSync::Clock::time_point ShardedSync::start_clock() const {
+  sync_device(comm_->device());  // GPU: the work queued before the collective is not its time
+  return Clock::now();
+}
+
 void ShardedSync::count(Count collectives, Clock::time_point start) {
+  sync_device(comm_->device());
   stats_.collectives += collectives;
   stats_.collectives_per_micro[static_cast<std::size_t>(current_micro_)] += collectives;
   stats_.comm_total += std::chrono::duration<double>(Clock::now() - start).count();
@@ -183,7 +201,7 @@ void ShardedSync::gather_all(bool counted) {
   if (!shards_params_ || gathered_) return;
   torch::NoGradGuard no_grad;
   for (std::size_t u = 0; u < units_.size(); ++u) {
-    const auto t0 = Clock::now();
+    const auto t0 = start_clock();
     alloc_storage(flat_[u]);
     group_->all_gather_into(shards_[u].detach(), flat_[u], &recv_);
     if (counted) count(1, t0);
@@ -199,14 +217,14 @@ void ShardedSync::free_all() {
 void ShardedSync::before_forward(Count micro) {
   if (micro < 0 || micro >= accum_steps_) throw InputError("sharded sync: micro-step out of range");
   current_micro_ = micro;
-  Exposed e{stats_.exposed};
+  Exposed e{stats_.exposed, comm_->device()};
   gather_all(true);
 }
 
 void ShardedSync::before_backward(Count micro) {
   if (micro != current_micro_) throw InputError("sharded sync: before_backward without before_forward");
   {
-    Exposed e{stats_.exposed};
+    Exposed e{stats_.exposed, comm_->device()};
     if (shards_params_) {  // resharded after the forward, gathered again for the backward
       free_all();
       gather_all(true);
@@ -236,7 +254,7 @@ void ShardedSync::reduce_unit(std::size_t u, bool in_backward) {
   torch::NoGradGuard no_grad;
   auto in = fill_.narrow(0, 0, unit.padded);
   if (unit.padded > unit.numel) in.narrow(0, unit.numel, unit.padded - unit.numel).zero_();
-  const auto t0 = Clock::now();
+  const auto t0 = start_clock();
   if (fault_ == ShardFault::local) {
     grad_shards_[u].add_(in.narrow(0, rank_ * unit.shard, unit.shard));
   } else {
@@ -244,7 +262,7 @@ void ShardedSync::reduce_unit(std::size_t u, bool in_backward) {
   }
   count(1, t0);
   if (replica_comm_ && current_micro_ == accum_steps_ - 1) {  // hsdp: once per window, across the replicas
-    const auto t1 = Clock::now();
+    const auto t1 = start_clock();
     replica_comm_->allreduce_sum(grad_shards_[u]);
     count(1, t1);
   }
@@ -267,7 +285,7 @@ void ShardedSync::fill_ready_locked(bool in_backward) {
 void ShardedSync::on_grad_ready(std::size_t i) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!armed_) return;
-  Exposed e{stats_.exposed};
+  Exposed e{stats_.exposed, comm_->device()};
   const auto u = unit_of_[i];
   if (ready_[i]) {
     if (u < filling_)
@@ -291,7 +309,7 @@ void ShardedSync::finish_reduction() {
 
 void ShardedSync::after_backward(Count micro) {
   if (micro != current_micro_) throw InputError("sharded sync: after_backward without before_forward");
-  Exposed e{stats_.exposed};
+  Exposed e{stats_.exposed, comm_->device()};
   if (reduces_in(micro)) {
     std::lock_guard<std::mutex> lock(mu_);
     const bool hooked = armed_;
@@ -317,11 +335,11 @@ void ShardedSync::after_backward(Count micro) {
 
 void ShardedSync::after_optimizer_step() {
   if (shards_params_) return;  // zero3: the next forward gathers the stepped shards
-  Exposed e{stats_.exposed};
+  Exposed e{stats_.exposed, comm_->device()};
   torch::NoGradGuard no_grad;
   current_micro_ = accum_steps_ - 1;
   for (std::size_t u = 0; u < units_.size(); ++u) {
-    const auto t0 = Clock::now();
+    const auto t0 = start_clock();
     group_->all_gather_into(shards_[u].detach(), flat_[u], &recv_);  // staged in recv_: no aliasing
     count(1, t0);
   }

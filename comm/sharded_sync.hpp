@@ -114,6 +114,8 @@ class ShardedSync final : public WindowSync {
   void finish_reduction();
   void gather_all(bool counted);
   void free_all();
+  // Host timestamps of the collectives, true on a GPU too: both synchronise the device first.
+  Clock::time_point start_clock() const;
   void count(Count collectives, Clock::time_point start);
   bool reduces_in(Count micro) const;
 

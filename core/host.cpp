@@ -11,9 +11,11 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "core/canary.hpp"
 #include "core/json_fields.hpp"
 
 namespace gaccum {
@@ -56,7 +58,7 @@ double own_cpu() {
 
 }  // namespace
 
-MachineActivity::MachineActivity() : start_(sample()) {}
+MachineActivity::MachineActivity() : canary_before_(run_canary().min), start_(sample()) {}
 
 MachineActivity::Sample MachineActivity::sample() {
   Sample s;
@@ -93,22 +95,82 @@ PhaseConditions MachineActivity::stop(const std::string& phase) const {
     c.others_cores = std::max(0.0, others / c.wall);
     c.steal = std::max(0.0, (end.steal - start_.steal) / (end.total - start_.total));
   }
-  c.disturbed = c.others_cores > kDisturbedOthersCores || c.steal > kDisturbedSteal;
+  const CanaryReading after = run_canary();
+  c.canary_before = canary_before_;
+  c.canary_after = after.min;
+  c.canary_kernel = canary_kernel();
+  c.disturbed = is_disturbed(c);
   return c;
 }
 
+double canary_drift(const PhaseConditions& c) {
+  if (c.canary_before <= 0 || c.canary_after <= 0) return 0;
+  return std::max(c.canary_after / c.canary_before, c.canary_before / c.canary_after);
+}
+
+Seconds canary_reading(const PhaseConditions& c) {
+  if (c.canary_before <= 0 || c.canary_after <= 0) return 0;
+  return 0.5 * (c.canary_before + c.canary_after);
+}
+
+void compare_canary(PhaseConditions& c, Seconds reference) {
+  const Seconds mine = canary_reading(c);
+  c.canary_vs_reference = reference > 0 && mine > 0 ? mine / reference : 0;
+  c.disturbed = is_disturbed(c);
+}
+
+Seconds canary_reference(const std::vector<PhaseConditions>& phases, const std::string& kernel) {
+  Seconds quiet = 0, any = 0;
+  for (const auto& c : phases) {
+    const Seconds r = canary_reading(c);
+    if (r <= 0 || c.canary_kernel != kernel) continue;
+    if (any <= 0 || r < any) any = r;
+    if (!c.disturbed && (quiet <= 0 || r < quiet)) quiet = r;
+  }
+  return quiet > 0 ? quiet : any;
+}
+
+bool is_disturbed(const PhaseConditions& c) {
+  const double drift = canary_drift(c);
+  const double vs = c.canary_vs_reference;
+  return c.others_cores > kDisturbedOthersCores || c.steal > kDisturbedSteal || drift > 1 + kDisturbedCanary ||
+         (vs > 0 && (vs > 1 + kDisturbedCanary || vs < 1 / (1 + kDisturbedCanary)));
+}
+
 std::string describe_disturbance(const PhaseConditions& c) {
-  std::string s = fmt::format("other processes kept {:.2f} cores busy", c.others_cores);
-  if (c.steal > 0.005) s += fmt::format(", the hypervisor stole {:.1f}% of the CPU time", 100 * c.steal);
-  s += fmt::format(" (load average {:.2f} -> {:.2f})", c.load_before, c.load_after);
-  return s;
+  // The reasons that apply, else the activity seen (a caller may describe a phase that passed).
+  const bool others = c.others_cores > kDisturbedOthersCores, steal = c.steal > kDisturbedSteal;
+  const bool drift = canary_drift(c) > 1 + kDisturbedCanary;
+  const double vs = c.canary_vs_reference;
+  const bool moved = vs > 0 && (vs > 1 + kDisturbedCanary || vs < 1 / (1 + kDisturbedCanary));
+  std::vector<std::string> parts;
+  if (others || !(steal || drift || moved))
+    parts.push_back(fmt::format("other processes kept {:.2f} cores busy", c.others_cores));
+  if (steal || c.steal > 0.005)
+    parts.push_back(fmt::format("the hypervisor stole {:.1f}% of the CPU time", 100 * c.steal));
+  if (drift)
+    parts.push_back(fmt::format("the reference kernel took {:.2f}x as long after the phase as before ({} -> {})",
+                                c.canary_after / c.canary_before, format_seconds(c.canary_before),
+                                format_seconds(c.canary_after)));
+  if (moved)
+    parts.push_back(fmt::format("the reference kernel took {:.2f}x its reference time ({} vs {}: one core ran {})", vs,
+                                format_seconds(canary_reading(c)), format_seconds(canary_reading(c) / vs),
+                                vs > 1 ? "slower" : "faster"));
+  std::string s;
+  for (std::size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];
+  return s + fmt::format(" (load average {:.2f} -> {:.2f})", c.load_before, c.load_after);
 }
 
 nlohmann::json to_json(const PhaseConditions& c) {
-  return {{"phase", c.phase},           {"attempt", c.attempt},
-          {"wall_s", c.wall},           {"load_before", c.load_before},
-          {"load_after", c.load_after}, {"others_cores", c.others_cores},
-          {"steal", c.steal},           {"disturbed", c.disturbed}};
+  nlohmann::json j = {{"phase", c.phase},           {"attempt", c.attempt},
+                      {"wall_s", c.wall},           {"load_before", c.load_before},
+                      {"load_after", c.load_after}, {"others_cores", c.others_cores},
+                      {"steal", c.steal},           {"disturbed", c.disturbed}};
+  if (c.canary_before > 0 || c.canary_after > 0) {
+    j["canary"] = {{"kernel", c.canary_kernel}, {"before_s", c.canary_before}, {"after_s", c.canary_after}};
+    if (c.canary_vs_reference > 0) j["canary"]["vs_reference"] = c.canary_vs_reference;
+  }
+  return j;
 }
 
 PhaseConditions phase_conditions_from_json(const nlohmann::json& j, const std::string& path) {
@@ -122,6 +184,13 @@ PhaseConditions phase_conditions_from_json(const nlohmann::json& j, const std::s
   c.others_cores = f.num("others_cores");
   c.steal = f.num("steal");
   c.disturbed = f.boolean("disturbed");
+  if (const nlohmann::json* k = f.opt_object("canary")) {
+    JsonFields cf(*k, f.child("canary"));
+    c.canary_kernel = cf.str("kernel");
+    c.canary_before = cf.num("before_s");
+    c.canary_after = cf.num("after_s");
+    c.canary_vs_reference = cf.has("vs_reference") ? cf.num("vs_reference") : 0;
+  }
   return c;
 }
 

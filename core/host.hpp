@@ -38,7 +38,14 @@ struct PhaseConditions {
   double load_before = 0, load_after = 0;  // 1-minute load average
   double others_cores = 0;                 // cores other processes kept busy on average
   double steal = 0;                        // share of CPU time stolen by the hypervisor
-  bool disturbed = false;                  // others_cores or steal above the thresholds below
+  // The reference kernel (core/canary.hpp) just before and just after the phase, seconds per
+  // repetition (0: not measured), and the kernel's identity; readings of another kernel do not compare.
+  Seconds canary_before = 0, canary_after = 0;
+  std::string canary_kernel;
+  // This phase's canary over a reference reading of the same machine (the profile's first phase;
+  // for a validate run, the profile it is compared with): 1.3 = one core ran 30% slower. 0: not compared.
+  double canary_vs_reference = 0;
+  bool disturbed = false;  // others_cores, steal or the canary beyond the thresholds below
 };
 
 // A phase counts as disturbed when other processes kept more than a quarter of a core busy on
@@ -46,6 +53,24 @@ struct PhaseConditions {
 // rest: others_cores 0.00-0.03, steal < 0.5%.
 inline constexpr double kDisturbedOthersCores = 0.25;
 inline constexpr double kDisturbedSteal = 0.05;
+// ...or the canary moved by more than this: after vs before the phase, or the phase vs the
+// reference reading. Above what this 2-core VM does at rest (readings up to 1.42x the fastest,
+// core/canary.hpp): a core running half as fast, as once moved a stretch of a profile, is caught;
+// the machine's own mode switches are recorded but are not a disturbance.
+inline constexpr double kDisturbedCanary = 0.5;
+
+// max(after/before, before/after) of the phase's canary (1: unchanged), 0 when not measured.
+double canary_drift(const PhaseConditions& c);
+// The phase's canary, the mean of before and after (0: not measured).
+Seconds canary_reading(const PhaseConditions& c);
+// Sets canary_vs_reference = canary_reading(c) / reference and recomputes disturbed.
+void compare_canary(PhaseConditions& c, Seconds reference);
+// The reference reading of a set of phases (a profile's conditions): the fastest canary reading
+// among the undisturbed phases measured with `kernel`, else among all of them (every phase was
+// disturbed); 0 when no phase has a reading of `kernel`.
+Seconds canary_reference(const std::vector<PhaseConditions>& phases, const std::string& kernel);
+// The disturbance rule above, applied to c's numbers.
+bool is_disturbed(const PhaseConditions& c);
 
 // One line: "other processes kept 0.82 cores busy, load 1.9 -> 2.4" (what disturbed a phase).
 std::string describe_disturbance(const PhaseConditions& c);
@@ -53,7 +78,7 @@ std::string describe_disturbance(const PhaseConditions& c);
 nlohmann::json to_json(const PhaseConditions& c);
 PhaseConditions phase_conditions_from_json(const nlohmann::json& j, const std::string& path);
 
-// Start at construction, stop() once. The caller's children must have been reaped before stop()
+// Start at construction (after a canary reading), stop() once (then a second reading). The caller's children must have been reaped before stop()
 // (their CPU time is counted as this job's through RUSAGE_CHILDREN). Where /proc/stat is missing
 // (not Linux) others_cores and steal read 0.
 class MachineActivity {
@@ -69,6 +94,7 @@ class MachineActivity {
     double load = 0;
   };
   static Sample sample();
+  Seconds canary_before_;  // read first: the kernel's own time is not part of the phase
   Sample start_;
 };
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "engine/cuda_support.hpp"
 #include "profiler/progress.hpp"
@@ -27,10 +28,6 @@ constexpr double kPredictionSlack = 1.02;
 
 Seconds since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-void sync_device(const torch::Device& d) {
-  if (d.is_cuda()) torch::cuda::synchronize(d.index());
-}
-
 }  // namespace
 
 std::string does_not_fit_message(const std::string& workload, Count micro_batch, Bytes needs, Bytes cap,
@@ -44,21 +41,21 @@ std::string does_not_fit_message(const std::string& workload, Count micro_batch,
 MemorySweep::MemorySweep(const workloads::WorkloadConfig& cfg, Optimizer optimizer, double lr) {
   const torch::Device device(cfg.device);
   mem_ = engine::memory_for(device);
-  sync_device(device);
+  comm::sync_device(device);
   base_ = mem_->snapshot().allocated;
   workload_ = workloads::make_workload(cfg);
-  sync_device(device);
+  comm::sync_device(device);
   static_.weights = mem_->snapshot().allocated - base_;
   params_ = workload_->parameters();
   Bytes before = mem_->snapshot().allocated;
   workloads::zero_grad(params_);
-  sync_device(device);
+  comm::sync_device(device);
   static_.gradients = mem_->snapshot().allocated - before;
   // Mixed precision allocates its fp32 masters here, before the first step: both are optimizer state.
   before = mem_->snapshot().allocated;
   optimizer_ = workloads::make_optimizer(params_, optimizer, lr);
   optimizer_->step();
-  sync_device(device);
+  comm::sync_device(device);
   static_.optimizer_state = mem_->snapshot().allocated - before;
   static_.peak = static_.weights + static_.gradients + static_.optimizer_state;
 }
@@ -69,7 +66,7 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
                                                 Seconds* optimizer_step) {
   const auto device = workload_->device();
   workloads::zero_grad(params_);
-  sync_device(device);
+  comm::sync_device(device);
   // CUDA: the previous point's cached blocks go back first, so this point's reserved peak is its own.
   if (device.is_cuda()) engine::cuda_release_cache();
   mem_->reset_peak();
@@ -82,13 +79,13 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
       auto loss = workload_->loss_sum(workload_->forward(batch), batch) /
                   static_cast<double>(std::max<Count>(1, batch.loss_terms));
       loss.backward();
-      sync_device(device);
+      comm::sync_device(device);
       if (m == 1 && micro_step) *micro_step = since(t0);
     }
     const auto t0 = Clock::now();
     optimizer_->step();
     workloads::zero_grad(params_);
-    sync_device(device);
+    comm::sync_device(device);
     if (optimizer_step) *optimizer_step = since(t0);
   } catch (const ModelError&) {
     workloads::zero_grad(params_);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 
@@ -268,6 +269,30 @@ void run_joined(Validation& v, const std::vector<RunSpec>& specs, const comm::Ra
                                  ctx.world_size));
 }
 
+// The run's reference-kernel reading against the profile's (core/canary.hpp): a NOTE with the
+// ratio, and cond judged with it (a machine more than kDisturbedCanary slower or faster than when
+// it was profiled is a disturbed run: the step-time comparison measures that difference too).
+void note_machine_speed(RunRecord& run, PhaseConditions& cond, const Profile& profile) {
+  const Seconds reading = canary_reading(cond);
+  if (reading <= 0) return;
+  const Seconds reference = canary_reference(profile.conditions, cond.canary_kernel);
+  if (reference <= 0) {
+    run.model_notes.push_back("machine speed: not compared (the profile has no reference-kernel reading of this "
+                              "build: profile again with this gaccum-tune)");
+    return;
+  }
+  compare_canary(cond, reference);
+  const bool quiet_reference = std::any_of(profile.conditions.begin(), profile.conditions.end(), [&](const auto& c) {
+    return !c.disturbed && canary_reading(c) > 0 && c.canary_kernel == cond.canary_kernel;
+  });
+  run.model_notes.push_back(fmt::format("machine speed: the reference kernel took {} in this run, {:.2f}x its time "
+                                        "while the profile was measured ({}{}; within {:.0f}% is this machine's own "
+                                        "variation)",
+                                        format_seconds(reading), cond.canary_vs_reference, format_seconds(reference),
+                                        quiet_reference ? "" : ", read while the profile's phases were disturbed",
+                                        100 * kDisturbedCanary));
+}
+
 // Our own launch: one engine::RankJob of world_size local ranks per run.
 void run_local(Validation& v, const std::vector<RunSpec>& specs) {
   for (const auto& s : specs) {
@@ -287,7 +312,8 @@ void run_local(Validation& v, const std::vector<RunSpec>& specs) {
     RunRecord run;
     if (record) {
       run = std::move(*record);
-      const PhaseConditions cond = watch.stop("validate");
+      PhaseConditions cond = watch.stop("validate");
+      if (v.profile) note_machine_speed(run, cond, *v.profile);
       if (run.environment) {
         run.environment->launch["launcher_wall_s"] = res.launch.wall;
         run.environment->launch["machine"] = to_json(cond);

@@ -47,6 +47,12 @@ endif()
 add_test(NAME "gpu: validate --device cuda" COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/gpu/validate_cuda.sh" ${G})
 set_tests_properties("gpu: validate --device cuda" PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 
+# The CUDA memory sweep against torch.cuda.max_memory_allocated of the same steps in PyTorch
+# ($GACCUM_PYTHON: the pip torch this LibTorch came from); skips without CUDA or that Python.
+add_test(NAME "gpu: profile cuda memory equals PyTorch's counter"
+         COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/gpu/cuda_peak_vs_torch.sh" ${G})
+set_tests_properties("gpu: profile cuda memory equals PyTorch's counter" PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+
 # The prepared GPU check (scripts/device-check) on this build: here its GPU steps skip, saying why.
 add_test(NAME "integration: device-check --here"
          COMMAND sh -c "d=$(mktemp -d) && OUT=$d BUILD_DIR=\"$1\" \"$2\" --here && grep -q 'device-check: ok' $d/summary.txt && grep -q '^cuda: ' $d/summary.txt && rm -rf $d"

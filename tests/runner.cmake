@@ -53,3 +53,11 @@ gaccum_cli_test(validate-from-tune-bf16 2 "picks\\[0\\] is a zero2 bf16 plan.*va
 # The same short flags as predict and check.
 gaccum_cli_test(validate-short-flags 2 "--micro-batch: 4611686018427387904 is above" --one-line-stderr --
   $<TARGET_FILE:gaccum-tune> validate -b 4611686018427387904 -k 2 -p 2 -o never-written.json)
+
+# The reference kernel (core/canary.hpp): recorded by profile, compared by validate --profile, a
+# machine slower than when profiled flagged (tests/integration/machine_speed.sh says what it checks).
+add_test(NAME "integration: validate compares the machine's speed with the profile's"
+         COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/integration/machine_speed.sh" ${G}
+                 "${CMAKE_CURRENT_BINARY_DIR}/machine-speed")
+set_tests_properties("integration: validate compares the machine's speed with the profile's" PROPERTIES
+                     LABELS integration PASS_REGULAR_EXPRESSION "MACHINE-SPEED-OK" TIMEOUT 300)

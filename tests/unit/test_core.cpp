@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/backend.hpp"
+#include "core/canary.hpp"
 #include "core/devices.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
@@ -104,6 +105,83 @@ TEST_CASE("machine conditions are judged and round-trip through JSON", "[core]")
   CHECK(now.others_cores >= 0);
   CHECK(now.steal >= 0);
   CHECK(now.steal <= 1);
+  CHECK(now.canary_before > 0);  // the reference kernel ran at both ends
+  CHECK(now.canary_after > 0);
+  CHECK(now.canary_kernel == canary_kernel());
+}
+
+TEST_CASE("the reference kernel: readings, drift and the comparison with a reference", "[core]") {
+  const auto r = run_canary();
+  CHECK(r.min > 0);
+  CHECK(r.min <= r.median);
+  CHECK(canary_kernel().rfind("matmul 64x64 fp32 x24, 1 thread, ", 0) == 0);
+  CHECK(canary_ratio(2e-3, 3e-3) == Approx(1.5));
+  CHECK(canary_ratio(0, 3e-3) == 0);
+
+  PhaseConditions c;
+  c.load_before = 0.1;
+  c.load_after = 0.2;
+  CHECK(canary_drift(c) == 0);  // not measured: no verdict from the canary
+  CHECK(canary_reading(c) == 0);
+  CHECK_FALSE(is_disturbed(c));
+  c.canary_before = 2e-3;
+  c.canary_after = 2.8e-3;  // 1.4x: the machine's own mode switches at rest, not a disturbance
+  CHECK(canary_drift(c) == Approx(1.4));
+  CHECK(canary_reading(c) == Approx(2.4e-3));
+  CHECK_FALSE(is_disturbed(c));
+  c.canary_after = 1.25e-3;  // 2.0/1.25 = 1.6 > 1 + kDisturbedCanary: faster after counts too
+  CHECK(canary_drift(c) == Approx(1.6));
+  CHECK(is_disturbed(c));
+  CHECK(describe_disturbance(c) ==
+        "the reference kernel took 0.62x as long after the phase as before (2 ms -> 1.25 ms) (load average 0.10 -> "
+        "0.20)");
+
+  c.canary_after = 2e-3;  // steady during the phase, but 2x a quiet reference of 1 ms
+  compare_canary(c, 1e-3);
+  CHECK(c.canary_vs_reference == Approx(2.0));
+  CHECK(c.disturbed);
+  CHECK(describe_disturbance(c) ==
+        "the reference kernel took 2.00x its reference time (2 ms vs 1 ms: one core ran slower) (load average 0.10 -> "
+        "0.20)");
+  compare_canary(c, 1.6e-3);  // 1.25x the reference: within the machine's own variation
+  CHECK(c.canary_vs_reference == Approx(1.25));
+  CHECK_FALSE(c.disturbed);
+  compare_canary(c, 6e-3);  // a third of the reference: the reference was the disturbed one
+  CHECK(c.disturbed);
+  compare_canary(c, 0);  // no reference: not compared
+  CHECK(c.canary_vs_reference == 0);
+  CHECK_FALSE(c.disturbed);
+
+  c.others_cores = 0.5;  // with other processes as well: both reasons, in order
+  c.canary_after = 4e-3;
+  c.disturbed = is_disturbed(c);
+  CHECK(c.disturbed);
+  CHECK(describe_disturbance(c).rfind("other processes kept 0.50 cores busy, the reference kernel took 2.00x as long", 0) == 0);
+
+  const auto back = phase_conditions_from_json(to_json(c), "c");
+  CHECK(back.canary_before == Approx(c.canary_before));
+  CHECK(back.canary_after == Approx(c.canary_after));
+  CHECK(back.canary_kernel == c.canary_kernel);
+  CHECK(back.canary_vs_reference == 0);
+  PhaseConditions old;  // a profile written before the canary: no "canary" object, reads as 0
+  old.phase = "world_size 1 group";
+  auto j = to_json(old);
+  CHECK_FALSE(j.contains("canary"));
+  CHECK(phase_conditions_from_json(j, "old").canary_before == 0);
+
+  // A profile's reference: the fastest undisturbed reading of the same kernel.
+  PhaseConditions a, b, d, e;
+  a.canary_before = a.canary_after = 3e-3;
+  a.canary_kernel = b.canary_kernel = d.canary_kernel = "k";
+  b.canary_before = 2e-3;
+  b.canary_after = 2.4e-3;  // reading 2.2 ms
+  d.canary_before = d.canary_after = 1e-3;
+  d.disturbed = true;  // not a reference while an undisturbed phase has one
+  e.canary_before = e.canary_after = 0.5e-3;
+  e.canary_kernel = "another compiler";
+  CHECK(canary_reference({a, b, d, e}, "k") == Approx(2.2e-3));
+  CHECK(canary_reference({d, e}, "k") == Approx(1e-3));  // every phase disturbed: the fastest of them
+  CHECK(canary_reference({e}, "k") == 0);
 }
 
 static Profile sample_profile() {

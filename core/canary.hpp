@@ -1,0 +1,46 @@
+// What: the reference kernel ("canary"): a fixed single-threaded fp32 loop in plain C++ (no
+//       LibTorch, no threads), timed before and after every measured phase (MachineActivity in
+//       core/host.hpp: each profile rank group, each validate run). Its median time is the speed
+//       of one core of this machine at that moment.
+// Why: other processes and the hypervisor's steal are visible in /proc/stat, but a core that runs
+//      slower for reasons the counters do not show (a busy hyperthread sibling, a noisy neighbour
+//      VM, frequency or thermal limits) is not: it moved a whole stretch of a profile by 2x once
+//      (docs/DESIGN.md, "Measurement quality"). The same kernel, timed in the profile and in
+//      the run, says whether the machine ran at the same speed in both; before vs after a phase,
+//      whether it changed during it.
+// Units: seconds per repetition (one repetition = kCanaryMatmuls products of 64x64 fp32 matrices,
+//        0.78 ms on this 2-core VM at its fastest). A reading is the fastest of kCanaryReps
+//        repetitions (about 30 ms): the speed the core reached in that window. Readings are
+//        comparable only between builds with the same kernel string (the compiler is part of it:
+//        another compiler vectorises the loop differently).
+// Measured (2026-12-02, this VM at rest, load average < 0.7, 160 readings): single-core speed
+//        switches between modes on sub-second scales with no steal reported; readings lie within
+//        1.04x (median), 1.27x (p95) and 1.42x (max) of the fastest; the median of the
+//        repetitions within a reading varies more (up to 1.77x), so it is not the reading.
+#pragma once
+
+#include <string>
+
+#include "core/units.hpp"
+
+namespace gaccum {
+
+inline constexpr int kCanaryMatmuls = 24;
+inline constexpr int kCanaryReps = 31;
+
+struct CanaryReading {
+  Seconds min = 0;     // the reading: the fastest of kCanaryReps repetitions (0: not measured)
+  Seconds median = 0;  // of the repetitions: how much of the window ran slower
+};
+
+// The kernel's identity: "matmul 64x64 fp32 x24, 1 thread, <compiler>".
+const std::string& canary_kernel();
+
+// Times the kernel kCanaryReps times on the calling thread (about 30 ms) after one untimed
+// repetition.
+CanaryReading run_canary();
+
+// b / a, the slowdown from reading a to reading b (1.0: the same speed); 0 when either is missing.
+double canary_ratio(Seconds a, Seconds b);
+
+}  // namespace gaccum
