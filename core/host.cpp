@@ -130,19 +130,28 @@ Seconds canary_reference(const std::vector<PhaseConditions>& phases, const std::
   return quiet > 0 ? quiet : any;
 }
 
-bool is_disturbed(const PhaseConditions& c) {
-  const double drift = canary_drift(c);
+namespace {
+
+// The canary's two disturbance rules (kDisturbedCanary), shared by the verdict and its description.
+bool canary_drifted(const PhaseConditions& c) {
+  return canary_drift(c) > 1 + kDisturbedCanary;
+}
+bool canary_moved(const PhaseConditions& c) {
   const double vs = c.canary_vs_reference;
-  return c.others_cores > kDisturbedOthersCores || c.steal > kDisturbedSteal || drift > 1 + kDisturbedCanary ||
-         (vs > 0 && (vs > 1 + kDisturbedCanary || vs < 1 / (1 + kDisturbedCanary)));
+  return vs > 0 && (vs > 1 + kDisturbedCanary || vs < 1 / (1 + kDisturbedCanary));
+}
+
+}  // namespace
+
+bool is_disturbed(const PhaseConditions& c) {
+  return c.others_cores > kDisturbedOthersCores || c.steal > kDisturbedSteal || canary_drifted(c) || canary_moved(c);
 }
 
 std::string describe_disturbance(const PhaseConditions& c) {
   // The reasons that apply, else the activity seen (a caller may describe a phase that passed).
   const bool others = c.others_cores > kDisturbedOthersCores, steal = c.steal > kDisturbedSteal;
-  const bool drift = canary_drift(c) > 1 + kDisturbedCanary;
+  const bool drift = canary_drifted(c), moved = canary_moved(c);
   const double vs = c.canary_vs_reference;
-  const bool moved = vs > 0 && (vs > 1 + kDisturbedCanary || vs < 1 / (1 + kDisturbedCanary));
   std::vector<std::string> parts;
   if (others || !(steal || drift || moved))
     parts.push_back(fmt::format("other processes kept {:.2f} cores busy", c.others_cores));
