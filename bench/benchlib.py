@@ -295,7 +295,8 @@ def load_average():
 
 
 def cpu_busy_sample():
-    """(busy CPU seconds of the whole machine, this process's + its reaped children's CPU seconds)."""
+    """(busy CPU seconds of the whole machine, this process's + its reaped children's CPU seconds,
+    CPU seconds the hypervisor stole, all CPU seconds), from /proc/stat and os.times()."""
     try:
         with open("/proc/stat") as f:
             v = [float(x) for x in f.readline().split()[1:9]]
@@ -304,23 +305,51 @@ def cpu_busy_sample():
     tick = os.sysconf("SC_CLK_TCK")
     busy = (v[0] + v[1] + v[2] + v[5] + v[6]) / tick
     t = os.times()
-    return busy, t.user + t.system + t.children_user + t.children_system
+    return busy, t.user + t.system + t.children_user + t.children_system, v[7] / tick, sum(v) / tick
 
 
-def others_cores(seconds=2.0):
-    """Cores other processes keep busy, measured over `seconds` of this process sleeping (as
-    core/host.hpp's MachineActivity does for a profile or a run). nan where /proc/stat is missing."""
+# The bench's start check uses the thresholds of a disturbed phase (core/host.hpp
+# kDisturbedOthersCores, kDisturbedSteal).
+DISTURBED_OTHERS_CORES = 0.25
+DISTURBED_STEAL = 0.05
+
+
+def machine_activity(seconds=2.0):
+    """{"others_cores", "steal"} over `seconds` of this process sleeping, as core/host.hpp's
+    MachineActivity measures a profile phase or a run: the cores other processes kept busy
+    (/proc/stat busy time minus this process's own CPU time) and the share of the CPU time the
+    hypervisor stole. nan where /proc/stat is missing."""
     a = cpu_busy_sample()
     time.sleep(seconds)
     b = cpu_busy_sample()
     if a is None or b is None:
-        return float("nan")
-    return max(0.0, ((b[0] - a[0]) - (b[1] - a[1])) / seconds)
+        return {"others_cores": float("nan"), "steal": float("nan")}
+    total = b[3] - a[3]
+    return {"others_cores": max(0.0, ((b[0] - a[0]) - (b[1] - a[1])) / seconds),
+            "steal": (b[2] - a[2]) / total if total > 0 else 0.0}
+
+
+def others_cores(seconds=2.0):
+    """Cores other processes keep busy (see machine_activity)."""
+    return machine_activity(seconds)["others_cores"]
 
 
 def machine_state():
-    """{"load1", "others_cores"}: what the machine is doing right now."""
-    return {"load1": load_average(), "others_cores": others_cores()}
+    """{"load1", "others_cores", "steal"}: what the machine is doing right now."""
+    m = machine_activity()
+    return {"load1": load_average(), "others_cores": m["others_cores"], "steal": m["steal"]}
+
+
+def machine_busy_reason(state):
+    """Why the machine is not quiet enough to time on ('' when it is): other processes above
+    DISTURBED_OTHERS_CORES, or the hypervisor stealing above DISTURBED_STEAL of the CPU time."""
+    why = []
+    if state["others_cores"] == state["others_cores"] and state["others_cores"] > DISTURBED_OTHERS_CORES:
+        why.append("other processes keep %.2f cores busy (load average %.2f)" % (state["others_cores"],
+                                                                                 state["load1"]))
+    if state.get("steal", 0) == state.get("steal", 0) and state.get("steal", 0) > DISTURBED_STEAL:
+        why.append("the hypervisor steals %.1f%% of the CPU time" % (100 * state["steal"]))
+    return " and ".join(why)
 
 
 def quiet_machine_note(ranks):

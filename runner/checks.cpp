@@ -18,7 +18,8 @@ using nlohmann::json;
 GradComparison compare_gradients(const std::vector<double>& got, const std::vector<double>& ref, double rtol,
                                  double atol) {
   if (got.size() != ref.size())
-    throw RuntimeFailure(fmt::format("gradient comparison: {} elements vs {} in the reference", got.size(), ref.size()));
+    throw RuntimeFailure(
+        fmt::format("gradient comparison: {} elements vs {} in the reference", got.size(), ref.size()));
   GradComparison c;
   c.elements = static_cast<Count>(got.size());
   c.rtol = rtol;
@@ -42,9 +43,14 @@ GradComparison compare_gradients(const std::vector<double>& got, const std::vect
 
 json GradComparison::to_json() const {
   auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
-  return json{{"elements", elements},         {"violations", violations},   {"max_abs_diff", num(max_abs_diff)},
-              {"max_excess", num(max_excess)}, {"rel_l2", num(rel_l2)},     {"ref_l2", num(ref_l2)},
-              {"rtol", rtol},                  {"atol", atol}};
+  return json{{"elements", elements},
+              {"violations", violations},
+              {"max_abs_diff", num(max_abs_diff)},
+              {"max_excess", num(max_excess)},
+              {"rel_l2", num(rel_l2)},
+              {"ref_l2", num(ref_l2)},
+              {"rtol", rtol},
+              {"atol", atol}};
 }
 
 std::string Agreement::summary() const {
@@ -99,8 +105,8 @@ NoiseScale noise_scale(double b_small, const std::vector<double>& g_small_sq, do
     return n;
   }
   // The one estimator (model/noise_scale.hpp); the batch sizes are whole samples.
-  const model::NoiseScale m = model::noise_scale_two_sizes(static_cast<Count>(b_small), n.g_small_sq,
-                                                           static_cast<Count>(b_big), n.g_big_sq);
+  const model::NoiseScale m =
+      model::noise_scale_two_sizes(static_cast<Count>(b_small), n.g_small_sq, static_cast<Count>(b_big), n.g_big_sq);
   n.true_grad_sq = m.grad_sq_norm;
   n.trace_cov = m.trace_sigma;
   if (!(n.true_grad_sq > 0)) {
@@ -144,6 +150,24 @@ std::vector<double> spread_over_ranks(const std::vector<std::vector<double>>& pe
   }
   for (std::size_t s = 0; s < hi.size(); ++s) hi[s] -= lo[s];
   return hi;
+}
+
+ExposedSplit split_exposed(const std::vector<std::vector<double>>& exposed,
+                           const std::vector<std::vector<double>>& arrival) {
+  if (exposed.size() != arrival.size() || exposed.empty())
+    throw RuntimeFailure("exposed and arrival records differ in rank count");
+  const std::vector<double> most = max_over_ranks(exposed);
+  for (const auto& r : arrival)
+    if (r.size() != most.size()) throw RuntimeFailure("per-rank step records differ in length");
+  ExposedSplit out;
+  for (std::size_t s = 0; s < most.size(); ++s) {
+    std::size_t last = 0;
+    for (std::size_t r = 1; r < arrival.size(); ++r)
+      if (arrival[r][s] > arrival[last][s]) last = r;
+    out.last_rank.push_back(exposed[last][s]);
+    out.wait.push_back(std::max(0.0, most[s] - exposed[last][s]));
+  }
+  return out;
 }
 
 }  // namespace gaccum::runner

@@ -17,11 +17,11 @@ namespace gaccum::runner {
 // got vs ref, element-wise, as torch.allclose: |got - ref| <= atol + rtol * |ref|.
 struct GradComparison {
   Count elements = 0;
-  Count violations = 0;       // elements outside the tolerance
-  double max_abs_diff = 0;    // max |got - ref|
-  double max_excess = 0;      // max |got - ref| / (atol + rtol |ref|); <= 1 when within
-  double rel_l2 = 0;          // ||got - ref||_2 / ||ref||_2 (0 when ref is 0 and got == ref)
-  double ref_l2 = 0;          // ||ref||_2
+  Count violations = 0;     // elements outside the tolerance
+  double max_abs_diff = 0;  // max |got - ref|
+  double max_excess = 0;    // max |got - ref| / (atol + rtol |ref|); <= 1 when within
+  double rel_l2 = 0;        // ||got - ref||_2 / ||ref||_2 (0 when ref is 0 and got == ref)
+  double ref_l2 = 0;        // ||ref||_2
   double rtol = 0, atol = 0;
   bool within() const { return violations == 0; }
   nlohmann::json to_json() const;
@@ -65,5 +65,18 @@ double error_pct(double measured, double predicted);
 std::vector<double> max_over_ranks(const std::vector<std::vector<double>>& per_rank);
 // Per step: slowest minus fastest rank.
 std::vector<double> spread_over_ranks(const std::vector<std::vector<double>>& per_rank);
+
+// A step's exposed communication split in two (per step, seconds). A rank that finishes its
+// backward early waits inside the final collective for the last rank to arrive, so the largest
+// exposed time over ranks is mostly rank skew. What the collective itself adds to the step is
+// the exposed time of the rank that arrived last (`last_rank`); `wait` is how much longer the
+// longest-waiting rank stayed exposed (max over ranks minus last_rank, >= 0): the straggler wait,
+// which no collective cost model prices. arrival[r][s]: rank r's time from the step's start to
+// the end of its last backward; exposed[r][s]: its exposed communication.
+struct ExposedSplit {
+  std::vector<double> last_rank, wait;
+};
+ExposedSplit split_exposed(const std::vector<std::vector<double>>& exposed,
+                           const std::vector<std::vector<double>>& arrival);
 
 }  // namespace gaccum::runner

@@ -9,8 +9,8 @@
 #include <fmt/ranges.h>
 
 #include "core/units.hpp"
-#include "core/version.hpp"
 #include "core/utc_time.hpp"
+#include "core/version.hpp"
 
 namespace gaccum::runner {
 
@@ -76,7 +76,9 @@ json validation_document(const std::vector<RunRecord>& runs, int exit_code) {
               {"ok", ok},
               {"exit_code", exit_code},
               {"accumulation", correct ? "correct" : "incorrect"},
-              {"prediction", !any_prediction ? "not_checked" : held ? "held" : "missed"},
+              {"prediction", !any_prediction ? "not_checked"
+                             : held          ? "held"
+                                             : "missed"},
               {"runs", records}};
 }
 
@@ -112,9 +114,11 @@ std::string format_measured(const RunSpec& spec, const Measured& m) {
   out += fmt::format("  peak_memory   {} per rank (max; ranks: {}), resident {}, comm buffers {}\n",
                      format_bytes(m.peak_memory), fmt::join(per, ", "), format_bytes(m.resident_memory),
                      format_bytes(m.comm_buffer_bytes));
-  out += fmt::format("  breakdown     compute {}, exposed comm {}, comm in flight {}, optimizer {}, rank skew {}\n",
-                     format_seconds(m.compute), format_seconds(m.comm_exposed), format_seconds(m.comm_total),
-                     format_seconds(m.optimizer), format_seconds(m.rank_skew));
+  out += fmt::format(
+      "  breakdown     compute {}, exposed comm {} (last rank to arrive; the others waited {} more for it), comm in "
+      "flight {}, optimizer {}, rank skew {}\n",
+      format_seconds(m.compute), format_seconds(m.comm_exposed), format_seconds(m.straggler_wait),
+      format_seconds(m.comm_total), format_seconds(m.optimizer), format_seconds(m.rank_skew));
   out += fmt::format("  collectives   {} per step, per micro-step {}\n", m.collectives_per_step,
                      json(m.collectives_per_micro_step).dump());
   const auto& ns = m.noise_scale;
@@ -135,11 +139,11 @@ std::string format_comparison(const Comparison& cmp) {
                        r.status ? std::string(record_name(*r.status)) : std::string("info"));
   if (cmp.band) {
     const auto& b = *cmp.band;
-    out += fmt::format("  step_time band: measured {} (95% interval {} to {}) {} the predicted band {} to {} (the "
-                       "profile's 95% median intervals)\n",
-                       fmt_value(b.measured, "s"), fmt_value(b.measured_lo, "s"), fmt_value(b.measured_hi, "s"),
-                       b.inside ? "overlaps" : "is OUTSIDE", fmt_value(b.predicted_lo, "s"),
-                       fmt_value(b.predicted_hi, "s"));
+    out += fmt::format(
+        "  step_time band: measured {} (95% interval {} to {}) {} the predicted band {} to {} (the "
+        "profile's 95% median intervals)\n",
+        fmt_value(b.measured, "s"), fmt_value(b.measured_lo, "s"), fmt_value(b.measured_hi, "s"),
+        b.inside ? "overlaps" : "is OUTSIDE", fmt_value(b.predicted_lo, "s"), fmt_value(b.predicted_hi, "s"));
   }
   return out;
 }
@@ -157,16 +161,16 @@ std::string format_verdicts(const RunRecord& run) {
   out += v.accumulation_correct ? fmt::format("accumulation: CORRECT ({} checks pass)\n", checks_run)
                                 : fmt::format("accumulation: INCORRECT ({})\n", fmt::join(bad_checks, ", "));
   if (!v.prediction_held) {
-    out += "prediction:   not checked (no profile to predict from: pass --profile profile.json, or validate "
-           "--from-tune)\n";
+    out +=
+        "prediction:   not checked (no profile to predict from: pass --profile profile.json, or validate "
+        "--from-tune)\n";
   } else {
     const auto& cmp = *run.comparison;
     for (const auto& r : cmp.rows)
       if (r.status == Status::fail) missed_rows.push_back(fmt::format("{} {}", r.figure, error_text(r)));
-    out += *v.prediction_held
-               ? fmt::format("prediction:   HELD (every gated figure within {}%)\n", cmp.tolerance_pct)
-               : fmt::format("prediction:   MISSED ({}; tolerance {}%)\n", fmt::join(missed_rows, ", "),
-                             cmp.tolerance_pct);
+    out += *v.prediction_held ? fmt::format("prediction:   HELD (every gated figure within {}%)\n", cmp.tolerance_pct)
+                              : fmt::format("prediction:   MISSED ({}; tolerance {}%)\n", fmt::join(missed_rows, ", "),
+                                            cmp.tolerance_pct);
   }
   auto failed = failed_items(run);
   out += failed.empty() ? "result: PASS\n" : fmt::format("result: FAIL ({})\n", fmt::join(failed, ", "));
@@ -177,10 +181,10 @@ std::string format_verdicts(const RunRecord& run) {
 
 std::string format_run(const RunRecord& run) {
   const RunSpec& s = run.spec;
-  std::string out = fmt::format(
-      "validate {}  micro_batch {}  accum_steps {}  world_size {}  (global_batch {})  strategy {}  {}\n",
-      s.workload.name, s.micro_batch, s.accum_steps, s.world_size, s.global_batch(), to_string(s.strategy),
-      s.workload.dtype);
+  std::string out =
+      fmt::format("validate {}  micro_batch {}  accum_steps {}  world_size {}  (global_batch {})  strategy {}  {}\n",
+                  s.workload.name, s.micro_batch, s.accum_steps, s.world_size, s.global_batch(), to_string(s.strategy),
+                  s.workload.dtype);
   if (run.failure) return out + fmt::format("  FAILED: {}\n", *run.failure);
   if (run.environment) {
     const auto& env = *run.environment;

@@ -11,7 +11,9 @@
 //     step_time {median, p10, p90, mean, min, max}; throughput_samples_per_s = global_batch /
 //     median; tokens_per_s = mean real tokens per window / median (sequence workloads);
 //     peak_memory (max over ranks) and peak_memory_per_rank: tracker high-water mark over the
-//     timed steps; comm_exposed / comm_total (comm/grad_sync.hpp); compute = step_time -
+//     timed steps; comm_exposed (of the last rank to arrive at the step's final collective) and
+//     straggler_wait (how much longer the other ranks stayed exposed waiting for it; see
+//     runner/checks.hpp split_exposed) / comm_total (comm/grad_sync.hpp); compute = step_time -
 //     comm_exposed - optimizer; optimizer; rank_skew = slowest minus fastest rank's arrival at
 //     the step's final synchronisation; collectives_per_step, collectives_per_micro_step,
 //     collectives_launched_in_backward; comm_buffer_bytes; noise_scale (runner/checks.hpp);

@@ -23,15 +23,23 @@ std::vector<std::vector<double>> per_rank(const std::vector<RankRecord>& ranks, 
   return v;
 }
 
+// Per window: the slowest rank's step, communication, compute and optimizer; the exposed
+// communication of the last rank to arrive and the others' wait for it (split_exposed); the
+// arrival spread.
 struct Series {
-  std::vector<double> step, exposed, comm, compute, opt, skew;
+  std::vector<double> step, exposed, wait, comm, compute, opt, skew;
 };
 
 Series slowest_rank(const std::vector<RankRecord>& ranks) {
-  return Series{
-      max_over_ranks(per_rank(ranks, &RankSteps::step_time)),  max_over_ranks(per_rank(ranks, &RankSteps::exposed)),
-      max_over_ranks(per_rank(ranks, &RankSteps::comm_total)), max_over_ranks(per_rank(ranks, &RankSteps::compute)),
-      max_over_ranks(per_rank(ranks, &RankSteps::optimizer)),  spread_over_ranks(per_rank(ranks, &RankSteps::arrival))};
+  const auto arrival = per_rank(ranks, &RankSteps::arrival);
+  ExposedSplit ex = split_exposed(per_rank(ranks, &RankSteps::exposed), arrival);
+  return Series{max_over_ranks(per_rank(ranks, &RankSteps::step_time)),
+                std::move(ex.last_rank),
+                std::move(ex.wait),
+                max_over_ranks(per_rank(ranks, &RankSteps::comm_total)),
+                max_over_ranks(per_rank(ranks, &RankSteps::compute)),
+                max_over_ranks(per_rank(ranks, &RankSteps::optimizer)),
+                spread_over_ranks(arrival)};
 }
 
 // The window's mean loss over every real sample/token across ranks (the quantity the gradient is
@@ -65,6 +73,7 @@ Measured measured_figures(const RunFacts& f, const std::vector<RankRecord>& rank
     m.resident_memory = std::max(m.resident_memory, r.memory_at_reset);
   }
   m.comm_exposed = median_of(s.exposed);
+  m.straggler_wait = median_of(s.wait);
   m.comm_total = median_of(s.comm);
   m.compute = median_of(s.compute);
   m.optimizer = median_of(s.opt);
@@ -104,6 +113,7 @@ std::vector<WindowRow> window_table(const RunFacts& f, const std::vector<RankRec
     row.loss = loss[i];
     row.step_time = s.step[i];
     row.exposed_comm = s.exposed[i];
+    row.straggler_wait = s.wait[i];
     row.rank_skew = s.skew[i];
     auto column = [&](const char* key, auto member) {
       json col = json::array();

@@ -54,6 +54,7 @@ json measured_json(const Measured& m) {
               {"peak_memory_per_rank", m.peak_memory_per_rank},
               {"resident_memory", m.resident_memory},
               {"comm_exposed", m.comm_exposed},
+              {"straggler_wait", m.straggler_wait},
               {"comm_total", m.comm_total},
               {"compute", m.compute},
               {"optimizer", m.optimizer},
@@ -130,6 +131,7 @@ json steps_json(const std::vector<WindowRow>& steps) {
                        {"loss", s.loss},
                        {"step_time", s.step_time},
                        {"exposed_comm", s.exposed_comm},
+                       {"straggler_wait", s.straggler_wait},
                        {"rank_skew", s.rank_skew},
                        {"per_rank", s.per_rank}});
   return out;
@@ -173,6 +175,7 @@ Measured measured_from(const Reader& r) {
   m.peak_memory_per_rank = r.get<std::vector<Bytes>>("peak_memory_per_rank");
   m.resident_memory = r.get_or<Bytes>("resident_memory", 0);  // absent before sharded runs
   m.comm_exposed = r.get<double>("comm_exposed");
+  m.straggler_wait = r.get_or<double>("straggler_wait", 0.0);  // absent before 2026-12-02
   m.comm_total = r.get<double>("comm_total");
   m.compute = r.get<double>("compute");
   m.optimizer = r.get<double>("optimizer");
@@ -259,6 +262,7 @@ WindowRow window_from(const Reader& r) {
   w.loss = r.get<double>("loss");
   w.step_time = r.get<double>("step_time");
   w.exposed_comm = r.get<double>("exposed_comm");
+  w.straggler_wait = r.get_or<double>("straggler_wait", 0.0);
   w.rank_skew = r.get<double>("rank_skew");
   w.per_rank = r.at("per_rank");
   return w;

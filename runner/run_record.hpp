@@ -60,7 +60,9 @@ struct Measured {
   Bytes peak_memory = 0;
   std::vector<Bytes> peak_memory_per_rank;
   Bytes resident_memory = 0;  // max over ranks of the bytes held when the timed steps began (model states + buffers)
-  Seconds comm_exposed = 0, comm_total = 0, compute = 0, optimizer = 0, rank_skew = 0;
+  // comm_exposed: the last rank to arrive (runner/checks.hpp split_exposed); straggler_wait: how
+  // much longer the others stayed exposed waiting for it.
+  Seconds comm_exposed = 0, straggler_wait = 0, comm_total = 0, compute = 0, optimizer = 0, rank_skew = 0;
   Count collectives_per_step = 0, collectives_launched_in_backward = 0;
   std::vector<Count> collectives_per_micro_step;
   Bytes comm_buffer_bytes = 0;
@@ -75,7 +77,7 @@ struct WindowRow {
   bool timed = false, partial = false;
   Count samples = 0, loss_terms = 0;
   double loss = 0;
-  Seconds step_time = 0, exposed_comm = 0, rank_skew = 0;
+  Seconds step_time = 0, exposed_comm = 0, straggler_wait = 0, rank_skew = 0;
   nlohmann::json per_rank = nlohmann::json::object();  // key -> [value per rank]
 };
 

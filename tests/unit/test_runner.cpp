@@ -16,9 +16,9 @@
 
 #include "comm/communicator.hpp"
 #include "comm/grad_sync.hpp"
+#include "core/error.hpp"
 #include "engine/cuda_support.hpp"
 #include "engine/exact_math.hpp"
-#include "core/error.hpp"
 #include "runner/checks.hpp"
 #include "runner/comparison.hpp"
 #include "runner/faults.hpp"
@@ -76,7 +76,7 @@ TEST_CASE("gradient noise scale B_simple (McCandlish et al. App. A.1) by hand", 
   CHECK(n.trace_cov == Approx(3.2));
   CHECK(n.b_simple == Approx(16.0));
   CHECK_FALSE(noise_scale(4, {1.0}, 4, {0.3}).valid);  // one batch size only
-  auto noisy = noise_scale(4, {1.0}, 32, {0.1});        // (3.2 - 4) / 28 < 0
+  auto noisy = noise_scale(4, {1.0}, 32, {0.1});       // (3.2 - 4) / 28 < 0
   CHECK_FALSE(noisy.valid);
   CHECK(noisy.note.find("|G|^2") != std::string::npos);
   CHECK_FALSE(noise_scale(4, {}, 32, {0.1}).valid);
@@ -90,6 +90,21 @@ TEST_CASE("error_pct, max and spread over ranks", "[runner][unit]") {
   CHECK(max_over_ranks({{1, 5}, {3, 2}}) == std::vector<double>{3, 5});
   CHECK(spread_over_ranks({{1, 5}, {3, 2}}) == std::vector<double>{2, 3});
   CHECK_THROWS_AS(max_over_ranks({{1, 2}, {1}}), RuntimeFailure);
+}
+
+TEST_CASE("exposed communication split into the last rank's and the straggler wait", "[runner][unit]") {
+  // Step 0: rank 1 arrives last (5 > 1): its exposed 3 is the collective's; rank 0 waited 10 - 3 = 7
+  // more. Step 1: rank 0 arrives last (8 > 2): exposed 2, wait 9 - 2 = 7. Step 2: the last rank
+  // (rank 1, arrival 4) shows the most exposed time itself: wait 0.
+  const ExposedSplit s = split_exposed({{10, 2, 1}, {3, 9, 6}}, {{1, 8, 3}, {5, 2, 4}});
+  CHECK(s.last_rank == std::vector<double>{3, 2, 6});
+  CHECK(s.wait == std::vector<double>{7, 7, 0});
+  // One rank: nobody to wait for.
+  const ExposedSplit one = split_exposed({{0.5}}, {{2.0}});
+  CHECK(one.last_rank == std::vector<double>{0.5});
+  CHECK(one.wait == std::vector<double>{0});
+  CHECK_THROWS_AS(split_exposed({{1, 2}}, {{1}}), RuntimeFailure);
+  CHECK_THROWS_AS(split_exposed({{1}, {2}}, {{1}}), RuntimeFailure);
 }
 
 TEST_CASE("union of collective intervals", "[runner][unit]") {
@@ -204,6 +219,7 @@ static Measured measured_fixture() {
   m.peak_memory = 150;
   m.peak_memory_per_rank = {150, 140};
   m.comm_exposed = 0.01;
+  m.straggler_wait = 0.003;
   m.comm_total = 0.02;
   m.compute = 1.0;
   m.optimizer = 0.04;
@@ -242,7 +258,7 @@ TEST_CASE("measured vs predicted: error in percent and a verdict per gated figur
   CHECK(row("peak_memory").status == Status::fail);
   CHECK(row("collectives_per_step").status == Status::pass);
   CHECK(row("comm_buffer_bytes").status == Status::pass);
-  CHECK_FALSE(row("compute").status.has_value());  // informational
+  CHECK_FALSE(row("compute").status.has_value());          // informational
   CHECK_FALSE(row("comm_exposed").error_pct.has_value());  // predicted 0
   p.memory.peak = 145;
   CHECK(compare_to_prediction(measured_fixture(), p, 10.0).ok);
@@ -285,7 +301,8 @@ TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
       "  step_time     median 1.05 s (95% interval 1 s to 1.1 s)  p90 1.2 s  (min 1 s, max 1.3 s)\n"
       "  throughput    60 samples/s\n"
       "  peak_memory   150 B per rank (max; ranks: 150 B, 140 B), resident 0 B, comm buffers 64 B\n"
-      "  breakdown     compute 1 s, exposed comm 10 ms, comm in flight 20 ms, optimizer 40 ms, rank skew 1 ms\n"
+      "  breakdown     compute 1 s, exposed comm 10 ms (last rank to arrive; the others waited 3 ms more for it), "
+      "comm in flight 20 ms, optimizer 40 ms, rank skew 1 ms\n"
       "  collectives   2 per step, per micro-step [0,2]\n"
       "  noise scale   B_simple 16 samples (|G_b|^2 1 at b=2, |G_B|^2 0.3 at B=16)\n"
       "accumulation: INCORRECT (parameters_identical)\n"
@@ -334,7 +351,7 @@ TEST_CASE("the run record's JSON reads back what it wrote", "[runner][unit]") {
   run.warnings = {"oversubscribed"};
   run.environment->launch["launcher_wall_s"] = 1.5;
   run.environment->ranks.push_back(RankEnvironment{0, 0, "h", 12, 1, 1, 2});
-  run.steps.push_back(WindowRow{0, false, false, 16, 16, 2.5, 0.1, 0.01, 0.001, json{{"step_time", {0.1, 0.09}}}});
+  run.steps.push_back(WindowRow{0, false, false, 16, 16, 2.5, 0.1, 0.01, 0.002, 0.001, json{{"step_time", {0.1, 0.09}}}});
   Comparison cmp;
   cmp.tolerance_pct = 10.0;
   cmp.rows.push_back(ComparisonRow{"step_time", "s", 1.0, 1.5, 50.0, Gate::tolerance, Status::fail});
@@ -357,6 +374,11 @@ TEST_CASE("the run record's JSON reads back what it wrote", "[runner][unit]") {
   json bad = j;
   bad["measured"]["peak_memory"] = "lots";
   CHECK_THROWS_WITH(run_record_from_json(bad, "run"), Catch::Contains("run.measured.peak_memory"));
+  // A record written before the straggler wait was split off still loads (wait 0).
+  CHECK(j.at("measured").at("straggler_wait") == 0.003);
+  json old = j;
+  old["measured"].erase("straggler_wait");
+  CHECK(run_record_from_json(old, "run").measured->straggler_wait == 0);
   // A failed launch keeps only the spec and the line.
   RunRecord failed;
   failed.spec = run.spec;
@@ -428,14 +450,15 @@ TEST_CASE("NCCL failure semantics: blocking wait and clean-up-only error handlin
   };
   const auto all = gaccum::comm::nccl_env_defaults(lookup({}));
   CHECK(all == std::vector<std::pair<std::string, std::string>>{{"TORCH_NCCL_BLOCKING_WAIT", "1"},
-                                                                 {"NCCL_BLOCKING_WAIT", "1"},
-                                                                 {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "2"},
-                                                                 {"NCCL_ASYNC_ERROR_HANDLING", "2"}});
+                                                                {"NCCL_BLOCKING_WAIT", "1"},
+                                                                {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "2"},
+                                                                {"NCCL_ASYNC_ERROR_HANDLING", "2"}});
   // A user who chose one name of a setting keeps it, under both names (neither is overridden).
   const auto kept = gaccum::comm::nccl_env_defaults(lookup({{"NCCL_ASYNC_ERROR_HANDLING", "1"}}));
   CHECK(kept == std::vector<std::pair<std::string, std::string>>{{"TORCH_NCCL_BLOCKING_WAIT", "1"},
-                                                                  {"NCCL_BLOCKING_WAIT", "1"}});
-  CHECK(gaccum::comm::nccl_env_defaults(lookup({{"TORCH_NCCL_BLOCKING_WAIT", "0"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"}}))
+                                                                 {"NCCL_BLOCKING_WAIT", "1"}});
+  CHECK(gaccum::comm::nccl_env_defaults(
+            lookup({{"TORCH_NCCL_BLOCKING_WAIT", "0"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"}}))
             .empty());
 }
 
