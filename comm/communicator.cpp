@@ -94,11 +94,23 @@ class C10dServer final : public StoreServer {
   c10::intrusive_ptr<c10d::TCPStore> store_;
 };
 
+// Every wait of this file: with CollectiveWait::poll the thread asks the work whether it finished
+// and yields its core in between (the backend's threads, woken by the network, get the core at
+// once and the core never idles), then wait() returns or throws the collective's error. The
+// backend's own timeout (ProcessGroupGloo options) ends a collective whose peer is gone, so the
+// loop ends as the blocking wait would; a rank stuck anyway is ended by its watchdog.
+void await_work(c10d::Work& w, CollectiveWait mode) {
+  if (mode == CollectiveWait::poll)
+    while (!w.isCompleted()) std::this_thread::yield();
+  w.wait();
+}
+
 class WorkHandle final : public PendingCollective {
  public:
   // track_completion: record the completion time from the work's future (Gloo only: an NCCL
   // future completes when the kernel is enqueued, not when it ends).
-  WorkHandle(c10::intrusive_ptr<c10d::Work> w, bool track_completion) : w_(std::move(w)) {
+  WorkHandle(c10::intrusive_ptr<c10d::Work> w, bool track_completion, CollectiveWait mode)
+      : w_(std::move(w)), mode_(mode) {
     if (!track_completion) return;
     done_ = std::make_shared<std::atomic<std::int64_t>>(-1);
     try {
@@ -117,7 +129,7 @@ class WorkHandle final : public PendingCollective {
   }
   void wait() override {
     if (!w_) return;
-    GACCUM_C10D("allreduce.wait", w_->wait());
+    GACCUM_C10D("allreduce.wait", await_work(*w_, mode_));
     w_.reset();
   }
   std::optional<Clock::time_point> completed_at() const override {
@@ -129,6 +141,7 @@ class WorkHandle final : public PendingCollective {
 
  private:
   c10::intrusive_ptr<c10d::Work> w_;
+  CollectiveWait mode_;
   std::shared_ptr<std::atomic<std::int64_t>> done_;
 };
 
@@ -143,8 +156,9 @@ class C10dCommunicator final : public Communicator {
  public:
   // Makes a process group of `size` ranks over a store (the job's options: devices, timeout).
   using Factory = std::function<c10::intrusive_ptr<PG>(const StorePtr&, int rank, int size)>;
-  C10dCommunicator(int rank, int world, Backend backend, torch::Device dev, StorePtr store, Factory factory)
-      : Communicator(rank, world, backend, dev, std::make_unique<C10dStore>(store)),
+  C10dCommunicator(int rank, int world, Backend backend, torch::Device dev, StorePtr store, Factory factory,
+                   CollectiveWait wait)
+      : Communicator(rank, world, backend, dev, std::make_unique<C10dStore>(store), wait),
         raw_store_(store),
         factory_(std::move(factory)) {
     auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", raw_store_);
@@ -182,7 +196,7 @@ class C10dCommunicator final : public Communicator {
       throw Error(fmt::format("split {}: rank {} is not a member", tag, rank_));
     StorePtr sub = c10::make_intrusive<c10d::PrefixStore>(fmt::format("group/{}", tag), raw_store_);
     return std::make_unique<C10dCommunicator<PG>>(static_cast<int>(at - members.begin()),
-                                                  static_cast<int>(members.size()), backend_, device_, sub, factory_);
+                                                  static_cast<int>(members.size()), backend_, device_, sub, factory_, wait_);
   }
 
   std::unique_ptr<PendingCollective> allreduce_sum_async(torch::Tensor& t) override {
@@ -190,7 +204,7 @@ class C10dCommunicator final : public Communicator {
     c10d::AllreduceOptions o;
     o.reduceOp = c10d::ReduceOp::SUM;
     auto work = GACCUM_C10D("allreduce", pg_->allreduce(v, o));
-    return std::make_unique<WorkHandle>(std::move(work), backend_ == Backend::gloo);
+    return std::make_unique<WorkHandle>(std::move(work), backend_ == Backend::gloo, wait_);
   }
 
   void broadcast(torch::Tensor& t, int root) override {
@@ -198,7 +212,7 @@ class C10dCommunicator final : public Communicator {
     c10d::BroadcastOptions o;
     o.rootRank = root;
     auto work = GACCUM_C10D("broadcast", pg_->broadcast(v, o));
-    GACCUM_C10D("broadcast.wait", work->wait());
+    GACCUM_C10D("broadcast.wait", await_work(*work, wait_));
   }
 
   void reduce_scatter_sum_into(const torch::Tensor& input, torch::Tensor& output, torch::Tensor* scratch,
@@ -219,7 +233,7 @@ class C10dCommunicator final : public Communicator {
       c10d::ReduceScatterOptions o;
       o.reduceOp = c10d::ReduceOp::SUM;
       auto work = GACCUM_C10D("reduce_scatter", pg_->_reduce_scatter_base(reduced, in, o));
-      GACCUM_C10D("reduce_scatter.wait", work->wait());
+      GACCUM_C10D("reduce_scatter.wait", await_work(*work, wait_));
       if (accumulate) out.add_(reduced);
       return;
     }
@@ -229,7 +243,7 @@ class C10dCommunicator final : public Communicator {
     std::vector<std::int64_t> splits_in;
     c10d::AllToAllOptions o;
     auto work = GACCUM_C10D("reduce_scatter (alltoall)", pg_->alltoall_base(recv, in, splits, splits_in, o));
-    GACCUM_C10D("reduce_scatter.wait", work->wait());
+    GACCUM_C10D("reduce_scatter.wait", await_work(*work, wait_));
     // The local sum over the p received chunks, in rank order, without temporaries.
     auto chunks = recv.view({p, output.numel()});
     auto out = output.view({output.numel()});
@@ -248,7 +262,7 @@ class C10dCommunicator final : public Communicator {
       at::Tensor out = output.view({output.numel()});
       c10d::AllgatherOptions o;
       auto work = GACCUM_C10D("all_gather", pg_->_allgather_base(out, in, o));
-      GACCUM_C10D("all_gather.wait", work->wait());
+      GACCUM_C10D("all_gather.wait", await_work(*work, wait_));
       return;
     }
 #endif
@@ -262,7 +276,7 @@ class C10dCommunicator final : public Communicator {
       std::vector<std::int64_t> splits;  // empty: equal splits
       c10d::AllToAllOptions o;
       auto work = GACCUM_C10D("all_gather (alltoall)", pg_->alltoall_base(out, staged, splits, splits, o));
-      GACCUM_C10D("all_gather.wait", work->wait());
+      GACCUM_C10D("all_gather.wait", await_work(*work, wait_));
       return;
     }
     std::vector<at::Tensor> in{input.contiguous()};
@@ -270,7 +284,7 @@ class C10dCommunicator final : public Communicator {
     for (std::int64_t r = 0; r < p; ++r) outs[0].push_back(output.view({p, input.numel()})[r]);
     c10d::AllgatherOptions o;
     auto work = GACCUM_C10D("all_gather", pg_->allgather(outs, in, o));
-    GACCUM_C10D("all_gather.wait", work->wait());
+    GACCUM_C10D("all_gather.wait", await_work(*work, wait_));
   }
 
  private:
@@ -374,7 +388,8 @@ std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptio
         ctx.rank, ctx.world_size, Backend::gloo, torch::Device(opts.device), store,
         [go](const StorePtr& s, int rank, int size) {
           return c10::make_intrusive<c10d::ProcessGroupGloo>(s, rank, size, go);
-        });
+        },
+        opts.wait);
   }
   // Backend::nccl
 #ifdef USE_C10D_NCCL
@@ -391,7 +406,8 @@ std::unique_ptr<Communicator> connect(const RankContext& ctx, const ConnectOptio
       ctx.rank, ctx.world_size, Backend::nccl, torch::Device(opts.device), store,
       [no](const StorePtr& s, int rank, int size) {
         return c10::make_intrusive<c10d::ProcessGroupNCCL>(s, rank, size, no);
-      });
+      },
+      CollectiveWait::block);
 #else
   throw InputError("--backend: nccl is not available: this LibTorch was built without CUDA/NCCL "
                    "(build against a CUDA LibTorch, e.g. pip torch, via CMAKE_PREFIX_PATH)");

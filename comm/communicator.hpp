@@ -63,6 +63,8 @@ class Communicator {
   int world_size() const { return world_size_; }
   Backend backend() const { return backend_; }
   torch::Device device() const { return device_; }
+  // How this rank's thread waits for its collectives (core/backend.hpp; ConnectOptions::wait).
+  CollectiveWait wait_mode() const { return wait_; }
 
   // In-place sum over ranks. The tensor must be contiguous and stay alive until wait().
   virtual std::unique_ptr<PendingCollective> allreduce_sum_async(torch::Tensor& t) = 0;
@@ -116,12 +118,14 @@ class Communicator {
 
  protected:
   Communicator(int rank, int world_size, Backend backend, torch::Device device,
-               std::unique_ptr<KeyValueStore> store)
-      : rank_(rank), world_size_(world_size), backend_(backend), device_(device), store_(std::move(store)) {}
+               std::unique_ptr<KeyValueStore> store, CollectiveWait wait)
+      : rank_(rank), world_size_(world_size), backend_(backend), device_(device), store_(std::move(store)),
+        wait_(wait) {}
   int rank_, world_size_;
   Backend backend_;
   torch::Device device_;
   std::unique_ptr<KeyValueStore> store_;
+  CollectiveWait wait_ = CollectiveWait::block;
   std::int64_t gather_seq_ = 0;
   double scalar_ = 0;  // allreduce_sum_scalar's message on CPU
 };
@@ -130,6 +134,9 @@ struct ConnectOptions {
   Backend backend = Backend::gloo;
   std::string device = "cpu";            // the device tensors live on (nccl: cuda:<local_rank>)
   Seconds timeout = 60;                  // rendezvous and collective timeout
+  // How every wait on this communicator (and the ones split() makes) waits: poll only for Gloo
+  // (core/backend.hpp collective_wait_for gives the timed ranks' rule); NCCL always blocks.
+  CollectiveWait wait = CollectiveWait::block;
   std::string key_prefix = "gaccum";     // namespaces keys of concurrent jobs on one store
   std::string gloo_interface_host = "";  // hostname/IP Gloo binds to; default: 127.0.0.1 when
                                          // master_addr is loopback, else this host's name

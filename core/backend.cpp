@@ -30,4 +30,19 @@ void to_json(nlohmann::json& j, Backend b) {
   j = std::string(to_string(b));
 }
 
+std::string_view to_string(CollectiveWait w) {
+  return w == CollectiveWait::poll ? "poll" : "block";
+}
+
+CollectiveWait parse_collective_wait(std::string_view text, std::string_view what) {
+  if (text == "block") return CollectiveWait::block;
+  if (text == "poll") return CollectiveWait::poll;
+  throw InputError(fmt::format("{}: unknown collective wait '{}': expected block or poll", what, text));
+}
+
+CollectiveWait collective_wait_for(Backend backend, int ranks_on_host, int threads_per_rank, int cores) {
+  if (backend != Backend::gloo || ranks_on_host < 1 || threads_per_rank < 1) return CollectiveWait::block;
+  return static_cast<long>(ranks_on_host) * threads_per_rank <= cores ? CollectiveWait::poll : CollectiveWait::block;
+}
+
 }  // namespace gaccum

@@ -70,6 +70,19 @@ CanaryReading run_canary() {
   return {t.front(), t[t.size() / 2]};
 }
 
+void busy_for(Seconds s) {
+  if (!(s > 0)) return;
+  Matrix a{}, b{}, c{};
+  for (int i = 0; i < kN * kN; ++i) {
+    a[static_cast<std::size_t>(i)] = 1.0f;
+    b[static_cast<std::size_t>(i)] = 0.5f;
+  }
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
+  do product_chain(a, b, c);
+  while (std::chrono::steady_clock::now() < end);
+  g_sink = g_sink + c[0];
+}
+
 double canary_ratio(Seconds a, Seconds b) {
   return a > 0 && b > 0 ? b / a : 0.0;
 }

@@ -40,6 +40,11 @@ const std::string& canary_kernel();
 // repetition.
 CanaryReading run_canary();
 
+// Keeps the calling thread busy with the kernel for at least `s` seconds (whole 64x64 products,
+// about 33 us each; nothing when s <= 0): the compute a collective follows in a training step,
+// without LibTorch or threads (profiler/probe.hpp kCommGap).
+void busy_for(Seconds s);
+
 // b / a, the slowdown from reading a to reading b (1.0: the same speed); 0 when either is missing.
 double canary_ratio(Seconds a, Seconds b);
 

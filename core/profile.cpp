@@ -165,7 +165,9 @@ json to_json(const Profile& p) {
                    {"seed", s.seed},
                    {"optimizer", std::string(to_string(s.optimizer))},
                    {"ci_target", s.ci_target},
-                   {"max_iters", s.max_iters}};
+                   {"max_iters", s.max_iters},
+                   {"collective_wait", std::string(to_string(s.collective_wait))},
+                   {"comm_gap_s", s.comm_gap}};
   json mem = json::array();
   for (const auto& m : p.memory)
     mem.push_back({{"micro_batch", m.micro_batch},
@@ -328,6 +330,11 @@ Profile profile_from_json(const json& j, const std::string& what) {
       p.settings.seed = sf.has("seed") ? static_cast<std::uint64_t>(sf.count("seed")) : 0;
       p.settings.ci_target = opt_non_negative(sf, "ci_target").value_or(0);
       p.settings.max_iters = static_cast<int>(sf.has("max_iters") ? sf.count("max_iters") : 0);
+      const std::string wait = sf.opt_str("collective_wait").value_or("block");
+      if (wait != "block" && wait != "poll")
+        throw ProfileError(fmt::format("{}: '{}' is not a collective wait (block or poll)", sf.child("collective_wait"), wait));
+      p.settings.collective_wait = parse_collective_wait(wait, sf.child("collective_wait"));
+      p.settings.comm_gap = opt_non_negative(sf, "comm_gap_s").value_or(0);
       const std::string optimizer = sf.opt_str("optimizer").value_or("adam");
       const auto measured = find_optimizer(optimizer);
       if (!measured || !traits(*measured).in_libtorch)

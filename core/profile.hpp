@@ -18,6 +18,7 @@
 #include "core/optimizer.hpp"
 #include "core/plan.hpp"
 #include "core/host.hpp"
+#include "core/backend.hpp"
 #include "core/units.hpp"
 
 namespace gaccum {
@@ -77,6 +78,11 @@ struct ProfileSettings {
   // `iters` (older profiles).
   double ci_target = 0;
   int max_iters = 0;
+  // How the ranks waited for their collectives (core/backend.hpp; "block" in profiles before
+  // 2026-12-03) and the compute each timed collective followed (profiler/probe.hpp kCommGap; 0:
+  // timed back to back, as before 2026-12-03). validate compares them with its own run.
+  CollectiveWait collective_wait = CollectiveWait::block;
+  Seconds comm_gap = 0;
 };
 
 // Spread of repeated timings of the same thing.

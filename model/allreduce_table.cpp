@@ -24,16 +24,27 @@ MeasuredAllreduce::MeasuredAllreduce(Count p, const std::vector<AllreducePoint>&
     a.samples.insert(a.samples.end(), pt.samples.begin(), pt.samples.end());
     if (std::find(a.tags.begin(), a.tags.end(), pt.tag) == a.tags.end()) a.tags.push_back(pt.tag);
   }
+  // The pooled excess of the samples over their size's median.
+  double excess_sum = 0;
+  std::size_t excess_n = 0;
+  for (auto& [bytes, a] : by_size) {
+    if (a.samples.empty()) continue;
+    const Seconds median = TimingStats::from_samples(a.samples).median;
+    for (Seconds x : a.samples) excess_sum += x - median;
+    excess_n += a.samples.size();
+  }
+  excess_ = excess_n > 0 ? std::max(0.0, excess_sum / static_cast<double>(excess_n)) : 0.0;
   std::vector<std::pair<Bytes, Seconds>> fit_points;
   for (auto& [bytes, a] : by_size) {
     Entry e;
     e.bytes = bytes;
-    e.time.mid = a.sum / a.n;
     if (!a.samples.empty()) {
       auto st = TimingStats::from_samples(a.samples);
-      e.time.lo = std::min(st.ci_lo, e.time.mid);  // the 95% interval of the median
-      e.time.hi = std::max(st.ci_hi, e.time.mid);
+      e.time.mid = st.median + excess_;
+      e.time.lo = st.ci_lo + excess_;  // the 95% interval of the median, moved by the excess
+      e.time.hi = st.ci_hi + excess_;
     } else {
+      e.time.mid = a.sum / a.n;
       e.time.lo = e.time.hi = e.time.mid;
     }
     std::sort(a.tags.begin(), a.tags.end());
@@ -72,6 +83,7 @@ nlohmann::json MeasuredAllreduce::describe() const {
   for (const auto& e : entries_)
     sizes.push_back({{"bytes", e.bytes}, {"time", e.time.mid}, {"lo", e.time.lo}, {"hi", e.time.hi}, {"tags", e.tags}});
   return {{"world_size", world_size_},
+          {"excess_s", excess_},
           {"ring_fit",
            {{"alpha_s", fit_.link.latency},
             {"beta_Bps", fit_.link.bandwidth},

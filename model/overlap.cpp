@@ -7,7 +7,7 @@ double overlap_efficiency(Seconds backward_alone, Seconds comm_alone, Seconds ov
   const Seconds smaller = std::min(backward_alone, comm_alone);
   if (!(smaller > 0)) return 1.0;  // nothing to hide
   const Seconds hidden = backward_alone + comm_alone - overlapped;
-  return std::clamp(hidden / smaller, 0.0, 1.0);
+  return std::clamp(hidden / smaller, -1.0, 1.0);
 }
 
 std::vector<double> ready_fractions(const std::vector<Bytes>& bucket_bytes) {

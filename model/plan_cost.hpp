@@ -126,7 +126,10 @@ MemoryBreakdown plan_memory(const Config& c, const StateSizes& s);
 // seconds of compute that needs (forward all-gather) or produces (backward) them one at a time,
 // each piece overlapping the compute of its neighbour (two-stage pipeline):
 //   ideal   = C/n + max(0, C - T) (n - 1)/n        (c <= t: one piece exposed; else C - T + T/n)
-//   exposed = ideal + (1 - e) (C - ideal)          (e: overlap efficiency, model/overlap.hpp)
+//   exposed = ideal + (1 - e) (C - ideal)          (e: overlap efficiency, model/overlap.hpp,
+//                                                   taken at 0 when negative: the sharded
+//                                                   collectives never cost more than C, the
+//                                                   blocking schedule the runner uses)
 Seconds pipelined_exposure(Seconds comm, Seconds compute, Count pieces, double efficiency);
 
 }  // namespace gaccum::model

@@ -5,8 +5,10 @@
 //            the elements that differ from p(p+1)/2 + p*(i%13) (exact in float32); #wrong is
 //            the count summed over ranks;
 //         2. timing: a zeroed buffer, comm_warmup untimed then comm_iters timed allreduces, each
-//            barrier-aligned; time = mean over iterations of the max over ranks (per-iteration
-//            times exchanged through the communicator); algbw/busbw as iteration_driver.hpp.
+//            barrier-aligned and, on CPU, after kCommGap of untimed compute (probe.hpp: as in a
+//            step, where a collective follows compute); time = mean over iterations of the max
+//            over ranks (per-iteration times exchanged through the communicator; the mean, since
+//            a step pays the sum of its collectives); algbw/busbw as iteration_driver.hpp.
 //       Buffers are float32 with bytes/4 elements (the cost of a message depends on its bytes).
 //       Backends: Gloo (c10d) on CPU; on CUDA the raw NCCL probe (gpu/nccl_allreduce) when this
 //       build has it, else c10d's ProcessGroupNCCL.
@@ -17,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "core/canary.hpp"
 #include "gpu/nccl_allreduce.hpp"
 #include "profiler/probe.hpp"
 
@@ -95,17 +98,22 @@ AllreducePoint time_allreduce_c10d(comm::Communicator& comm, engine::IterationDr
   auto expect = pattern * p_ranks + p_ranks * (p_ranks + 1) / 2;
   const auto wrong = buf.ne(expect).sum().item<std::int64_t>();
   buf.zero_();
-  auto timed = driver.run(1, warmup, iters, [&](engine::PhaseClock& clock, int) {
+  const Seconds gap = comm_gap_for(comm.device());
+  auto timed = driver.run(2, warmup, iters, [&](engine::PhaseClock& clock, int) {
+    busy_for(gap);
+    clock.mark();
     comm.allreduce_sum(buf);
     clock.mark();
   });
-  p.samples = timed.total.samples;
+  p.samples = timed.phases[1].samples;
   for (double w : driver.gather(static_cast<double>(wrong))) p.wrong += static_cast<Count>(w);
   p.time = TimingStats::from_samples(p.samples).mean;
   p.algbw = engine::algbw(p.bytes, p.time);
   p.busbw = engine::busbw(p.bytes, p.time, p.world_size);
   return p;
 }
+
+Seconds comm_gap_for(const torch::Device& device) { return device.is_cpu() ? kCommGap : 0.0; }
 
 std::unique_ptr<Probe> make_allreduce_probe() { return std::make_unique<AllreduceProbe>(); }
 

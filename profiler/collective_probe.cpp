@@ -5,7 +5,8 @@
 //                         chunk r over ranks, S/p (expected p(p+1)/2 + p (i%13));
 //         all-gather:     rank r contributes S/p ((r+1) + j%13) and receives all p chunks, S;
 //       #wrong = elements that differ, summed over ranks; then comm_warmup untimed and comm_iters
-//       timed collectives, barrier-aligned; time = mean over iterations of the max over ranks;
+//       timed collectives, barrier-aligned, each after kCommGap of untimed compute on CPU (as the
+//       allreduce probe); time = mean over iterations of the max over ranks;
 //       algbw = S / time, busbw = algbw (p-1)/p (nccl-tests' factor for both ops).
 //       The method is the communicator's (comm/communicator.hpp: an all-to-all of the chunks
 //       plus a local sum for reduce-scatter, the bytes of a ring reduce-scatter per rank).
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/canary.hpp"
 #include "engine/iteration_driver.hpp"
 #include "profiler/probe.hpp"
 
@@ -55,7 +57,10 @@ CollectivePoint time_collective_c10d(comm::Communicator& comm, engine::Iteration
     wrong = res.ne(pattern.repeat({p}) + ranks).sum().item<std::int64_t>();
   }
   in.zero_();
-  auto timed = driver.run(1, warmup, iters, [&](engine::PhaseClock& clock, int) {
+  const Seconds gap = comm_gap_for(comm.device());
+  auto timed = driver.run(2, warmup, iters, [&](engine::PhaseClock& clock, int) {
+    busy_for(gap);
+    clock.mark();
     if (reduce_scatter)
       comm.reduce_scatter_sum_into(in, res, &scratch, false);
     else
@@ -63,7 +68,7 @@ CollectivePoint time_collective_c10d(comm::Communicator& comm, engine::Iteration
     clock.mark();
   });
   for (double w : driver.gather(static_cast<double>(wrong))) pt.wrong += static_cast<Count>(w);
-  pt.samples = timed.total.samples;
+  pt.samples = timed.phases[1].samples;
   pt.time = TimingStats::from_samples(pt.samples).mean;
   pt.algbw = engine::algbw(pt.bytes, pt.time);
   pt.busbw = engine::busbw_scatter_gather(pt.bytes, pt.time, p);

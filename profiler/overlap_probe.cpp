@@ -3,8 +3,10 @@
 //       Gloo's communication threads compete with the compute threads for the same cores).
 //       At a reference micro_batch b_ref, three barrier-aligned timed runs:
 //         backward_alone  forward+loss untimed, then backward
-//         comm_alone      all DDP bucket allreduces issued back-to-back asynchronously, then
-//                         waited (launch order, core/buckets.hpp)
+//         comm_alone      after kCommGap of untimed compute on CPU (probe.hpp: a collective
+//                         follows compute in a step, as in `overlapped`), all DDP bucket
+//                         allreduces issued back-to-back asynchronously, then waited (launch
+//                         order, core/buckets.hpp)
 //         overlapped      forward+loss untimed, then the same bucket allreduces issued
 //                         asynchronously, backward meanwhile, then all waited
 //       Each value is the median over iterations of the max over ranks.
@@ -18,6 +20,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/canary.hpp"
 #include "profiler/probe.hpp"
 
 namespace gaccum::profiler {
@@ -56,7 +59,10 @@ class OverlapProbe final : public Probe {
       loss.backward();
       clock.mark();
     });
-    auto comm = s.driver.run(1, [&](engine::PhaseClock& clock, int) {
+    const Seconds gap = comm_gap_for(s.comm->device());
+    auto comm = s.driver.run(2, [&](engine::PhaseClock& clock, int) {
+      busy_for(gap);
+      clock.mark();
       auto pending = issue_all();
       for (auto& w : pending) w->wait();
       clock.mark();
@@ -73,7 +79,7 @@ class OverlapProbe final : public Probe {
     p.world_size = s.world_size;
     p.micro_batch = b;
     p.backward_alone = bwd.phases[1].median;
-    p.comm_alone = comm.total.median;
+    p.comm_alone = comm.phases[1].median;
     p.overlapped = both.phases[1].median;
     out.overlap.push_back(p);
   }

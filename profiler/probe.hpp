@@ -27,6 +27,13 @@
 
 namespace gaccum::profiler {
 
+// The compute each timed collective follows on CPU (core/canary.hpp busy_for, untimed): in a
+// training step a rank computes, then communicates; a collective timed right after the previous
+// one (or a barrier) is faster than one that follows compute on this VM (docs/DESIGN.md, "Waiting
+// for collectives on CPU"). On a GPU the rank's compute is on the device: no gap (0).
+inline constexpr Seconds kCommGap = 2e-3;
+Seconds comm_gap_for(const torch::Device& device);
+
 // What the parent asks every rank of one rank count to measure (the --args JSON file).
 struct RankPlan {
   workloads::WorkloadConfig workload;   // device "cpu" or "cuda:N"; in groups of >= 2 ranks,

@@ -539,9 +539,12 @@ void remeasure_suspects(Session& s, const RankPlan& rp) {
   s.lap("re-measurement");
 }
 
-void record_settings(Session& s, const RankPlan& rp) {
+// `wait`: how the ranks that communicated waited for their collectives.
+void record_settings(Session& s, const RankPlan& rp, CollectiveWait wait) {
   const auto& req = s.req;
   auto& st = s.prof.settings;
+  st.collective_wait = wait;
+  st.comm_gap = comm_gap_for(torch::Device(s.cuda ? s.device : "cpu"));
   st.warmup = req.warmup;
   st.iters = req.iters;
   st.ci_target = req.ci_target;
@@ -598,7 +601,9 @@ Profile run_profile(const ProfileRequest& req, Progress& progress) {
   const RankPlan rp = rank_plan(s, points);
   run_rank_groups(s, rp, est);
   remeasure_suspects(s, rp);
-  record_settings(s, rp);
+  const int largest = s.ranks.empty() ? 1 : static_cast<int>(*std::max_element(s.ranks.begin(), s.ranks.end()));
+  record_settings(s, rp,
+                  collective_wait_for(backend_for(s.cuda ? DeviceKind::cuda : DeviceKind::cpu), largest, s.threads, usable_cores()));
   progress.clear();
   refuse_unconfirmed(s);
   return std::move(s.prof);
@@ -681,6 +686,7 @@ void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Prog
   co.device = s.cuda ? s.device : "cpu";
   co.timeout = req.rank_timeout;
   co.key_prefix = "gaccum-profile";
+  co.wait = collective_wait_for(co.backend, ctx.local_world_size, s.threads, usable_cores());
   co.after_store = [&](comm::KeyValueStore& st) {
     comm::rendezvous(st, "profile", ctx.rank, ctx.world_size, req.rank_timeout);
   };
@@ -764,7 +770,7 @@ void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Prog
                                                        "level's time is its slowest group's"
                                                      : "(one node: no inter-node level)"));
       s.lap("launched job");
-      record_settings(s, rp);
+      record_settings(s, rp, world->wait_mode());
       progress.clear();
       refuse_unconfirmed(s);
       write(prof);

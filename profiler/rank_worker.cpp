@@ -15,6 +15,7 @@
 #include "core/atomic_file.hpp"
 #include "core/backend.hpp"
 #include "core/error.hpp"
+#include "core/host.hpp"
 #include "core/json_fields.hpp"
 #include "engine/exact_math.hpp"
 #include "engine/memory_tracker.hpp"
@@ -138,6 +139,7 @@ int run_rank(const RankPlan& plan, const comm::RankContext& ctx) {
     co.device = cuda ? fmt::format("cuda:{}", ctx.local_rank) : "cpu";
     co.timeout = plan.timeout;
     co.key_prefix = "profile";
+    co.wait = collective_wait_for(co.backend, ctx.local_world_size, plan.threads_per_rank, usable_cores());
     comm = comm::connect(ctx, co);
   }
   const RankMeasurement m = measure_rank(plan, ctx, comm.get());

@@ -59,6 +59,7 @@ json to_json(const RankRecord& r) {
               {"threads", r.threads},
               {"interop_threads", r.interop_threads},
               {"cores", r.cores},
+              {"collective_wait", std::string(to_string(r.collective_wait))},
               {"peak_memory", r.peak_memory},
               {"memory_at_reset", r.memory_at_reset},
               {"comm_buffer_bytes", r.comm_buffer_bytes},
@@ -77,6 +78,8 @@ RankRecord rank_record_from_json(const json& j, const std::string& what) {
   x.threads = r.get<int>("threads");
   x.interop_threads = r.get<int>("interop_threads");
   x.cores = r.get<int>("cores");
+  x.collective_wait =
+      parse_collective_wait(r.get_or<std::string>("collective_wait", "block"), what + ".collective_wait");
   x.peak_memory = r.get<Bytes>("peak_memory");
   x.memory_at_reset = r.get<Bytes>("memory_at_reset");
   x.comm_buffer_bytes = r.get<Bytes>("comm_buffer_bytes");

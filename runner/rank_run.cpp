@@ -17,6 +17,7 @@
 #include "comm/launcher.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/host.hpp"
 #include "core/json_fields.hpp"
 #include "engine/exact_math.hpp"
 #include "engine/memory_tracker.hpp"
@@ -79,6 +80,7 @@ std::unique_ptr<comm::Communicator> join(const RunSpec& spec, const comm::RankCo
   co.device = device;
   co.timeout = spec.timeout;
   co.key_prefix = opts.key_prefix;
+  co.wait = collective_wait_for(spec.backend, ctx.local_world_size, spec.threads_per_rank, usable_cores());
   co.after_store = [&](comm::KeyValueStore& st) {
     comm::rendezvous(st, "validate", ctx.rank, ctx.world_size, spec.timeout);
   };
@@ -100,7 +102,8 @@ std::string final_parameters_hash(comm::WindowSync& sync, const std::vector<torc
   return h;
 }
 
-RankRecord my_record(const comm::RankContext& ctx, const Observations& o, comm::WindowSync& sync,
+RankRecord my_record(const comm::RankContext& ctx, const comm::Communicator* comm, const Observations& o,
+                     comm::WindowSync& sync,
                      const std::vector<torch::Tensor>& params, RankSteps steps) {
   RankRecord r;
   r.rank = ctx.rank;
@@ -110,6 +113,7 @@ RankRecord my_record(const comm::RankContext& ctx, const Observations& o, comm::
   r.threads = torch::get_num_threads();
   r.interop_threads = torch::get_num_interop_threads();
   r.cores = static_cast<int>(std::thread::hardware_concurrency());
+  r.collective_wait = comm ? comm->wait_mode() : CollectiveWait::block;
   r.peak_memory = o.peak_memory;
   r.memory_at_reset = o.memory_at_reset;
   r.comm_buffer_bytes = sync.buffer_bytes();
@@ -196,7 +200,7 @@ int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, co
   const Observations seen = observer.finish();
 
   // --- every rank's record to rank 0 ---------------------------------------------------------------
-  const RankRecord mine = my_record(ctx, seen, *sync, params, std::move(steps));
+  const RankRecord mine = my_record(ctx, comm.get(), seen, *sync, params, std::move(steps));
   std::vector<RankRecord> ranks{mine};
   if (comm) {
     ranks.clear();

@@ -145,7 +145,8 @@ Environment environment_of(const RunFacts& f, const std::vector<RankRecord>& ran
   e.world_size = f.spec.world_size;
   e.threads_per_rank = f.spec.threads_per_rank;
   for (const auto& r : ranks)
-    e.ranks.push_back(RankEnvironment{r.rank, r.local_rank, r.host, r.pid, r.threads, r.interop_threads, r.cores});
+    e.ranks.push_back(
+        RankEnvironment{r.rank, r.local_rank, r.host, r.pid, r.threads, r.interop_threads, r.cores, r.collective_wait});
   e.tool_version = GACCUM_VERSION_STRING;
   e.libtorch_version = TORCH_VERSION;
   e.gloo_version = comm::gloo_version();

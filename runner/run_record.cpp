@@ -77,7 +77,8 @@ json environment_json(const Environment& e) {
                          {"pid", r.pid},
                          {"threads", r.threads},
                          {"interop_threads", r.interop_threads},
-                         {"cores", r.cores}});
+                         {"cores", r.cores},
+                         {"collective_wait", std::string(to_string(r.collective_wait))}});
   json j{{"launcher", e.launcher},
          {"backend", e.backend},
          {"device", e.device},
@@ -204,9 +205,10 @@ Environment environment_from(const Reader& r) {
   e.oversubscribed = r.get<bool>("oversubscribed");
   for (std::size_t i = 0; i < r.size("ranks"); ++i) {
     const Reader x = r.item("ranks", i);
-    e.ranks.push_back(RankEnvironment{x.get<int>("rank"), x.get<int>("local_rank"), x.get<std::string>("host"),
-                                      x.get<long>("pid"), x.get<int>("threads"), x.get<int>("interop_threads"),
-                                      x.get<int>("cores")});
+    e.ranks.push_back(RankEnvironment{
+        x.get<int>("rank"), x.get<int>("local_rank"), x.get<std::string>("host"), x.get<long>("pid"),
+        x.get<int>("threads"), x.get<int>("interop_threads"), x.get<int>("cores"),
+        parse_collective_wait(x.get_or<std::string>("collective_wait", "block"), x.what + ".collective_wait")});
   }
   const Reader v = r.child("versions");
   e.tool_version = v.get<std::string>("tool");

@@ -43,6 +43,7 @@ struct RankRecord {
   Bytes peak_memory = 0, memory_at_reset = 0, comm_buffer_bytes = 0;
   std::string grads_hash_step0, params_hash_final;
   RankSteps steps;
+  CollectiveWait collective_wait = CollectiveWait::block;  // how it waited for collectives (core/backend.hpp)
 };
 nlohmann::json to_json(const RankRecord& r);
 RankRecord rank_record_from_json(const nlohmann::json& j, const std::string& what);
@@ -86,6 +87,7 @@ struct RankEnvironment {
   std::string host;
   long pid = 0;
   int threads = 0, interop_threads = 0, cores = 0;
+  CollectiveWait collective_wait = CollectiveWait::block;  // "block" in records before 2026-12-03
 };
 
 struct Environment {

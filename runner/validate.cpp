@@ -61,6 +61,20 @@ void add_prediction(RunRecord& run, const model::CostModel* model, const Profile
   if (profile && profile->hardware.threads_per_rank > 0 && profile->hardware.threads_per_rank != threads)
     run.warnings.push_back(fmt::format("the profile was measured with {} thread(s) per rank, this run used {}",
                                        profile->hardware.threads_per_rank, threads));
+  if (profile && run.environment && run.spec.world_size > 1 && !run.environment->ranks.empty()) {
+    // The conditions of the profile's collective timings against this run's (core/backend.hpp,
+    // profiler/probe.hpp kCommGap): on CPU they decide the price of every collective.
+    const auto& st = profile->settings;
+    const CollectiveWait ran = run.environment->ranks.front().collective_wait;
+    const bool cpu = device_kind_of(run.environment->device) == DeviceKind::cpu;
+    if (st.collective_wait != ran || (cpu && !(st.comm_gap > 0)))
+      run.warnings.push_back(fmt::format(
+          "the profile timed its collectives {} with {} waits, this run waited by {}: the predicted communication was "
+          "measured under other conditions (profile again with this gaccum-tune, on a host where the ranks fit the "
+          "cores)",
+          st.comm_gap > 0 ? fmt::format("after {} of compute", format_seconds(st.comm_gap)) : std::string("back to back"),
+          to_string(st.collective_wait), ran == CollectiveWait::poll ? "polling" : "blocking"));
+  }
   if (profile && !profile->unconfirmed.empty())
     run.warnings.push_back(fmt::format("the profile lists {} measurement(s) it could not confirm (e.g. {}): the "
                                        "prediction carries that noise",

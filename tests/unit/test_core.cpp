@@ -1,6 +1,7 @@
 // Unit tests for core: JSON field readers, profile.json round trip and validation, atomic files.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -213,12 +214,52 @@ static Profile sample_profile() {
   return p;
 }
 
+TEST_CASE("how ranks wait for collectives: one rule for the profiler and the runner", "[core]") {
+  // Gloo polls while this host's ranks x threads fit its cores, blocks beyond (oversubscribed).
+  CHECK(collective_wait_for(Backend::gloo, 2, 1, 2) == CollectiveWait::poll);   // this VM: 2 ranks, 2 cores
+  CHECK(collective_wait_for(Backend::gloo, 1, 2, 2) == CollectiveWait::poll);
+  CHECK(collective_wait_for(Backend::gloo, 4, 1, 2) == CollectiveWait::block);  // correctness runs, 4 ranks
+  CHECK(collective_wait_for(Backend::gloo, 2, 2, 2) == CollectiveWait::block);  // 4 threads on 2 cores
+  CHECK(collective_wait_for(Backend::gloo, 4, 4, 16) == CollectiveWait::poll);
+  CHECK(collective_wait_for(Backend::nccl, 1, 1, 64) == CollectiveWait::block);  // NCCL: blocking wait
+  CHECK(collective_wait_for(Backend::gloo, 0, 1, 2) == CollectiveWait::block);
+  CHECK(to_string(CollectiveWait::poll) == "poll");
+  CHECK(parse_collective_wait("block", "x") == CollectiveWait::block);
+  CHECK_THROWS_WITH(parse_collective_wait("spin", "settings.collective_wait"),
+                    "settings.collective_wait: unknown collective wait 'spin': expected block or poll");
+}
+
+TEST_CASE("busy_for keeps the core busy at least as long as asked, and not at all for 0", "[core]") {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  busy_for(3e-3);
+  CHECK(std::chrono::duration<double>(Clock::now() - t0).count() >= 3e-3);
+  busy_for(0);
+  busy_for(-1);
+}
+
 TEST_CASE("profile.json round-trips and is validated", "[profile]") {
   auto p = sample_profile();
   auto j = to_json(p);
   auto q = profile_from_json(j, "p.json");
   CHECK(to_json(q) == j);
 
+  SECTION("the collective conditions: written, read back, and absent in older profiles") {
+    auto k = j;
+    k["settings"]["collective_wait"] = "poll";
+    k["settings"]["comm_gap_s"] = 0.002;
+    const auto r = profile_from_json(k, "p.json");
+    CHECK(r.settings.collective_wait == CollectiveWait::poll);
+    CHECK(r.settings.comm_gap == 0.002);
+    CHECK(to_json(r)["settings"]["collective_wait"] == "poll");
+    k["settings"].erase("collective_wait");
+    k["settings"].erase("comm_gap_s");
+    const auto old = profile_from_json(k, "p.json");
+    CHECK(old.settings.collective_wait == CollectiveWait::block);  // timed back to back, blocking
+    CHECK(old.settings.comm_gap == 0);
+    k["settings"]["collective_wait"] = "spin";
+    CHECK_THROWS_AS(profile_from_json(k, "p.json"), ProfileError);
+  }
   SECTION("another schema version is refused with advice") {
     auto k = j;
     k["schema_version"] = 99;

@@ -9,6 +9,7 @@
 #include "core/buckets.hpp"
 #include "core/error.hpp"
 #include "model/allreduce.hpp"
+#include "model/allreduce_table.hpp"
 #include "model/compute_fit.hpp"
 #include "model/curve.hpp"
 #include "model/noise_scale.hpp"
@@ -96,11 +97,38 @@ TEST_CASE("compute extrapolation: line through the last two points, proportional
   CHECK(extend_time_curve(flat, 32) == Approx(0.009 * 2));
 }
 
-TEST_CASE("overlap efficiency: hidden / min(backward, comm), clamped to [0, 1]", "[model][overlap]") {
+TEST_CASE("overlap efficiency: hidden / min(backward, comm), clamped to [-1, 1]", "[model][overlap]") {
   CHECK(overlap_efficiency(0.100, 0.040, 0.110) == Approx(0.75));  // hidden 30 ms of 40
-  CHECK(overlap_efficiency(0.100, 0.040, 0.150) == 0);             // slower than serial
+  CHECK(overlap_efficiency(0.100, 0.040, 0.140) == 0);             // exactly serial
+  CHECK(overlap_efficiency(0.100, 0.040, 0.150) == Approx(-0.25)); // 10 ms slower than serial
+  CHECK(overlap_efficiency(0.100, 0.040, 0.250) == -1);            // at most twice the comm
   CHECK(overlap_efficiency(0.100, 0.040, 0.090) == 1);             // faster than possible
   CHECK(overlap_efficiency(0.100, 0.0, 0.100) == 1);
+}
+
+TEST_CASE("measured collective table: each size's median plus the pooled excess", "[model][allreduce]") {
+  auto point = [](Bytes bytes, std::vector<Seconds> samples, Seconds time) {
+    AllreducePoint a;
+    a.backend = "gloo";
+    a.world_size = 2;
+    a.bytes = bytes;
+    a.samples = std::move(samples);
+    a.time = time;
+    return a;
+  };
+  // 1 MB: 1, 1, 1, 5 ms (median 1, one sample 4 ms late); 2 MB: 2 ms four times; 4 MB: no
+  // samples, recorded 3 ms. Pooled excess = (0 + 0 + 0 + 4 + 0 x 4) / 8 = 0.5 ms.
+  const MeasuredAllreduce t(2, {point(1000000, {1e-3, 1e-3, 5e-3, 1e-3}, 2e-3), point(2000000, {2e-3, 2e-3, 2e-3, 2e-3}, 2e-3),
+                                point(4000000, {}, 3e-3)});
+  CHECK(t.excess() == Approx(0.5e-3));
+  CHECK(t.time(1000000).mid == Approx(1.5e-3));  // not the 1 MB mean (2 ms), not its median (1 ms)
+  CHECK(t.time(2000000).mid == Approx(2.5e-3));
+  CHECK(t.time(4000000).mid == Approx(3e-3));    // no samples: the recorded time
+  CHECK(t.time(1500000).mid == Approx(2e-3));    // between sizes: linear
+  // Without a tail the table is the medians.
+  const MeasuredAllreduce quiet(2, {point(1000000, {1e-3, 1.2e-3, 0.8e-3}, 1e-3)});
+  CHECK(quiet.excess() == Approx(0));
+  CHECK(quiet.time(1000000).mid == Approx(1e-3));
 }
 
 TEST_CASE("bucket exposure: serial comm stream behind gradient readiness", "[model][overlap]") {
@@ -117,6 +145,9 @@ TEST_CASE("bucket exposure: serial comm stream behind gradient readiness", "[mod
   CHECK(full.exposed == Approx(0.025));
   CHECK(bucket_exposure_of(f, 0.100, 0.5, c).exposed == Approx(0.025 + 0.5 * 0.035));
   CHECK(bucket_exposure_of(f, 0.100, 0.0, c).exposed == Approx(0.060));
+  // Overlapping slower than serial (e < 0): the ideally hidden 35 ms cost 1.25 x.
+  CHECK(bucket_exposure_of(f, 0.100, -0.25, c).exposed == Approx(0.025 + 1.25 * 0.035));
+  CHECK(bucket_exposure_of(f, 0.100, -3.0, c).exposed == Approx(0.025 + 2.0 * 0.035));  // bounded
   // Backward shorter than the comm: everything after it is exposed.
   CHECK(bucket_exposure_of(f, 0.0, 1.0, c).exposed == Approx(0.060));
 }

@@ -177,6 +177,7 @@ TEST_CASE("pipelined exposure of collectives behind a compute phase", "[model][p
   CHECK(pipelined_exposure(30, 10, 5, 0.0) == Approx(30));  // no overlap at all
   CHECK(pipelined_exposure(10, 20, 5, 0.5) == Approx(2 + 0.5 * 8));
   CHECK(pipelined_exposure(0, 20, 5, 1.0) == 0);
+  CHECK(pipelined_exposure(30, 10, 5, -0.5) == Approx(30));  // a negative efficiency: never more than C
   CHECK(pipelined_exposure(7, 0, 1, 1.0) == Approx(7));
 }
 

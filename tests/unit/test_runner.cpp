@@ -350,7 +350,7 @@ TEST_CASE("the run record's JSON reads back what it wrote", "[runner][unit]") {
   run.facts = WorkloadFacts{"abc123", "mlp", 10, 40};
   run.warnings = {"oversubscribed"};
   run.environment->launch["launcher_wall_s"] = 1.5;
-  run.environment->ranks.push_back(RankEnvironment{0, 0, "h", 12, 1, 1, 2});
+  run.environment->ranks.push_back(RankEnvironment{0, 0, "h", 12, 1, 1, 2, CollectiveWait::poll});
   run.steps.push_back(WindowRow{0, false, false, 16, 16, 2.5, 0.1, 0.01, 0.002, 0.001, json{{"step_time", {0.1, 0.09}}}});
   Comparison cmp;
   cmp.tolerance_pct = 10.0;
@@ -379,6 +379,10 @@ TEST_CASE("the run record's JSON reads back what it wrote", "[runner][unit]") {
   json old = j;
   old["measured"].erase("straggler_wait");
   CHECK(run_record_from_json(old, "run").measured->straggler_wait == 0);
+  // How the ranks waited for collectives: recorded per rank; "block" in older records.
+  CHECK(j.at("environment").at("ranks").at(0).at("collective_wait") == "poll");
+  old["environment"]["ranks"][0].erase("collective_wait");
+  CHECK(run_record_from_json(old, "run").environment->ranks[0].collective_wait == CollectiveWait::block);
   // A failed launch keeps only the spec and the line.
   RunRecord failed;
   failed.spec = run.spec;
@@ -396,9 +400,11 @@ TEST_CASE("a rank's record round-trips between ranks", "[runner][unit]") {
   r.steps.step_time = {0.1, 0.2};
   r.steps.collectives_per_micro = {{0, 1}, {0, 1}};
   r.steps.g_small_sq = {-1, 2.5};
+  r.collective_wait = CollectiveWait::poll;
   const json j = to_json(r);
   const RankRecord back = rank_record_from_json(j, "rank 1 record");
   CHECK(to_json(back) == j);
+  CHECK(back.collective_wait == CollectiveWait::poll);
   CHECK(back.steps.collectives_per_micro[1][1] == 1);
   CHECK_THROWS_WITH(rank_record_from_json(json{{"rank", 1}}, "rank 1 record"), Catch::Contains("rank 1 record"));
 }
