@@ -99,6 +99,8 @@ AdaptiveRun IterationDriver::run_interleaved(int points, int phases, const Adapt
   const bool fixed = policy.ci_target <= 0;
   const int max_iters = fixed ? policy.min_iters : std::max(policy.min_iters, policy.max_iters);
   std::vector<int> next_it(points, 0);
+  // The column that decides: a phase, or the total (column `phases` of a row).
+  const int judged = policy.judged_phase >= 0 && policy.judged_phase < phases ? policy.judged_phase : phases;
   // One iteration of `point`; returns this rank's phase intervals and their sum.
   auto one = [&](int point) {
     return one_iteration(phases, [&](PhaseClock& clock) { body(point, clock, next_it[point]++); });
@@ -108,7 +110,7 @@ AdaptiveRun IterationDriver::run_interleaved(int points, int phases, const Adapt
     double previous = 0;
     bool improving = false;  // the last warm-up was > 5% faster than the one before it
     for (int w = 0; w < policy.warmup || (improving && w < policy.warmup + kExtraWarmup); ++w) {
-      const double slowest = max_over_ranks({{one(pt).back()}})[0][0];
+      const double slowest = max_over_ranks({{one(pt)[static_cast<std::size_t>(judged)]}})[0][0];
       improving = previous > 0 && slowest < 0.95 * previous;
       previous = slowest;
     }
@@ -151,7 +153,7 @@ AdaptiveRun IterationDriver::run_interleaved(int points, int phases, const Adapt
         done[pt] = true;
       } else {
         std::vector<Seconds> col;
-        for (const auto& row : reduced[pt]) col.push_back(row[phases]);
+        for (const auto& row : reduced[pt]) col.push_back(row[static_cast<std::size_t>(judged)]);
         if (TimingStats::from_samples(col).ci_half_width() <= policy.ci_target) {
           done[pt] = true;
           out.converged[pt] = true;

@@ -49,6 +49,8 @@ struct TimedRun {
 //   stop     a point is finished once it has >= min_iters samples and its median's 95% interval
 //            (TimingStats::ci_half_width) is within +-ci_target, or it reached max_iters, or the
 //            rounds have used `budget` wall seconds. ci_target 0: exactly min_iters (fixed count).
+//   judged   the interval (and the warm-up's "still faster") is the total's, or with
+//            judged_phase >= 0 that phase's alone (a probe whose phase 0 only sets the scene).
 // Every decision is taken on the cross-rank reduced samples (and rank 0's clock, reduced as a
 // max), so all ranks run the same iterations and meet at the same barriers.
 struct AdaptivePolicy {
@@ -58,6 +60,7 @@ struct AdaptivePolicy {
   int chunk = 2;
   double ci_target = 0;     // relative half-width, e.g. 0.02
   Seconds budget = 0;       // 0: no limit
+  int judged_phase = -1;    // the phase whose interval decides (and the warm-up judges); -1: the total
 };
 inline constexpr int kExtraWarmup = 4;
 

@@ -4,6 +4,10 @@
 // iteration driver at world_size 1, the bandwidth formulas, and the rank plan/result round trip.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
+#include <thread>
+
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -11,6 +15,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "profiler/grad_norm_probe.hpp"
+#include "core/canary.hpp"
 #include "engine/iteration_driver.hpp"
 #include "profiler/memory_sweep.hpp"
 #include "profiler/rank_worker.hpp"
@@ -162,6 +167,31 @@ TEST_CASE("iteration driver at world_size 1: phases, totals, warm-up not recorde
     CHECK(r.total.samples[i] == Approx(r.phases[0].samples[i] + r.phases[1].samples[i]));
   CHECK_THROWS_AS(d.run(3, [](engine::PhaseClock& clock, int) { clock.mark(); }), RuntimeFailure);
   CHECK(d.max_over_ranks({{1, 2}, {3, 4}}) == std::vector<std::vector<double>>{{1, 2}, {3, 4}});
+}
+
+TEST_CASE("adaptive runs judge the total, or one phase when asked", "[profiler][driver]") {
+  // Phase 0 alternates 0 and 20 ms (sleeping), phase 1 is 2 ms of compute. Judged by the total,
+  // the median's interval spans 2..22 ms and never gets within +-50%: the point runs to
+  // max_iters. Judged by phase 1 alone it is within +-50% at min_iters.
+  engine::IterationDriver d(nullptr, torch::Device("cpu"), 0, 4);
+  auto body = [](int, engine::PhaseClock& clock, int it) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(it % 2 == 0 ? 0 : 20));
+    clock.mark();
+    busy_for(2e-3);
+    clock.mark();
+  };
+  engine::AdaptivePolicy policy;
+  policy.warmup = 0;
+  policy.min_iters = 4;
+  policy.max_iters = 12;
+  policy.ci_target = 0.5;
+  const auto by_total = d.run_interleaved(1, 2, policy, body);
+  CHECK(by_total.points[0].total.samples.size() == 12);
+  CHECK_FALSE(by_total.converged[0]);
+  policy.judged_phase = 1;
+  const auto by_phase = d.run_interleaved(1, 2, policy, body);
+  CHECK(by_phase.points[0].phases[1].samples.size() == 4);
+  CHECK(by_phase.converged[0]);
 }
 
 TEST_CASE("algbw and busbw follow nccl-tests", "[profiler][driver]") {
