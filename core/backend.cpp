@@ -34,9 +34,14 @@ std::string_view to_string(CollectiveWait w) {
   return w == CollectiveWait::poll ? "poll" : "block";
 }
 
+std::optional<CollectiveWait> find_collective_wait(std::string_view text) {
+  for (const auto w : {CollectiveWait::block, CollectiveWait::poll})
+    if (to_string(w) == text) return w;
+  return std::nullopt;
+}
+
 CollectiveWait parse_collective_wait(std::string_view text, std::string_view what) {
-  if (text == "block") return CollectiveWait::block;
-  if (text == "poll") return CollectiveWait::poll;
+  if (const auto w = find_collective_wait(text)) return *w;
   throw InputError(fmt::format("{}: unknown collective wait '{}': expected block or poll", what, text));
 }
 

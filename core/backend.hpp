@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
@@ -58,6 +59,8 @@ void to_json(nlohmann::json& j, Backend b);
 enum class CollectiveWait { block, poll };
 // "block", "poll".
 std::string_view to_string(CollectiveWait w);
+// The wait named `text`, if it is one.
+std::optional<CollectiveWait> find_collective_wait(std::string_view text);
 // InputError naming `what` unless "block" or "poll".
 CollectiveWait parse_collective_wait(std::string_view text, std::string_view what);
 // The rule every timed rank uses (profile and validate alike): poll on Gloo when the ranks of this

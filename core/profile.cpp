@@ -331,9 +331,10 @@ Profile profile_from_json(const json& j, const std::string& what) {
       p.settings.ci_target = opt_non_negative(sf, "ci_target").value_or(0);
       p.settings.max_iters = static_cast<int>(sf.has("max_iters") ? sf.count("max_iters") : 0);
       const std::string wait = sf.opt_str("collective_wait").value_or("block");
-      if (wait != "block" && wait != "poll")
+      const auto mode = find_collective_wait(wait);
+      if (!mode)
         throw ProfileError(fmt::format("{}: '{}' is not a collective wait (block or poll)", sf.child("collective_wait"), wait));
-      p.settings.collective_wait = parse_collective_wait(wait, sf.child("collective_wait"));
+      p.settings.collective_wait = *mode;
       p.settings.comm_gap = opt_non_negative(sf, "comm_gap_s").value_or(0);
       const std::string optimizer = sf.opt_str("optimizer").value_or("adam");
       const auto measured = find_optimizer(optimizer);

@@ -113,8 +113,6 @@ AllreducePoint time_allreduce_c10d(comm::Communicator& comm, engine::IterationDr
   return p;
 }
 
-Seconds comm_gap_for(const torch::Device& device) { return device.is_cpu() ? kCommGap : 0.0; }
-
 std::unique_ptr<Probe> make_allreduce_probe() { return std::make_unique<AllreduceProbe>(); }
 
 }  // namespace gaccum::profiler

@@ -38,8 +38,7 @@ class ComputeProbe final : public Probe {
     const auto timed = s.driver.run_interleaved(
         static_cast<int>(sizes.size()), 3, policy, [&](int point, engine::PhaseClock& clock, int it) {
           const Count b = sizes[point];
-          const Count first = (static_cast<Count>(it) * s.world_size + s.rank) * b;
-          auto batch = s.workload.make_batch(s.plan.seed, first, b);
+          auto batch = s.workload.make_batch(s.plan.seed, first_sample(s, it, b), b);
           clock.mark();
           auto loss = s.workload.loss_sum(s.workload.forward(batch), batch) /
                       static_cast<double>(std::max<Count>(1, batch.loss_terms));

@@ -4,7 +4,7 @@
 //       micro-step (forward + backward at the smallest measured micro_batch, untimed), so the
 //       parameters, gradients and optimizer state come from memory as they do after a window's
 //       backward instead of from the caches of the previous step (measured on the reference VM:
-//       the runs' steps took 1.5-4x the back-to-back probe's for gpt-tiny, the LSTM and the
+//       the runs' steps took 1.7-3.2x the back-to-back probe's for gpt-tiny, the LSTM and the
 //       encoder at world_size 1), and on real gradients: the compute probe's accumulated
 //       gradients are kept and copied back before each step (untimed), so Adam never decays
 //       its moments on zeros. Adaptive like the compute probe
@@ -14,8 +14,6 @@
 // Contract with the cost model: OptimizerPoint{concurrent_ranks = p}.step holds the stats of the
 //       per-iteration max over the p ranks stepping at the same time.
 #include <torch/torch.h>
-
-#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -39,14 +37,8 @@ class OptimizerProbe final : public Probe {
     policy.judged_phase = 1;  // the step's own interval decides, not the micro-step's before it
     const Count b = s.plan.micro_batches.empty() ? 1 : s.plan.micro_batches.front();
     const auto timed = s.driver.run_interleaved(1, 2, policy, [&](int, engine::PhaseClock& clock, int it) {
-      {
-        // The micro-step a window's step follows (its gradients are replaced below).
-        const Count first = (static_cast<Count>(it) * s.world_size + s.rank) * b;
-        auto batch = s.workload.make_batch(s.plan.seed + 2, first, b);
-        auto loss = s.workload.loss_sum(s.workload.forward(batch), batch) /
-                    static_cast<double>(std::max<Count>(1, batch.loss_terms));
-        loss.backward();
-      }
+      // The micro-step a window's step follows (its gradients are replaced below).
+      mean_loss(s, s.plan.seed + 2, first_sample(s, it, b), b).backward();
       {
         torch::NoGradGuard no_grad;
         for (size_t i = 0; i < s.params.size(); ++i)

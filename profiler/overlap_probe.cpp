@@ -41,12 +41,7 @@ class OverlapProbe final : public Probe {
     for (Bytes bytes : s.plan.buckets)
       buffers.push_back(torch::zeros({std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes / esize))},
                                      torch::TensorOptions().dtype(dtype).device(s.comm->device())));
-    auto forward_loss = [&](int it) {
-      const Count first = (static_cast<Count>(it) * s.world_size + s.rank) * b;
-      auto batch = s.workload.make_batch(s.plan.seed + 1, first, b);
-      auto output = s.workload.forward(batch);
-      return s.workload.loss_sum(output, batch) / static_cast<double>(std::max<Count>(1, batch.loss_terms));
-    };
+    auto forward_loss = [&](int it) { return mean_loss(s, s.plan.seed + 1, first_sample(s, it, b), b); };
     auto issue_all = [&] {
       std::vector<std::unique_ptr<comm::PendingCollective>> pending;
       for (auto& t : buffers) pending.push_back(s.comm->allreduce_sum_async(t));

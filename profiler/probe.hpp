@@ -32,7 +32,7 @@ namespace gaccum::profiler {
 // one (or a barrier) is faster than one that follows compute on this VM (docs/DESIGN.md, "Waiting
 // for collectives on CPU"). On a GPU the rank's compute is on the device: no gap (0).
 inline constexpr Seconds kCommGap = 2e-3;
-Seconds comm_gap_for(const torch::Device& device);
+inline Seconds comm_gap_for(const torch::Device& device) { return device.is_cpu() ? kCommGap : 0.0; }
 
 // What the parent asks every rank of one rank count to measure (the --args JSON file).
 struct RankPlan {
@@ -75,6 +75,16 @@ struct RankSession {
   int rank = 0;
   int world_size = 1;
 };
+
+// The first sample of iteration `it` at micro_batch b on this rank: every rank and iteration of a
+// probe reads distinct samples.
+inline Count first_sample(const RankSession& s, int it, Count b) {
+  return (static_cast<Count>(it) * s.world_size + s.rank) * b;
+}
+
+// Forward and the mean loss (loss sum / loss terms) of the micro-batch of b samples from `first`
+// of data stream `seed`: the loss a probe's backward starts from.
+torch::Tensor mean_loss(RankSession& s, std::uint64_t seed, Count first, Count b);
 
 // What a rank returns: the cross-rank reduced points (identical on every rank) and this rank's
 // own diagnostics (`local`, e.g. its median micro_step per micro_batch, for rank skew).

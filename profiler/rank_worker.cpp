@@ -99,6 +99,12 @@ RankPlan RankPlan::from_json(const json& j) {
   return p;
 }
 
+torch::Tensor mean_loss(RankSession& s, std::uint64_t seed, Count first, Count b) {
+  auto batch = s.workload.make_batch(seed, first, b);
+  return s.workload.loss_sum(s.workload.forward(batch), batch) /
+         static_cast<double>(std::max<Count>(1, batch.loss_terms));
+}
+
 std::string rank_log_path(const std::string& job_dir, int rank) {
   return fmt::format("{}/rank{}.log", job_dir, rank);
 }
