@@ -439,6 +439,22 @@ void sync_device(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
 }
 
+DeviceTimer::DeviceTimer(const torch::Device& device)
+    : DeviceTimer([device] { sync_device(device); }, [] { return Clock::now(); }) {}
+
+DeviceTimer::DeviceTimer(std::function<void()> sync, std::function<Clock::time_point()> now)
+    : sync_(std::move(sync)), now_(std::move(now)) {}
+
+DeviceTimer::Clock::time_point DeviceTimer::start() const {
+  sync_();
+  return now_();
+}
+
+Seconds DeviceTimer::seconds_since(Clock::time_point start) const {
+  sync_();
+  return std::chrono::duration<double>(now_() - start).count();
+}
+
 std::string gloo_version() {
 #ifdef GLOO_VERSION_MAJOR
   return fmt::format("{}.{}.{}", GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH);

@@ -169,8 +169,27 @@ std::vector<std::pair<std::string, std::string>> nccl_env_defaults(
 
 // Waits for the work queued on a CUDA device (torch::cuda::synchronize); nothing on the CPU. Host
 // clocks around a collective or a compute phase are only true after it: the one helper for
-// GradSync, ShardedSync and the memory sweep.
+// DeviceTimer (GradSync, ShardedSync) and the memory sweep.
 void sync_device(const torch::Device& device);
+
+// Host-clock time of a section (a collective, an exposed stretch of communication) on a device
+// that queues its work: start() synchronises the device before it reads the clock, so compute
+// queued before the section is not counted; seconds_since() synchronises before it reads the
+// clock again, so work queued inside the section (averaging, copies) is. On CPU the syncs do
+// nothing. The timer of GradSync's and ShardedSync's exposed and collective times; a test gives
+// fakes for the sync and the clock (tests/unit/test_grad_sync.cpp).
+class DeviceTimer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit DeviceTimer(const torch::Device& device);
+  DeviceTimer(std::function<void()> sync, std::function<Clock::time_point()> now);
+  Clock::time_point start() const;
+  Seconds seconds_since(Clock::time_point start) const;
+
+ private:
+  std::function<void()> sync_;
+  std::function<Clock::time_point()> now_;
+};
 
 // Which c10d backends this LibTorch build offers (gloo; nccl with CUDA).
 std::vector<Backend> available_backends();

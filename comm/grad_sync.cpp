@@ -37,7 +37,8 @@ Seconds union_length(std::vector<std::pair<std::chrono::steady_clock::time_point
 
 GradSync::GradSync(Communicator* comm, std::vector<torch::Tensor> params, Strategy strategy, Bytes first_bucket_cap,
                    Bytes bucket_cap)
-    : comm_(comm), params_(std::move(params)), strategy_(strategy) {
+    : comm_(comm), timer_(comm ? comm->device() : torch::Device(torch::kCPU)), params_(std::move(params)),
+      strategy_(strategy) {
   world_size_ = comm_ ? comm_->world_size() : 1;
   if (params_.empty()) throw InputError("gradient sync: the workload has no trainable parameters");
   const auto dtype = params_.front().scalar_type();
@@ -204,10 +205,9 @@ void GradSync::on_grad_ready(std::size_t i) {
 void GradSync::after_backward(Count micro) {
   if (micro != current_micro_) throw InputError("gradient sync: after_backward without before_backward");
   if (world_size_ == 1) return;
-  // On a GPU backward() returns once its kernels are queued: wait for them, so that the exposed
-  // time starts when the compute ends (host clocks stand for the device's from here on).
-  comm::sync_device(comm_->device());
-  const auto backward_end = Clock::now();
+  // On a GPU backward() returns once its kernels are queued: the timer waits for them, so that
+  // the exposed time starts when the compute ends (host clocks stand for the device's from here on).
+  const auto backward_end = timer_.start();
   if (!traits(strategy_).bucketed) {
     if (!syncs_in_micro_step(strategy_, micro, accum_steps_)) return;
     std::lock_guard<std::mutex> lock(mu_);
@@ -243,8 +243,7 @@ void GradSync::finish_sync(Clock::time_point backward_end) {
       g = views_[i].clone();
     }
   }
-  comm::sync_device(comm_->device());  // the averaging and copies above are queued on a GPU
-  stats_.exposed += std::chrono::duration<double>(Clock::now() - backward_end).count();
+  stats_.exposed += timer_.seconds_since(backward_end);  // counts the averaging and copies queued above
   stats_.comm_total = union_length(intervals_);
 }
 

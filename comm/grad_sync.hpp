@@ -86,7 +86,7 @@ class GradSync final : public WindowSync {
   std::vector<torch::Tensor> held_gradients() const override;
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Clock = DeviceTimer::Clock;
   struct Flight {
     std::unique_ptr<PendingCollective> work;
     Clock::time_point launched;
@@ -98,6 +98,7 @@ class GradSync final : public WindowSync {
   void finish_sync(Clock::time_point backward_end);
 
   Communicator* comm_;
+  DeviceTimer timer_;  // the exposed time (comm/communicator.hpp)
   std::vector<torch::Tensor> params_;
   Strategy strategy_;
   int world_size_ = 1;

@@ -30,30 +30,26 @@ void alloc_storage(const torch::Tensor& t) {
   s->set_nbytes(bytes);
 }
 
-// The wall time of a sync call, added to the step's exposed communication. On a GPU the device
-// is synchronised at both ends (sync_device), so the compute queued before the call is not
-// counted as communication and the copies queued inside it are.
+// The wall time of a sync call, added to the step's exposed communication (DeviceTimer: on a
+// GPU the compute queued before the call is not counted and the copies queued inside it are).
 struct Exposed {
   Seconds& total;
-  torch::Device device;
-  std::chrono::steady_clock::time_point t0;
-  Exposed(Seconds& t, torch::Device d) : total(t), device(d) {
-    sync_device(device);
-    t0 = std::chrono::steady_clock::now();
-  }
+  const DeviceTimer& timer;
+  DeviceTimer::Clock::time_point t0;
+  Exposed(Seconds& t, const DeviceTimer& d) : total(t), timer(d), t0(d.start()) {}
   Exposed(const Exposed&) = delete;
   Exposed& operator=(const Exposed&) = delete;
-  ~Exposed() {
-    sync_device(device);
-    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
+  ~Exposed() { total += timer.seconds_since(t0); }
 };
 
 }  // namespace
 
 ShardedSync::ShardedSync(Communicator* comm, std::vector<torch::Tensor> params, ShardingChoice choice,
                          Strategy strategy, ShardFault fault)
-    : comm_(comm), params_(std::move(params)), sharding_(choice.sharding), strategy_(strategy), fault_(fault) {
+    : comm_(comm),
+      timer_(comm ? comm->device() : torch::Device(torch::kCPU)),
+      params_(std::move(params)),
+      sharding_(choice.sharding), strategy_(strategy), fault_(fault) {
   const Sharding sharding = choice.sharding;
   if (!comm_ || comm_->world_size() < 2)
     throw InputError(fmt::format("--sharding {}: needs world_size >= 2 (nothing to shard across)", to_string(choice)));
@@ -162,15 +158,13 @@ std::vector<Count> ShardedSync::expected_per_micro(Count accum_steps) const {
 }
 
 ShardedSync::Clock::time_point ShardedSync::start_clock() const {
-  sync_device(comm_->device());  // GPU: the work queued before the collective is not its time
-  return Clock::now();
+  return timer_.start();  // GPU: the work queued before the collective is not its time
 }
 
 void ShardedSync::count(Count collectives, Clock::time_point start) {
-  sync_device(comm_->device());
+  stats_.comm_total += timer_.seconds_since(start);
   stats_.collectives += collectives;
   stats_.collectives_per_micro[static_cast<std::size_t>(current_micro_)] += collectives;
-  stats_.comm_total += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 void ShardedSync::zero_grad() {
@@ -217,14 +211,14 @@ void ShardedSync::free_all() {
 void ShardedSync::before_forward(Count micro) {
   if (micro < 0 || micro >= accum_steps_) throw InputError("sharded sync: micro-step out of range");
   current_micro_ = micro;
-  Exposed e{stats_.exposed, comm_->device()};
+  Exposed e{stats_.exposed, timer_};
   gather_all(true);
 }
 
 void ShardedSync::before_backward(Count micro) {
   if (micro != current_micro_) throw InputError("sharded sync: before_backward without before_forward");
   {
-    Exposed e{stats_.exposed, comm_->device()};
+    Exposed e{stats_.exposed, timer_};
     if (shards_params_) {  // resharded after the forward, gathered again for the backward
       free_all();
       gather_all(true);
@@ -285,7 +279,7 @@ void ShardedSync::fill_ready_locked(bool in_backward) {
 void ShardedSync::on_grad_ready(std::size_t i) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!armed_) return;
-  Exposed e{stats_.exposed, comm_->device()};
+  Exposed e{stats_.exposed, timer_};
   const auto u = unit_of_[i];
   if (ready_[i]) {
     if (u < filling_)
@@ -309,7 +303,7 @@ void ShardedSync::finish_reduction() {
 
 void ShardedSync::after_backward(Count micro) {
   if (micro != current_micro_) throw InputError("sharded sync: after_backward without before_forward");
-  Exposed e{stats_.exposed, comm_->device()};
+  Exposed e{stats_.exposed, timer_};
   if (reduces_in(micro)) {
     std::lock_guard<std::mutex> lock(mu_);
     const bool hooked = armed_;
@@ -335,7 +329,7 @@ void ShardedSync::after_backward(Count micro) {
 
 void ShardedSync::after_optimizer_step() {
   if (shards_params_) return;  // zero3: the next forward gathers the stepped shards
-  Exposed e{stats_.exposed, comm_->device()};
+  Exposed e{stats_.exposed, timer_};
   torch::NoGradGuard no_grad;
   current_micro_ = accum_steps_ - 1;
   for (std::size_t u = 0; u < units_.size(); ++u) {

@@ -106,7 +106,7 @@ class ShardedSync final : public WindowSync {
   const std::vector<Unit>& layout() const { return units_; }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Clock = DeviceTimer::Clock;
   void on_grad_ready(std::size_t param);
   void fill_ready_locked(bool in_backward);
   void copy_into_fill(std::size_t param);
@@ -120,6 +120,7 @@ class ShardedSync final : public WindowSync {
   bool reduces_in(Count micro) const;
 
   Communicator* comm_;                          // the job's world
+  DeviceTimer timer_;                           // exposed and collective times (comm/communicator.hpp)
   std::unique_ptr<Communicator> shard_comm_;    // hsdp: this rank's shard group of G ranks
   std::unique_ptr<Communicator> replica_comm_;  // hsdp: the p / G ranks holding the same shard
   Communicator* group_ = nullptr;               // the shard group (the world but for hsdp)
@@ -150,7 +151,6 @@ class ShardedSync final : public WindowSync {
   std::size_t filling_ = 0;           // the unit the fill buffer holds; earlier units are reduced
   Count current_micro_ = 0, accum_steps_ = 1;
   bool synced_ = false;  // a reduction happened in this window
-  Clock::time_point backward_end_{};
 };
 
 }  // namespace gaccum::comm

@@ -1,6 +1,7 @@
 // What/why: see cuda_support.hpp. Compiled only against a CUDA LibTorch (GACCUM_TORCH_HAS_CUDA).
-//   memory: c10::cuda::CUDACachingAllocator device statistics, aggregate pool (StatType 0):
-//           allocated_bytes current/peak and reserved_bytes current/peak; resetPeakStats.
+//   memory: c10::cuda::CUDACachingAllocator's calls behind engine/memory_tracker.hpp's
+//           CachingAllocatorApi: device statistics of the aggregate pool (StatType 0),
+//           allocated_bytes and reserved_bytes current/peak; resetPeakStats; emptyCache.
 //   clock : at::cuda::CUDAEvent pairs recorded on the current stream, elapsed_time in ms.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
@@ -19,10 +20,19 @@ namespace {
 
 constexpr size_t kAggregate = 0;  // StatType::AGGREGATE in every LibTorch version
 
-class CudaMemory final : public DeviceMemory {
+// The caching allocator's calls for one device (engine/memory_tracker.hpp holds the rules).
+class CudaAllocatorApi final : public CachingAllocatorApi {
  public:
-  explicit CudaMemory(c10::DeviceIndex index) : index_(index) {}
-  MemorySnapshot snapshot() const override {
+  explicit CudaAllocatorApi(c10::DeviceIndex index) : index_(index) {}
+  // The caching allocator is initialised lazily, by the first CUDA tensor: before that
+  // getDeviceStats throws ("Invalid device argument 0: did you call init?"). One tiny tensor on
+  // the device initialises CUDA and the allocator on every LibTorch version (the context calls
+  // are named differently across them).
+  void initialise() override {
+    c10::cuda::set_device(index_);
+    (void)torch::empty({1}, torch::TensorOptions().device(torch::kCUDA, index_));
+  }
+  MemorySnapshot statistics() const override {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index_);
     MemorySnapshot s;
     s.allocated = static_cast<Bytes>(stats.allocated_bytes[kAggregate].current);
@@ -32,6 +42,7 @@ class CudaMemory final : public DeviceMemory {
     return s;
   }
   void reset_peak() override { c10::cuda::CUDACachingAllocator::resetPeakStats(index_); }
+  void empty_cache() override { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
  private:
   c10::DeviceIndex index_;
@@ -69,15 +80,7 @@ bool cuda_support_compiled() { return true; }
 
 std::unique_ptr<DeviceMemory> cuda_memory(const torch::Device& device) {
   const c10::DeviceIndex index = device.has_index() ? device.index() : 0;
-  // The caching allocator is initialised lazily, by the first CUDA tensor: before that
-  // getDeviceStats throws ("Invalid device argument 0: did you call init?"). One tiny tensor on
-  // the device initialises CUDA and the allocator on every LibTorch version (the context calls
-  // are named differently across them); the block it used is handed back, so the sweep's
-  // baseline snapshot starts from an empty cache.
-  c10::cuda::set_device(index);
-  (void)torch::empty({1}, torch::TensorOptions().device(torch::kCUDA, index));
-  c10::cuda::CUDACachingAllocator::emptyCache();
-  return std::make_unique<CudaMemory>(index);
+  return std::make_unique<CachingAllocatorMemory>(std::make_unique<CudaAllocatorApi>(index));
 }
 
 std::unique_ptr<PhaseClock> cuda_clock(const torch::Device& device) {

@@ -104,6 +104,11 @@ bool install_cpu_tracking_allocator() {
   return installed;
 }
 
+CachingAllocatorMemory::CachingAllocatorMemory(std::unique_ptr<CachingAllocatorApi> api) : api_(std::move(api)) {
+  api_->initialise();
+  api_->empty_cache();  // the initialising tensor's block: the baseline starts with nothing cached
+}
+
 std::unique_ptr<DeviceMemory> memory_for(const torch::Device& device) {
   if (device.is_cpu()) {
     if (!install_cpu_tracking_allocator())

@@ -38,9 +38,13 @@ std::string does_not_fit_message(const std::string& workload, Count micro_batch,
                      format_bytes(cap), cap);
 }
 
-MemorySweep::MemorySweep(const workloads::WorkloadConfig& cfg, Optimizer optimizer, double lr) {
+MemorySweep::MemorySweep(const workloads::WorkloadConfig& cfg, Optimizer optimizer, double lr)
+    : MemorySweep(cfg, optimizer, lr, engine::memory_for(torch::Device(cfg.device))) {}
+
+MemorySweep::MemorySweep(const workloads::WorkloadConfig& cfg, Optimizer optimizer, double lr,
+                         std::unique_ptr<engine::DeviceMemory> memory)
+    : mem_(std::move(memory)) {
   const torch::Device device(cfg.device);
-  mem_ = engine::memory_for(device);
   comm::sync_device(device);
   base_ = mem_->snapshot().allocated;
   workload_ = workloads::make_workload(cfg);
@@ -67,8 +71,9 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
   const auto device = workload_->device();
   workloads::zero_grad(params_);
   comm::sync_device(device);
-  // CUDA: the previous point's cached blocks go back first, so this point's reserved peak is its own.
-  if (device.is_cuda()) engine::cuda_release_cache();
+  // A caching allocator (CUDA): the previous point's cached blocks go back before the peak is
+  // reset, so this point's reserved peak is its own.
+  mem_->release_cache();
   mem_->reset_peak();
   try {
     for (int m = 0; m < 2; ++m) {
@@ -93,7 +98,7 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
   } catch (const std::exception& e) {
     if (!engine::is_out_of_memory(e)) throw;
     workloads::zero_grad(params_);
-    engine::cuda_release_cache();
+    mem_->release_cache();
     return std::nullopt;
   }
   const auto snap = mem_->snapshot();
@@ -105,7 +110,7 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
   p.peak = snap.peak_allocated - base_;
   const Bytes fixed = p.weights + p.gradients + p.optimizer_state;
   p.activations = p.peak > fixed ? p.peak - fixed : 0;
-  p.reserved_peak = device.is_cuda() ? snap.peak_reserved : 0;
+  p.reserved_peak = mem_->caches() ? snap.peak_reserved : 0;
   return p;
 }
 
@@ -163,6 +168,10 @@ struct SweepRecorder {
       throw InfeasibleError(fmt::format("--memory-cap: {} does not fit even at micro_batch {}: the device ran out of "
                                         "memory; profile a smaller workload or use a larger device",
                                         name, b));
+    if (out.point->peak <= o.cap)  // allocated fits; the caching allocator's segments do not
+      throw InfeasibleError(does_not_fit_message(
+          name, b, out.point->reserved_peak, o.cap,
+          fmt::format("reserved by the caching allocator; allocated {}", format_bytes(out.point->peak))));
     throw InfeasibleError(does_not_fit_message(name, b, out.point->peak, o.cap, ""));
   }
 };

@@ -66,6 +66,10 @@ class MemorySweep {
  public:
   // Installs the tracker (CPU) and builds the workload; measures the static parts.
   MemorySweep(const workloads::WorkloadConfig& cfg, Optimizer optimizer, double lr);
+  // The same with the memory accounting given (a test's fake caching allocator); `memory` must
+  // see the allocations of cfg's device.
+  MemorySweep(const workloads::WorkloadConfig& cfg, Optimizer optimizer, double lr,
+              std::unique_ptr<engine::DeviceMemory> memory);
   ~MemorySweep();
 
   workloads::Workload& workload() { return *workload_; }

@@ -100,8 +100,8 @@ RankSteps run_windows(const LoopContext& c, LoopObserver& obs) {
   const RunSpec& spec = c.spec;
   const Count k = spec.accum_steps;
   const bool token_workload = c.workload.identity().tokens_per_sample > 0;
-  auto phase_clock = engine::clock_for(c.workload.device());
-  WindowClock clock(*phase_clock);
+  std::unique_ptr<engine::PhaseClock> own_clock = c.clock ? nullptr : engine::clock_for(c.workload.device());
+  WindowClock clock(c.clock ? *c.clock : *own_clock);
   RankSteps rec;
   for (Count w = 0; w < spec.total_windows(); ++w) {
     obs.window_begin(w);

@@ -29,6 +29,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/window_sync.hpp"
+#include "engine/phase_clock.hpp"
 #include "runner/run_record.hpp"
 #include "runner/run_spec.hpp"
 #include "workloads/optimizer.hpp"
@@ -69,6 +70,9 @@ struct LoopContext {
   torch::optim::Optimizer& optimizer;
   int rank = 0;
   std::uint64_t seed = 0;  // the data stream
+  // The window's clock; null: engine::clock_for(the workload's device). Every time the loop
+  // reports comes from it (a test gives a fake clock and gets its figures back exactly).
+  engine::PhaseClock* clock = nullptr;
 };
 
 // Runs spec.total_windows() windows and returns this rank's series (the observer's own columns,

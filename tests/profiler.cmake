@@ -2,6 +2,7 @@
 gaccum_test(unit_memory LABEL unit TORCH SOURCES unit/test_memory_tracker.cpp LIBS gaccum::profiler)
 gaccum_test(unit_profiler_plan LABEL unit SOURCES unit/test_profiler_plan.cpp LIBS gaccum::profiler)
 gaccum_test(unit_profiler LABEL unit TORCH SOURCES unit/test_profiler_memory.cpp LIBS gaccum::profiler)
+gaccum_test(unit_gpu_probe LABEL unit SOURCES unit/test_gpu_probe.cpp LIBS gaccum::gpu)
 
 # Real rank processes: the tests re-execute gaccum-tune as `_worker --role profile-rank`.
 gaccum_test(integration_profiler LABEL integration TORCH SOURCES integration/test_profiler.cpp LIBS gaccum::profiler)

@@ -3,6 +3,12 @@
 # Gloo ranks (integration), and `gaccum-tune validate` end to end with its faults (integration).
 gaccum_test(unit_runner LABEL unit TORCH SOURCES unit/test_runner.cpp LIBS gaccum::runner)
 gaccum_test(unit_grad_sync LABEL unit TORCH SOURCES unit/test_grad_sync.cpp LIBS gaccum::comm)
+# A CUDA LibTorch: comm/'s nccl.h (GACCUM_TORCH_NCCL_INCLUDE) against the NCCL loaded at run time.
+if(GACCUM_TORCH_HAS_CUDA)
+  gaccum_test(unit_c10d_nccl LABEL unit SOURCES unit/test_c10d_nccl.cpp LIBS gaccum::comm ${NCCL_LIBRARY})
+  target_include_directories(unit_c10d_nccl SYSTEM BEFORE PRIVATE "${GACCUM_TORCH_NCCL_INCLUDE}")
+  target_compile_definitions(unit_c10d_nccl PRIVATE GACCUM_TORCH_NCCL_INCLUDE_DIR="${GACCUM_TORCH_NCCL_INCLUDE}")
+endif()
 
 add_executable(grad_sync_test_worker integration/grad_sync_test_worker.cpp)
 target_link_libraries(grad_sync_test_worker PRIVATE gaccum::comm)

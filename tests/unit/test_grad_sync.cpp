@@ -89,3 +89,22 @@ TEST_CASE("world_size 1: no buffers, no collectives, gradients untouched", "[com
   CHECK_THROWS_AS(sync.before_backward(2), InputError);
   CHECK_THROWS_AS(sync.begin_step(0), InputError);
 }
+
+TEST_CASE("device timer: queued compute before the section is not counted, work queued inside it is", "[comm][unit]") {
+  // A device with queued work, on a fake clock: the first sync drains 30 ms of compute queued
+  // before the section, the section's host part takes 10 ms, the second sync drains 5 ms of
+  // averaging and copies queued inside it. Exposed = 10 + 5 = 15 ms (not 45, not 10).
+  using Clock = comm::DeviceTimer::Clock;
+  Clock::time_point now{};
+  int syncs = 0;
+  comm::DeviceTimer timer([&] { now += std::chrono::milliseconds(++syncs == 1 ? 30 : 5); }, [&] { return now; });
+  const auto t0 = timer.start();
+  CHECK(syncs == 1);
+  now += std::chrono::milliseconds(10);
+  CHECK(timer.seconds_since(t0) == Approx(0.015).margin(1e-12));
+  CHECK(syncs == 2);
+  // On the CPU the syncs do nothing and the clock is steady.
+  comm::DeviceTimer cpu(torch::Device(torch::kCPU));
+  const auto c0 = cpu.start();
+  CHECK(cpu.seconds_since(c0) >= 0);
+}

@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "engine/cuda_support.hpp"
 #include "engine/exact_math.hpp"
+#include "runner/accumulation_loop.hpp"
 #include "runner/checks.hpp"
 #include "runner/comparison.hpp"
 #include "runner/faults.hpp"
@@ -476,4 +477,66 @@ TEST_CASE("out-of-memory messages that mark the sweep's boundary (engine/cuda_su
   CHECK_FALSE(is_out_of_memory_message("CUDA error: an illegal memory access was encountered"));
   CHECK_FALSE(is_out_of_memory_message("shape mismatch"));
   CHECK(gaccum::engine::is_out_of_memory(std::runtime_error("CUDA error: out of memory")));
+}
+
+namespace {
+
+// A phase clock that reports interval i of a window as (i + 1) ms, whatever really elapsed: the
+// loop's figures must then be the hand sums below and nothing else (no host clock of its own).
+class ScriptedClock final : public engine::PhaseClock {
+ public:
+  void begin() override { marks_ = 1; }
+  void mark() override { ++marks_; }
+  std::vector<Seconds> intervals() override {
+    std::vector<Seconds> out;
+    for (int i = 0; i + 1 < marks_; ++i) out.push_back((i + 1) * 1e-3);
+    windows_.push_back(static_cast<int>(out.size()));
+    return out;
+  }
+  std::vector<int> windows_;  // intervals per window read
+
+ private:
+  int marks_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("the accumulation loop takes every time it reports from its phase clock", "[runner][unit]") {
+  torch::set_num_threads(1);
+  RunSpec spec;
+  spec.micro_batch = 2;
+  spec.accum_steps = 2;
+  spec.world_size = 1;
+  spec.warmup = 0;
+  spec.steps = 2;
+  workloads::WorkloadConfig cfg;
+  cfg.name = "mlp-small";
+  cfg.device = "cpu";
+  auto workload = workloads::make_workload(cfg);
+  auto params = workload->parameters();
+  comm::GradSync sync(nullptr, params, Strategy::overlap);
+  auto optimizer = workloads::make_optimizer(params, Optimizer::sgd, 1e-2);
+  ScriptedClock clock;
+  runner::LoopContext c{spec, *workload, params, nullptr, sync, *optimizer, 0, 1, &clock};
+  runner::LoopObserver observer;
+  const auto rec = runner::run_windows(c, observer);
+  // k = 2, one rank: 23 intervals per window (accumulation_loop.cpp; recount if a mark is added):
+  //   0 start | 1 obs zero_gradients | 2 zero_grad | 3 obs after_zero_grad |
+  //   m=0: 4 terms | 5 obs micro_begin | 6 batch | 7 obs loss_scale | 8 fwd+bwd | 9 obs after_backward |
+  //   m=1: 10 sync | 11 obs | 12 batch | 13 obs | 14 fwd+bwd | 15 obs | 16 arrival mark |
+  //   17 sync | 18 obs after_sync | 19 - | 20 window checks | 21 optimizer step | 22 after-step gather
+  // Interval i is (i + 1) ms: all 276, observer 2+4+6+8+10+12+14+16+19 = 91, checks 21:
+  //   step = 276 - 21 - 91 = 164, optimizer = 22, compute = 164 - 0 exposed - 22 = 142,
+  //   arrival (intervals 0..16) = 153.
+  CHECK(clock.windows_ == std::vector<int>{23, 23});
+  REQUIRE(rec.step_time.size() == 2);
+  for (std::size_t w = 0; w < 2; ++w) {
+    CHECK(rec.step_time[w] == Approx(0.164).margin(1e-12));
+    CHECK(rec.optimizer[w] == Approx(0.022).margin(1e-12));
+    CHECK(rec.instrumentation[w] == Approx(0.091).margin(1e-12));
+    CHECK(rec.arrival[w] == Approx(0.153).margin(1e-12));
+    CHECK(rec.exposed[w] == 0);
+    CHECK(rec.compute[w] == Approx(0.142).margin(1e-12));
+    CHECK(rec.local_samples[w] == 4);
+  }
 }
