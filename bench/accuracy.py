@@ -333,6 +333,9 @@ def main(argv):
     ap.add_argument("--limit", type=int, default=0, help="run only the first N configs per workload (0: all)")
     ap.add_argument("--allow-busy", action="store_true",
                     help="run even when other processes keep the cores busy (the result is marked busy)")
+    ap.add_argument("--survey-seconds", type=int, default=10,
+                    help="bench/vcpu_survey before and after, seconds each: how steady the cores were (0: none; "
+                         "none with --smoke)")
     ap.add_argument("--smoke", action="store_true", help="CI: mlp-small, 3 configs, 3 steps, 1 repeat, 1 profile")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every command run")
     a = ap.parse_args(argv)
@@ -371,6 +374,10 @@ def main(argv):
         note = "; ".join(x for x in [note, "at the start " + busy_why] if x)
     if note:
         print("warning: %s" % note, file=sys.stderr)
+    survey_s = 0 if a.smoke else a.survey_seconds
+    survey_before = bl.vcpu_survey(gaccum, survey_s, os.path.join(out_dir, "vcpu-before.json")) if survey_s else {}
+    if survey_s:
+        print("cores before: %s" % bl.describe_survey(survey_before), flush=True)
     if models:
         write_models(runner, a.torch_python, models_dir, models)
     table = SMOKE_GRID if a.smoke else GRID
@@ -428,6 +435,9 @@ def main(argv):
     overall = summarise(all_rows)
     print(summary_line("overall", overall), flush=True)
     after = bl.machine_state()
+    survey_after = bl.vcpu_survey(gaccum, survey_s, os.path.join(out_dir, "vcpu-after.json")) if survey_s else {}
+    if survey_s:
+        print("cores after: %s" % bl.describe_survey(survey_after), flush=True)
     print("machine: other processes kept %.2f cores busy before, %.2f after; steal %.1f%% -> %.1f%%; load average "
           "%.2f -> %.2f; %d of %d validate runs disturbed" % (
               before["others_cores"], after["others_cores"], 100 * before["steal"], 100 * after["steal"],
@@ -438,7 +448,8 @@ def main(argv):
     bl.write_csv(csv_path, COLUMNS, all_rows)
     bl.write_json(json_path, {
         "kind": "gaccum-bench/accuracy", "smoke": a.smoke, "targets": TARGETS, "busy": busy,
-        "machine": {"before": before, "after": after},
+        "machine": {"before": before, "after": after, "vcpu_survey_before": survey_before,
+                    "vcpu_survey_after": survey_after},
         "settings": {"steps": a.steps, "warmup": a.warmup, "repeats": a.repeats, "max_world_size": a.max_world_size,
                      "profile_repeats": a.profile_repeats, "cores": bl.cpu_cores(), "load_note": note,
                      "gaccum": gaccum},

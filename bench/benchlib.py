@@ -60,6 +60,29 @@ def find_gaccum(explicit):
                      "or pass --gaccum PATH", 2)
 
 
+def vcpu_survey(gaccum, seconds, out_path):
+    """bench/vcpu_survey (built beside gaccum-tune, in <build>/bench/) for `seconds` seconds: how
+    steady this machine's cores are right now. Returns its JSON summary, or {"skipped": why}."""
+    exe = os.path.join(os.path.dirname(gaccum), "bench", "vcpu_survey")
+    if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+        return {"skipped": "%s not built (cmake --build <build> --target vcpu_survey)" % exe}
+    proc = subprocess.run([exe, str(int(seconds)), "--json", out_path], capture_output=True, text=True,
+                          timeout=seconds + 120)
+    if proc.returncode != 0 or not os.path.exists(out_path):
+        return {"skipped": "vcpu_survey exit %d: %s" % (proc.returncode, last_line(proc.stderr))}
+    j = read_json(out_path, "vcpu_survey")
+    j.pop("ratios", None)
+    return j
+
+
+def describe_survey(j):
+    """One line for a survey summary."""
+    if "skipped" in j:
+        return "vcpu survey skipped: %s" % j["skipped"]
+    return ("%d of %d core-seconds > 1.2x slower than the fastest, %d > 1.5x, slowest %.2fx"
+            % (j["over_1_2x"], j["core_seconds"], j["over_1_5x"], j["slowest_ratio"]))
+
+
 class Runner:
     """Runs commands, echoing them (`+ cmd`) when verbose; keeps the list for the JSON record."""
 

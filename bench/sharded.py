@@ -17,8 +17,15 @@ Timing rules: at most one rank per core (2 ranks on the 2-core reference machine
 rank); run on a quiet machine: the load average before and after is recorded and a warning
 printed when it says other work ran. Memory figures do not depend on load.
 
+With --profile-each-round the workload is profiled again (its micro_batch, ranks 1 and p) before
+each round of plans, each run is compared with its own round's prediction, and a plan's error is
+the median of its runs' errors: what the model misses, apart from how far the machine drifted
+since one profile at the start (this VM's cores change speed within seconds: docs/DESIGN.md,
+"Measurement quality").
+
 Commands:
   full run (README numbers):  python3 bench/sharded.py --out-dir bench-out/sharded
+  the model's own error:      python3 bench/sharded.py --profile-each-round --repeats 5 --steps 20
   CI smoke (zero2 every-step and zero3 overlap, 1 repeat, few steps; fails on a crash, a failed
   check or memory that is not byte-exact, never on step-time error):
                               python3 bench/sharded.py --smoke --out-dir bench-out/sharded-smoke
@@ -41,7 +48,7 @@ TARGET_STEP_TIME_PCT = 5.0
 COLUMNS = ("workload", "micro_batch", "accum_steps", "world_size", "sharding", "strategy", "repeats",
            "peak_measured", "peak_predicted", "peak_diff_bytes", "resident_measured", "resident_predicted",
            "saved_vs_ddp_pct", "step_time_measured_s", "step_time_predicted_s", "step_time_error_pct",
-           "step_time_runs_s", "comm_exposed_measured_s", "comm_exposed_predicted_s", "straggler_wait_measured_s",
+           "step_time_runs_s", "step_time_run_errors_pct", "comm_exposed_measured_s", "comm_exposed_predicted_s", "straggler_wait_measured_s",
            "collectives_per_step")
 
 
@@ -60,8 +67,14 @@ def main(argv):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--profile-dir", default="bench-out/profiles")
     ap.add_argument("--reprofile", action="store_true")
+    ap.add_argument("--profile-each-round", action="store_true",
+                    help="profile again before each round of plans (only the micro_batch and ranks 1,p): each run "
+                         "is predicted from a profile at most a round old, so the error is the model's, not the "
+                         "machine's drift since one profile at the start")
     ap.add_argument("--out-dir", default="bench-out/sharded")
     ap.add_argument("--gaccum")
+    ap.add_argument("--survey-seconds", type=int, default=10,
+                    help="bench/vcpu_survey before and after the runs, seconds each (0: none; none with --smoke)")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args(argv)
@@ -80,23 +93,34 @@ def main(argv):
     if note and not a.smoke:
         print("warning: %s" % note, flush=True)
     load_before = bl.load_average()
+    survey_s = 0 if a.smoke else a.survey_seconds
+    os.makedirs(a.out_dir, exist_ok=True)
+    survey_before = bl.vcpu_survey(gaccum, survey_s, os.path.join(a.out_dir, "vcpu-before.json")) if survey_s else {}
     extra = ["--micro-batches", "2,4", "--ranks", "1,2", "--time-budget", "10s"] if a.smoke else []
     prof = bl.get_profile(runner, gaccum, a.workload, a.profile_dir, a.reprofile or a.smoke, extra)
     runs_dir = os.path.join(a.out_dir, "runs")
     os.makedirs(runs_dir, exist_ok=True)
 
     results = {plan: [] for plan in plans}
+    round_profiles = []
     for rep in range(repeats):
+        round_prof = prof
+        if a.profile_each_round:
+            round_prof = bl.get_profile(runner, gaccum, "%s-r%d" % (a.workload, rep), runs_dir, True,
+                                        ["--micro-batches", str(a.micro_batch), "--ranks", "1,%d" % a.world_size],
+                                        source=["--workload", a.workload])
+            round_profiles.append(round_prof)
         for sharding, strategy in plans:
             out = os.path.join(runs_dir, "%s-%s-r%d.json" % (sharding, strategy, rep))
             run, _ = bl.validate(runner, gaccum, out, a.micro_batch, a.accum_steps, a.world_size, strategy, steps,
-                                 warmup, workload=a.workload, profile=prof["path"],
+                                 warmup, workload=a.workload, profile=round_prof["path"],
                                  extra=["--sharding", sharding, "--tolerance", "1000%"])
             failed = bl.failed_checks(run)
             if failed:
                 raise bl.BenchError("%s %s: checks failed: %s (see %s)" % (sharding, strategy, ", ".join(failed), out))
             results[(sharding, strategy)].append(run)
     load_after = bl.load_average()
+    survey_after = bl.vcpu_survey(gaccum, survey_s, os.path.join(a.out_dir, "vcpu-after.json")) if survey_s else {}
 
     ddp_peak = None
     rows, problems = [], []
@@ -116,7 +140,12 @@ def main(argv):
             ddp_peak = peak_m[0]
         times = [float(r["step_time"]["measured"]) for r in rws]
         t_m = bl.median(times)
-        t_p = float(rws[0]["step_time"]["predicted"])
+        # One profile: one prediction. A profile per round: each run against its round's, the
+        # median of those errors, and the median prediction beside the median measurement.
+        preds = [float(r["step_time"]["predicted"]) for r in rws]
+        t_p = bl.median(preds)
+        run_errors = [bl.pct_error(tp, tm) for tp, tm in zip(preds, times)]
+        error = bl.median(run_errors) if a.profile_each_round else bl.pct_error(t_p, t_m)
         rows.append({
             "workload": a.workload, "micro_batch": a.micro_batch, "accum_steps": a.accum_steps,
             "world_size": a.world_size, "sharding": sharding, "strategy": strategy, "repeats": len(runs),
@@ -124,8 +153,9 @@ def main(argv):
             "resident_measured": res_m, "resident_predicted": res_p,
             "saved_vs_ddp_pct": (1.0 - peak_m[0] / ddp_peak) * 100.0 if ddp_peak else float("nan"),
             "step_time_measured_s": t_m, "step_time_predicted_s": t_p,
-            "step_time_error_pct": bl.pct_error(t_p, t_m),
+            "step_time_error_pct": error,
             "step_time_runs_s": " ".join("%.5f" % t for t in times),
+            "step_time_run_errors_pct": " ".join("%+.1f" % e for e in run_errors),
             "comm_exposed_measured_s": bl.median([float(r["comm_exposed"]["measured"]) for r in rws]),
             "comm_exposed_predicted_s": float(rws[0]["comm_exposed"]["predicted"]),
             # comm_exposed is the last rank to arrive's; the others' wait for it is apart
@@ -138,8 +168,9 @@ def main(argv):
     bl.write_json(os.path.join(a.out_dir, "sharded.json"), {
         "workload": a.workload, "config": {"micro_batch": a.micro_batch, "accum_steps": a.accum_steps,
                                             "world_size": a.world_size, "steps": steps, "warmup": warmup,
-                                            "repeats": repeats},
-        "profile": prof, "load_average_before": load_before, "load_average_after": load_after,
+                                            "repeats": repeats, "profile_each_round": a.profile_each_round},
+        "profile": prof, "round_profiles": round_profiles, "load_average_before": load_before, "load_average_after": load_after,
+        "vcpu_survey_before": survey_before, "vcpu_survey_after": survey_after,
         "targets": {"peak_memory": "byte-exact", "step_time_pct": TARGET_STEP_TIME_PCT},
         "rows": rows, "problems": problems, "commands": runner.commands})
     for r in rows:
@@ -149,6 +180,8 @@ def main(argv):
                                        r["step_time_measured_s"] * 1e3, r["step_time_predicted_s"] * 1e3,
                                        r["step_time_error_pct"]))
     print("sharded: load average %.2f before, %.2f after" % (load_before, load_after))
+    if survey_s:
+        print("sharded: cores before: %s; after: %s" % (bl.describe_survey(survey_before), bl.describe_survey(survey_after)))
     for p in problems:
         print("error: %s" % p)
     return 1 if problems else 0

@@ -8,15 +8,15 @@
 //      (docs/DESIGN.md, "Measurement quality"). The same kernel, timed in the profile and in
 //      the run, says whether the machine ran at the same speed in both; before vs after a phase,
 //      whether it changed during it.
-// Units: seconds per repetition (one repetition = kCanaryMatmuls products of 64x64 fp32 matrices,
-//        0.78 ms on this 2-core VM at its fastest). A reading is the fastest of kCanaryReps
-//        repetitions (about 30 ms): the speed the core reached in that window. Readings are
-//        comparable only between builds with the same kernel string (the compiler is part of it:
-//        another compiler vectorises the loop differently).
-// Measured (2026-12-02, this VM at rest, load average < 0.7, 160 readings): single-core speed
-//        switches between modes on sub-second scales with no steal reported; readings lie within
-//        1.04x (median), 1.27x (p95) and 1.42x (max) of the fastest; the median of the
-//        repetitions within a reading varies more (up to 1.77x), so it is not the reading.
+// Units: seconds per repetition (one repetition = kCanaryMatmuls products of 128x128 fp32
+//        matrices, about 0.5 ms each on this project's 2-core VM; 192 KiB of operands, so each
+//        product streams one from L2). A reading is the fastest of kCanaryReps repetitions (about
+//        30 ms): the speed the core reached in that window. Readings are comparable only between
+//        builds with the same kernel string (the size and the compiler are part of it).
+// Measured (2026-12-03, this VM at rest, bench/vcpu_survey pinning itself to each core in turn):
+//        a core runs up to 2.2x slower for about a second at a time, one core at a time, in 15 of
+//        60 core-seconds, with no steal; the earlier 64x64 kernel (48 KiB, L1/L2-resident) read
+//        within 1.2x in the same seconds (0 of 60 slower), so it missed what slows a micro-step.
 #pragma once
 
 #include <string>
@@ -25,7 +25,8 @@
 
 namespace gaccum {
 
-inline constexpr int kCanaryMatmuls = 24;
+inline constexpr int kCanaryN = 128;
+inline constexpr int kCanaryMatmuls = 2;
 inline constexpr int kCanaryReps = 31;
 
 struct CanaryReading {
@@ -33,14 +34,14 @@ struct CanaryReading {
   Seconds median = 0;  // of the repetitions: how much of the window ran slower
 };
 
-// The kernel's identity: "matmul 64x64 fp32 x24, 1 thread, <compiler>".
+// The kernel's identity: "matmul 128x128 fp32 x2, 1 thread, <compiler>".
 const std::string& canary_kernel();
 
 // Times the kernel kCanaryReps times on the calling thread (about 30 ms) after one untimed
 // repetition.
 CanaryReading run_canary();
 
-// Keeps the calling thread busy with the kernel for at least `s` seconds (whole 64x64 products,
+// Keeps the calling thread busy for at least `s` seconds (whole 64x64 products,
 // about 33 us each; nothing when s <= 0): the compute a collective follows in a training step,
 // without LibTorch or threads (profiler/probe.hpp kCommGap).
 void busy_for(Seconds s);

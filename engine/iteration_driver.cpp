@@ -26,8 +26,9 @@ BytesPerSecond busbw_scatter_gather(Bytes bytes, Seconds time, Count world_size)
   return algbw(bytes, time) * (p - 1.0) / p;
 }
 
-IterationDriver::IterationDriver(comm::Communicator* comm, torch::Device device, int warmup, int iters)
-    : comm_(comm), device_(device), warmup_(warmup), iters_(iters), clock_(clock_for(device)) {}
+IterationDriver::IterationDriver(comm::Communicator* comm, torch::Device device, int warmup, int iters,
+                                 std::unique_ptr<PhaseClock> clock)
+    : comm_(comm), device_(device), warmup_(warmup), iters_(iters), clock_(clock ? std::move(clock) : clock_for(device)) {}
 
 int IterationDriver::rank() const { return comm_ ? comm_->rank() : 0; }
 int IterationDriver::world_size() const { return comm_ ? comm_->world_size() : 1; }

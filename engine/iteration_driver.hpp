@@ -74,8 +74,10 @@ struct AdaptiveRun {
 
 class IterationDriver {
  public:
-  // `comm` may be null (world_size 1: no barriers, no exchange).
-  IterationDriver(comm::Communicator* comm, torch::Device device, int warmup, int iters);
+  // `comm` may be null (world_size 1: no barriers, no exchange). `clock`: the phase clock (null:
+  // clock_for(device)); a test gives a manual one, so what it checks does not hang on the machine.
+  IterationDriver(comm::Communicator* comm, torch::Device device, int warmup, int iters,
+                  std::unique_ptr<PhaseClock> clock = nullptr);
 
   int warmup() const { return warmup_; }
   int iters() const { return iters_; }

@@ -22,7 +22,7 @@ assert c, "no conditions"
 for x in c:
     k = x["canary"]
     assert k["before_s"] > 0 and k["after_s"] > 0, k
-    assert k["kernel"].startswith("matmul 64x64 fp32 x24, 1 thread, "), k
+    assert k["kernel"].startswith("matmul 128x128 fp32 x2, 1 thread, "), k
 print("canary readings:", [(x["phase"], round(1e3 * x["canary"]["before_s"], 3), round(1e3 * x["canary"]["after_s"], 3)) for x in c])
 PY
 # The same machine: a note with the ratio (its value depends on what else runs beside the tests).

@@ -115,7 +115,7 @@ TEST_CASE("the reference kernel: readings, drift and the comparison with a refer
   const auto r = run_canary();
   CHECK(r.min > 0);
   CHECK(r.min <= r.median);
-  CHECK(canary_kernel().rfind("matmul 64x64 fp32 x24, 1 thread, ", 0) == 0);
+  CHECK(canary_kernel().rfind("matmul 128x128 fp32 x2, 1 thread, ", 0) == 0);
   CHECK(canary_ratio(2e-3, 3e-3) == Approx(1.5));
   CHECK(canary_ratio(0, 3e-3) == 0);
 

@@ -169,15 +169,37 @@ TEST_CASE("iteration driver at world_size 1: phases, totals, warm-up not recorde
   CHECK(d.max_over_ranks({{1, 2}, {3, 4}}) == std::vector<std::vector<double>>{{1, 2}, {3, 4}});
 }
 
+namespace {
+
+// A phase clock the test body moves by hand: phases last exactly what the body says.
+class ManualClock final : public engine::PhaseClock {
+ public:
+  void begin() override { marks_ = {now_}; }
+  void mark() override { marks_.push_back(now_); }
+  std::vector<Seconds> intervals() override {
+    std::vector<Seconds> out;
+    for (std::size_t i = 1; i < marks_.size(); ++i) out.push_back(marks_[i] - marks_[i - 1]);
+    return out;
+  }
+  void advance(Seconds s) { now_ += s; }
+
+ private:
+  Seconds now_ = 0;
+  std::vector<Seconds> marks_;
+};
+
+}  // namespace
+
 TEST_CASE("adaptive runs judge the total, or one phase when asked", "[profiler][driver]") {
-  // Phase 0 alternates 0 and 20 ms (sleeping), phase 1 is 2 ms of compute. Judged by the total,
-  // the median's interval spans 2..22 ms and never gets within +-50%: the point runs to
-  // max_iters. Judged by phase 1 alone it is within +-50% at min_iters.
-  engine::IterationDriver d(nullptr, torch::Device("cpu"), 0, 4);
+  // Phase 0 alternates 0 and 20 ms, phase 1 is 2 ms (a manual clock: no sleeping, no load
+  // dependence). Judged by the total, the median's interval spans 2..22 ms and never gets within
+  // +-50%: the point runs to max_iters. Judged by phase 1 alone it is within +-50% at min_iters.
+  engine::IterationDriver d(nullptr, torch::Device("cpu"), 0, 4, std::make_unique<ManualClock>());
   auto body = [](int, engine::PhaseClock& clock, int it) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(it % 2 == 0 ? 0 : 20));
+    auto& manual = dynamic_cast<ManualClock&>(clock);
+    manual.advance(it % 2 == 0 ? 0 : 20e-3);
     clock.mark();
-    busy_for(2e-3);
+    manual.advance(2e-3);
     clock.mark();
   };
   engine::AdaptivePolicy policy;
