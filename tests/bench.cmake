@@ -24,6 +24,16 @@ if(Python3_Interpreter_FOUND)
   set_tests_properties("bench: accuracy smoke" "bench: regret smoke" "bench: sharded smoke" PROPERTIES
                        LABELS integration TIMEOUT 900 RUN_SERIAL TRUE)
 
+  # The cores survey the benchmarks record (bench/vcpu_survey.cpp), through benchlib as they call
+  # it: 1 second, its JSON summary read back; a bad argument is exit 2.
+  if(GACCUM_BUILD_BENCH)
+    add_test(NAME "bench: vcpu_survey smoke"
+             COMMAND ${Python3_EXECUTABLE} -c "import sys, os, shutil, subprocess, tempfile; sys.path.insert(0, sys.argv[1]); import benchlib as bl; d = tempfile.mkdtemp(); j = bl.vcpu_survey(sys.argv[2], 1, os.path.join(d, 's.json')); assert j.get('core_seconds', 0) >= 1 and j['slowest_ratio'] >= 1 and 'ratios' not in j, j; print(bl.describe_survey(j)); shutil.rmtree(d); assert subprocess.run([sys.argv[3], 'nope'], capture_output=True).returncode == 2; print('SURVEY-OK')"
+                     "${PROJECT_SOURCE_DIR}/bench" "${CMAKE_BINARY_DIR}/gaccum-tune" $<TARGET_FILE:vcpu_survey>)
+    set_tests_properties("bench: vcpu_survey smoke" PROPERTIES LABELS integration TIMEOUT 120
+                         PASS_REGULAR_EXPRESSION "SURVEY-OK")
+  endif()
+
   # The DDP side needs PyTorch (Debian's python3-torch at /usr/bin/python3).
   find_program(GACCUM_BENCH_TORCH_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
   set(_torch_rc 1)
