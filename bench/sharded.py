@@ -21,11 +21,13 @@ With --profile-each-round the workload is profiled again (its micro_batch, ranks
 each round of plans, each run is compared with its own round's prediction, and a plan's error is
 the median of its runs' errors: what the model misses, apart from how far the machine drifted
 since one profile at the start (this VM's cores change speed within seconds: docs/DESIGN.md,
-"Measurement quality").
+"Measurement quality"). Every row also gives the runs' errors' mean and its standard error
+(stdev / sqrt(repeats)): over many rounds, mean +- 2 se bounds the model's own bias where single
+runs scatter by the machine's minute-to-minute drift.
 
 Commands:
   full run (README numbers):  python3 bench/sharded.py --out-dir bench-out/sharded
-  the model's own error:      python3 bench/sharded.py --profile-each-round --repeats 5 --steps 20
+  the model's own error:      python3 bench/sharded.py --profile-each-round --repeats 15 --steps 60
   CI smoke (zero2 every-step and zero3 overlap, 1 repeat, few steps; fails on a crash, a failed
   check or memory that is not byte-exact, never on step-time error):
                               python3 bench/sharded.py --smoke --out-dir bench-out/sharded-smoke
@@ -35,7 +37,9 @@ Exit: 0 done (step-time targets are reported, not enforced), 1 a run or check fa
 byte-exact, 2 bad input.
 """
 import argparse
+import math
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +52,7 @@ TARGET_STEP_TIME_PCT = 5.0
 COLUMNS = ("workload", "micro_batch", "accum_steps", "world_size", "sharding", "strategy", "repeats",
            "peak_measured", "peak_predicted", "peak_diff_bytes", "resident_measured", "resident_predicted",
            "saved_vs_ddp_pct", "step_time_measured_s", "step_time_predicted_s", "step_time_error_pct",
-           "step_time_runs_s", "step_time_run_errors_pct", "comm_exposed_measured_s", "comm_exposed_predicted_s", "straggler_wait_measured_s",
+           "step_time_runs_s", "step_time_run_errors_pct", "step_time_run_error_mean_pct", "step_time_run_error_se_pct", "comm_exposed_measured_s", "comm_exposed_predicted_s", "straggler_wait_measured_s",
            "collectives_per_step")
 
 
@@ -146,6 +150,10 @@ def main(argv):
         t_p = bl.median(preds)
         run_errors = [bl.pct_error(tp, tm) for tp, tm in zip(preds, times)]
         error = bl.median(run_errors) if a.profile_each_round else bl.pct_error(t_p, t_m)
+        # The runs' errors as a sample: their mean and its standard error (stdev / sqrt(n)); with a
+        # profile per round, mean +- 2 se is where the model's own bias lies, about 95% of the time.
+        err_mean = sum(run_errors) / len(run_errors)
+        err_se = statistics.stdev(run_errors) / math.sqrt(len(run_errors)) if len(run_errors) > 1 else float("nan")
         rows.append({
             "workload": a.workload, "micro_batch": a.micro_batch, "accum_steps": a.accum_steps,
             "world_size": a.world_size, "sharding": sharding, "strategy": strategy, "repeats": len(runs),
@@ -156,6 +164,7 @@ def main(argv):
             "step_time_error_pct": error,
             "step_time_runs_s": " ".join("%.5f" % t for t in times),
             "step_time_run_errors_pct": " ".join("%+.1f" % e for e in run_errors),
+            "step_time_run_error_mean_pct": err_mean, "step_time_run_error_se_pct": err_se,
             "comm_exposed_measured_s": bl.median([float(r["comm_exposed"]["measured"]) for r in rws]),
             "comm_exposed_predicted_s": float(rws[0]["comm_exposed"]["predicted"]),
             # comm_exposed is the last rank to arrive's; the others' wait for it is apart
@@ -175,10 +184,11 @@ def main(argv):
         "rows": rows, "problems": problems, "commands": runner.commands})
     for r in rows:
         print("sharded %s %-5s %-10s peak %d B (predicted %+d B), saved %.1f%% vs DDP; step %.2f ms vs %.2f ms "
-              "predicted (%+.1f%%)" % (r["workload"], r["sharding"], r["strategy"], r["peak_measured"],
-                                       r["peak_predicted"] - r["peak_measured"], r["saved_vs_ddp_pct"],
-                                       r["step_time_measured_s"] * 1e3, r["step_time_predicted_s"] * 1e3,
-                                       r["step_time_error_pct"]))
+              "predicted (%+.1f%%; runs' errors: mean %+.1f%% +- %.1f%% (2 se))"
+              % (r["workload"], r["sharding"], r["strategy"], r["peak_measured"],
+                 r["peak_predicted"] - r["peak_measured"], r["saved_vs_ddp_pct"],
+                 r["step_time_measured_s"] * 1e3, r["step_time_predicted_s"] * 1e3,
+                 r["step_time_error_pct"], r["step_time_run_error_mean_pct"], 2 * r["step_time_run_error_se_pct"]))
     print("sharded: load average %.2f before, %.2f after" % (load_before, load_after))
     if survey_s:
         print("sharded: cores before: %s; after: %s" % (bl.describe_survey(survey_before), bl.describe_survey(survey_after)))

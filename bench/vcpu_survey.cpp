@@ -25,15 +25,9 @@
 
 #include "core/atomic_file.hpp"
 #include "core/canary.hpp"
+#include "core/profile.hpp"
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::vector<int> usable_cores() {
   cpu_set_t set;
@@ -84,7 +78,7 @@ int main(int argc, char** argv) {
       for (std::size_t c = 0; c < cores.size(); ++c)
         if (pin(cores[c])) readings[c].push_back(gaccum::run_canary().median);
     std::vector<double> row;
-    for (auto& r : readings) row.push_back(median(r));
+    for (auto& r : readings) row.push_back(gaccum::TimingStats::from_samples(r).median);
     table.push_back(row);
   }
   cpu_set_t all;
