@@ -4,26 +4,17 @@
 //         1. correctness: rank r fills element i with (r+1) + i%13, allreduce(sum), and counts
 //            the elements that differ from p(p+1)/2 + p*(i%13) (exact in float32); #wrong is
 //            the count summed over ranks;
-//         2. timing, every message interleaved (time_interleaved below): a zeroed buffer per
-//            message, comm_warmup untimed allreduces each, then rounds that run 2 timed
-//            allreduces of every message (ascending sizes, then descending) until each has
-//            comm_iters; each barrier-aligned and, on CPU, after kCommGap of untimed compute
-//            (probe.hpp: as in a step, where a collective follows compute); time = mean over
-//            iterations of the max over ranks (per-iteration times exchanged through the
-//            communicator; the mean, since a step pays the sum of its collectives);
-//            algbw/busbw as iteration_driver.hpp.
+//         2. timing: a zeroed buffer, comm_warmup untimed then comm_iters timed allreduces, each
+//            barrier-aligned and, on CPU, after kCommGap of untimed compute (probe.hpp: as in a
+//            step, where a collective follows compute); time = mean over iterations of the max
+//            over ranks (per-iteration times exchanged through the communicator; the mean, since
+//            a step pays the sum of its collectives); algbw/busbw as iteration_driver.hpp.
 //       Buffers are float32 with bytes/4 elements (the cost of a message depends on its bytes).
 //       Backends: Gloo (c10d) on CPU; on CUDA the raw NCCL probe (gpu/nccl_allreduce) when this
 //       build has it, else c10d's ProcessGroupNCCL.
-// Why interleaved: this VM's collectives change speed from one second to the next (a bucket
-//      size's median moved 0.43 -> 0.87 ms between profiles a minute apart); timed one size
-//      after another, each size saw its own ~70 ms of the machine and the sizes a step sums
-//      disagreed by up to 2x; in rounds every size samples the whole sweep's seconds, as the
-//      compute probe's micro_batch sizes do (docs/DESIGN.md, "Measurement quality").
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -67,12 +58,10 @@ class AllreduceProbe final : public Probe {
                                                       s.plan.timeout);
     }
     const std::string backend(to_string(raw ? Backend::nccl : s.comm->backend()));
-    const auto msgs = messages(s.plan);
-    std::vector<AllreducePoint> points;
-    if (nccl) {
-      for (const auto& m : msgs) {
+    for (const auto& m : messages(s.plan)) {
+      AllreducePoint p;
+      if (nccl) {
         auto r = nccl->run(m.bytes, s.plan.comm_warmup, s.plan.comm_iters);
-        AllreducePoint p;
         p.world_size = s.world_size;
         p.bytes = r.bytes;
         std::vector<std::vector<double>> local;
@@ -82,77 +71,46 @@ class AllreduceProbe final : public Probe {
         p.time = TimingStats::from_samples(p.samples).mean;
         p.algbw = engine::algbw(p.bytes, p.time);
         p.busbw = engine::busbw(p.bytes, p.time, s.world_size);
-        points.push_back(p);
+      } else {
+        p = time_allreduce_c10d(*s.comm, s.driver, m.bytes, s.plan.comm_warmup, s.plan.comm_iters);
       }
-    } else {
-      std::vector<Bytes> sizes;
-      for (const auto& m : msgs) sizes.push_back(m.bytes);
-      points = time_allreduce_c10d(*s.comm, s.driver, sizes, s.plan.comm_warmup, s.plan.comm_iters);
-    }
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      points[i].backend = backend;
-      points[i].tag = msgs[i].tag;
-      out.allreduce.push_back(points[i]);
+      p.backend = backend;
+      p.tag = m.tag;
+      out.allreduce.push_back(p);
     }
   }
 };
 
 }  // namespace
 
-std::vector<std::vector<Seconds>> time_interleaved(engine::IterationDriver& driver, const torch::Device& device,
-                                                   const std::vector<std::function<void()>>& launches, int warmup,
-                                                   int iters) {
-  engine::AdaptivePolicy policy;
-  policy.warmup = warmup;
-  policy.min_iters = iters;
-  policy.chunk = 2;
-  policy.ci_target = 0;    // a fixed count: exactly `iters` per message
-  policy.judged_phase = 1; // the warm-up judges the collective, not the gap before it
-  const Seconds gap = comm_gap_for(device);
-  auto run = driver.run_interleaved(static_cast<int>(launches.size()), 2, policy,
-                                    [&](int point, engine::PhaseClock& clock, int) {
-                                      busy_for(gap);
-                                      clock.mark();
-                                      launches[static_cast<std::size_t>(point)]();
-                                      clock.mark();
-                                    });
-  std::vector<std::vector<Seconds>> out;
-  for (const auto& p : run.points) out.push_back(p.phases[1].samples);
-  return out;
-}
-
-std::vector<AllreducePoint> time_allreduce_c10d(comm::Communicator& comm, engine::IterationDriver& driver,
-                                                const std::vector<Bytes>& sizes, int warmup, int iters) {
+AllreducePoint time_allreduce_c10d(comm::Communicator& comm, engine::IterationDriver& driver, Bytes bytes, int warmup,
+                                   int iters) {
+  AllreducePoint p;
+  p.backend = to_string(comm.backend());
+  p.world_size = comm.world_size();
+  const std::int64_t n = std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes / 4));
+  p.bytes = static_cast<Bytes>(n) * 4;
   auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(comm.device());
+  auto pattern = torch::arange(n, opts.dtype(torch::kInt64)).remainder(13).to(torch::kFloat32);
+  auto buf = (pattern + static_cast<double>(comm.rank() + 1)).contiguous();
+  comm.allreduce_sum(buf);
   const double p_ranks = static_cast<double>(comm.world_size());
-  std::vector<AllreducePoint> points;
-  std::vector<torch::Tensor> bufs;
-  std::vector<std::function<void()>> launches;
-  for (Bytes bytes : sizes) {
-    AllreducePoint p;
-    p.backend = to_string(comm.backend());
-    p.world_size = comm.world_size();
-    const std::int64_t n = std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes / 4));
-    p.bytes = static_cast<Bytes>(n) * 4;
-    auto pattern = torch::arange(n, opts.dtype(torch::kInt64)).remainder(13).to(torch::kFloat32);
-    auto buf = (pattern + static_cast<double>(comm.rank() + 1)).contiguous();
+  auto expect = pattern * p_ranks + p_ranks * (p_ranks + 1) / 2;
+  const auto wrong = buf.ne(expect).sum().item<std::int64_t>();
+  buf.zero_();
+  const Seconds gap = comm_gap_for(comm.device());
+  auto timed = driver.run(2, warmup, iters, [&](engine::PhaseClock& clock, int) {
+    busy_for(gap);
+    clock.mark();
     comm.allreduce_sum(buf);
-    const auto wrong = buf.ne(pattern * p_ranks + p_ranks * (p_ranks + 1) / 2).sum().item<std::int64_t>();
-    for (double w : driver.gather(static_cast<double>(wrong))) p.wrong += static_cast<Count>(w);
-    buf.zero_();
-    bufs.push_back(buf);
-    points.push_back(p);
-  }
-  for (auto& buf : bufs) launches.push_back([&comm, &buf] { comm.allreduce_sum(buf); });
-  const auto samples = time_interleaved(driver, comm.device(), launches, warmup, iters);
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    auto& p = points[i];
-    p.samples = samples[i];
-    p.time = TimingStats::from_samples(p.samples).mean;
-    p.algbw = engine::algbw(p.bytes, p.time);
-    p.busbw = engine::busbw(p.bytes, p.time, p.world_size);
-  }
-  return points;
+    clock.mark();
+  });
+  p.samples = timed.phases[1].samples;
+  for (double w : driver.gather(static_cast<double>(wrong))) p.wrong += static_cast<Count>(w);
+  p.time = TimingStats::from_samples(p.samples).mean;
+  p.algbw = engine::algbw(p.bytes, p.time);
+  p.busbw = engine::busbw(p.bytes, p.time, p.world_size);
+  return p;
 }
 
 std::unique_ptr<Probe> make_allreduce_probe() { return std::make_unique<AllreduceProbe>(); }

@@ -18,19 +18,18 @@ namespace {
 void sweep_group(comm::Communicator& group, CommLevel level, const std::vector<Bytes>& sizes, int warmup, int iters,
                  bool collectives, LevelSweep& out) {
   engine::IterationDriver driver(&group, group.device(), warmup, iters);
-  for (AllreducePoint& p : time_allreduce_c10d(group, driver, sizes, warmup, iters)) {
+  for (Bytes b : sizes) {
+    AllreducePoint p = time_allreduce_c10d(group, driver, b, warmup, iters);
     p.level = level;
     out.allreduce.push_back(p);
   }
-  if (collectives) {
-    std::vector<std::pair<bool, Bytes>> msgs;
+  if (collectives)
     for (const bool rs : {true, false})
-      for (Bytes b : sizes) msgs.push_back({rs, b});
-    for (CollectivePoint& c : time_collectives_c10d(group, driver, msgs, warmup, iters)) {
-      c.level = level;
-      out.collectives.push_back(c);
-    }
-  }
+      for (Bytes b : sizes) {
+        CollectivePoint c = time_collective_c10d(group, driver, rs, b, warmup, iters);
+        c.level = level;
+        out.collectives.push_back(c);
+      }
   driver.barrier();
 }
 

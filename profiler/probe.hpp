@@ -12,10 +12,8 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -113,27 +111,17 @@ class Probe {
 std::unique_ptr<Probe> make_compute_probe();
 std::unique_ptr<Probe> make_optimizer_probe();
 std::unique_ptr<Probe> make_allreduce_probe();
-// Times `launches` (each runs one collective on buffers prepared beforehand) interleaved, as
-// IterationDriver::run_interleaved visits points (allreduce_probe.cpp): `warmup` untimed runs of
-// each, then rounds of 2 timed runs of every launch, ascending then descending, until each has
-// `iters`; each barrier-aligned, after comm_gap_for(device) of untimed compute. Returns, per
-// launch, its per-iteration max over ranks. Every rank of the driver's communicator calls it.
-std::vector<std::vector<Seconds>> time_interleaved(engine::IterationDriver& driver, const torch::Device& device,
-                                                   const std::vector<std::function<void()>>& launches, int warmup,
-                                                   int iters);
-// The allreduce probe's c10d measurement of `sizes` over `comm` (allreduce_probe.cpp): per size
-// the correctness pass (#wrong summed over ranks), then all sizes timed by time_interleaved on
-// bytes/4 float32 elements; time = mean of the per-iteration max over ranks, algbw/busbw. Tag
-// "sweep", level job (the caller sets either).
-std::vector<AllreducePoint> time_allreduce_c10d(comm::Communicator& comm, engine::IterationDriver& driver,
-                                                const std::vector<Bytes>& sizes, int warmup, int iters);
+// The allreduce probe's c10d measurement of one message over `comm` (allreduce_probe.cpp): the
+// correctness pass, then `warmup` untimed and `iters` timed barrier-aligned allreduces of
+// bytes/4 float32 elements; time = mean of the per-iteration max over ranks, algbw/busbw, #wrong
+// summed over ranks. Tag "sweep", level job (the caller sets either). Every rank of comm calls it.
+AllreducePoint time_allreduce_c10d(comm::Communicator& comm, engine::IterationDriver& driver, Bytes bytes, int warmup,
+                                   int iters);
 std::unique_ptr<Probe> make_collective_probe();
-// The collective probe's measurement of reduce-scatters (first = true) and all-gathers of full
-// messages of `second` bytes over `comm` (collective_probe.cpp): correctness per message, then
-// all of them timed by time_interleaved, as time_allreduce_c10d.
-std::vector<CollectivePoint> time_collectives_c10d(comm::Communicator& comm, engine::IterationDriver& driver,
-                                                  const std::vector<std::pair<bool, Bytes>>& messages, int warmup,
-                                                  int iters);
+// The collective probe's measurement of one reduce-scatter (or all-gather) of a full message of
+// `bytes` over `comm` (collective_probe.cpp): correctness, then timing, as time_allreduce_c10d.
+CollectivePoint time_collective_c10d(comm::Communicator& comm, engine::IterationDriver& driver, bool reduce_scatter,
+                                     Bytes bytes, int warmup, int iters);
 std::unique_ptr<Probe> make_overlap_probe();
 
 }  // namespace gaccum::profiler
