@@ -52,8 +52,9 @@ TARGET_STEP_TIME_PCT = 5.0
 COLUMNS = ("workload", "micro_batch", "accum_steps", "world_size", "sharding", "strategy", "repeats",
            "peak_measured", "peak_predicted", "peak_diff_bytes", "resident_measured", "resident_predicted",
            "saved_vs_ddp_pct", "step_time_measured_s", "step_time_predicted_s", "step_time_error_pct",
-           "step_time_runs_s", "step_time_run_errors_pct", "step_time_run_error_mean_pct", "step_time_run_error_se_pct", "comm_exposed_measured_s", "comm_exposed_predicted_s", "straggler_wait_measured_s",
-           "collectives_per_step")
+           "step_time_runs_s", "step_time_run_errors_pct", "step_time_run_error_mean_pct",
+           "step_time_run_error_se_pct", "comm_exposed_measured_s", "comm_exposed_predicted_s",
+           "compute_measured_s", "compute_predicted_s", "straggler_wait_measured_s", "collectives_per_step")
 
 
 def rows_of(run):
@@ -166,7 +167,9 @@ def main(argv):
             "step_time_run_errors_pct": " ".join("%+.1f" % e for e in run_errors),
             "step_time_run_error_mean_pct": err_mean, "step_time_run_error_se_pct": err_se,
             "comm_exposed_measured_s": bl.median([float(r["comm_exposed"]["measured"]) for r in rws]),
-            "comm_exposed_predicted_s": float(rws[0]["comm_exposed"]["predicted"]),
+            "comm_exposed_predicted_s": bl.median([float(r["comm_exposed"]["predicted"]) for r in rws]),
+            "compute_measured_s": bl.median([float(r["compute"]["measured"]) for r in rws]),
+            "compute_predicted_s": bl.median([float(r["compute"]["predicted"]) for r in rws]),
             # comm_exposed is the last rank to arrive's; the others' wait for it is apart
             # (runner/checks.hpp split_exposed); the model prices no straggler wait.
             "straggler_wait_measured_s": bl.median([float(r["measured"].get("straggler_wait", 0.0)) for r in runs]),
