@@ -153,7 +153,7 @@ def main(argv):
         error = bl.median(run_errors) if a.profile_each_round else bl.pct_error(t_p, t_m)
         # The runs' errors as a sample: their mean and its standard error (stdev / sqrt(n)); with a
         # profile per round, mean +- 2 se is where the model's own bias lies, about 95% of the time.
-        err_mean = sum(run_errors) / len(run_errors)
+        err_mean = statistics.mean(run_errors)
         err_se = statistics.stdev(run_errors) / math.sqrt(len(run_errors)) if len(run_errors) > 1 else float("nan")
         rows.append({
             "workload": a.workload, "micro_batch": a.micro_batch, "accum_steps": a.accum_steps,

@@ -25,19 +25,10 @@
 
 #include "core/atomic_file.hpp"
 #include "core/canary.hpp"
+#include "core/host.hpp"
 #include "core/profile.hpp"
 
 namespace {
-
-std::vector<int> usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cores;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cores;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cores.push_back(c);
-  return cores;
-}
 
 bool pin(int core) {
   cpu_set_t set;
@@ -63,7 +54,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const std::vector<int> cores = usable_cores();
+  const std::vector<int> cores = gaccum::usable_core_ids();
   if (cores.empty()) {
     std::fprintf(stderr, "error: vcpu_survey: no usable cores (sched_getaffinity failed)\n");
     return 2;

@@ -20,13 +20,19 @@
 
 namespace gaccum {
 
-int usable_cores() {
+std::vector<int> usable_core_ids() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
+  std::vector<int> ids;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return ids;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) ids.push_back(c);
+  return ids;
+}
+
+int usable_cores() {
+  const auto ids = usable_core_ids();
+  if (!ids.empty()) return static_cast<int>(ids.size());
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 

@@ -1,6 +1,7 @@
 // What: facts about this host that the profiler and the runner must agree on, and a monitor of
 //       what the rest of the machine did while something was being timed.
 //   usable_cores()              CPUs this process may run on (sched_getaffinity)
+//   usable_core_ids()           their ids (what a survey pins itself to in turn)
 //   default_threads_per_rank()  the one threads-per-rank rule: max(1, cores / most ranks on
 //                               the host); `profile` applies it to its largest rank count, the
 //                               runner (validate without --profile) to the same rank counts, so
@@ -25,6 +26,8 @@
 namespace gaccum {
 
 int usable_cores();
+// The ids of the CPUs this process may run on, ascending (empty when sched_getaffinity fails).
+std::vector<int> usable_core_ids();
 // CPU: the largest rank count `profile` measures by default, min(cores, 4) rounded down to a
 // power of two (one compute rank per core).
 Count default_cpu_max_ranks(int cpu_cores);
