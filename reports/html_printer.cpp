@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "model/plan_cost.hpp"
 #include "reports/row.hpp"
 #include "reports/summary.hpp"
 #include "reports/svg_chart.hpp"
@@ -44,6 +45,10 @@ table{border-collapse:collapse;font-size:12.5px;width:100%}
 th,td{padding:3px 7px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th{background:#f4f4f4;position:sticky;top:0}
 td.t,th.t{text-align:left}
+table.pareto th,table.configs th{white-space:normal}
+table.configs th,table.configs td{padding:3px 4px}
+table.configs td.wrap{min-width:150px}
+td.kinds{text-align:left}
 td.wrap{white-space:normal;text-align:left;min-width:220px}
 tr.best td{background:#eaf4ea;font-weight:600}
 tr.infeasible td{color:#8a8a8a}
@@ -77,6 +82,72 @@ std::string fmt_rate(double v) {
 // Seconds on an axis: "0" rather than "0 us".
 std::string axis_seconds(double v) {
   return v == 0 ? std::string("0") : format_seconds(v);
+}
+
+// The cap and limit lines: a colour no data series uses (chart_color's palette, kMutedColor); the
+// cap solid, the limit (cap minus the margin) dashed.
+constexpr const char* kLimitColor = "#8b0a2e";
+
+// Series a chart colours and labels (more are drawn muted under one "others" legend entry, so a
+// 64-GPU report's legend stays a few lines).
+constexpr std::size_t kLabelledSeries = 5;
+
+// The world sizes that a per-world-size chart labels: the pick's first, then the others in the
+// order of their best ranked config (at global batch B when given), at most n.
+std::vector<Count> labelled_world_sizes(const tuner::TuneResult& r, std::size_t n, Count B = 0) {
+  std::vector<Count> out;
+  for (std::uint32_t i : r.search.ranking) {
+    if (out.size() >= n) break;
+    const auto& c = r.search.candidates[i].config();
+    if (B > 0 && c.global_batch() != B) continue;
+    const Count p = c.world_size;
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  }
+  return out;
+}
+
+// A memory axis fitted to where the decision is made: from the smallest value drawn to a bit
+// above the cap (data units); points higher than that are clipped to the top edge and marked.
+void fit_memory_axis(LineChart& ch, double cap, double limit) {
+  double lo = limit, hi = cap;
+  for (const auto& s : ch.series)
+    for (const auto& p : s.points) lo = std::min(lo, p.y), hi = std::max(hi, p.y);
+  ch.y_lo = std::max(0.0, lo);
+  ch.y_hi = std::min(hi, cap * 1.2) * 1.04;
+}
+
+// The collectives of one optimizer step by kind, as whole-model passes (each issued in pieces:
+// DDP buckets, wrapped units): {"reduce-scatter 1", "all-gather 4"}; {"none"} at world_size 1
+// (model/plan_cost.hpp, sync_plan).
+std::vector<std::string> collective_passes(const model::Config& c) {
+  if (c.world_size < 2) return {"none"};
+  std::vector<std::string> out;
+  for (const auto op :
+       {model::CollectiveOp::allreduce, model::CollectiveOp::reduce_scatter, model::CollectiveOp::all_gather}) {
+    Count n = 0;
+    for (const auto& u : model::sync_plan(c))
+      if (u.op == op) n += u.every_micro_step ? c.accum_steps : 1;
+    if (n > 0) out.push_back(fmt::format("{} {}", model::to_string(op), n));
+  }
+  return out;
+}
+
+// The collectives of a step, one kind a line.
+std::string collectives_cell(const model::Config& c) {
+  std::string out;
+  for (const auto& p : collective_passes(c)) out += (out.empty() ? "" : "<br>") + xml_escape(p);
+  return out;
+}
+
+// The plan columns every table shows: strategy, sharding, precision, checkpointing (th or td cells).
+constexpr const char* kPlanHeaders =
+    "<th class=\"t\">strategy</th><th class=\"t\">sharding</th><th class=\"t\">precision</th><th "
+    "class=\"t\">checkpointing</th>";
+std::string plan_cells(const model::Config& c) {
+  return fmt::format("<td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td>",
+                     xml_escape(to_string(c.strategy)), xml_escape(to_string(c.sharding)),
+                     c.precision ? xml_escape(to_string(*c.precision)) : std::string("-"),
+                     c.checkpointing ? xml_escape(to_string(*c.checkpointing)) : std::string("-"));
 }
 
 std::string section(const std::string& id, const std::string& title, const std::string& body) {
@@ -146,20 +217,29 @@ std::string throughput_chart(const tuner::TuneResult& r) {
   ch.x_label = "accum_steps (k)";
   ch.y_label = "samples/s";
   ch.log2_x = true;
-  std::size_t ci = 0;
-  for (const auto& [p, ks] : by_p) {
+  // The labelled world sizes first, in the order they rank (the pick's first), then the rest muted.
+  const auto labelled = labelled_world_sizes(r, kLabelledSeries, B);
+  std::size_t muted = 0;
+  auto add = [&](Count p, const std::map<Count, double>& ks, bool is_muted, std::size_t colour) {
     ChartSeries s;
     s.name = fmt::format("world_size {}", p);
-    s.color = chart_color(ci++);
+    s.muted = is_muted;
+    s.color = is_muted ? kMutedColor : chart_color(colour);
     for (const auto& [k, t] : ks) s.points.push_back({double(k), t});
     ch.series.push_back(s);
-  }
+  };
+  for (std::size_t i = 0; i < labelled.size(); ++i)
+    if (auto it = by_p.find(labelled[i]); it != by_p.end()) add(it->first, it->second, false, i);
+  for (const auto& [p, ks] : by_p)
+    if (std::find(labelled.begin(), labelled.end(), p) == labelled.end()) add(p, ks, true, 0), ++muted;
+  if (muted > 0) ch.muted_label = fmt::format("{} other world size{} (grey)", muted, muted == 1 ? "" : "s");
   ch.marker = ChartMarker{{double(best.config().accum_steps), best.prediction.throughput},
                           fmt::format("#1 {}", tuner::short_config(best.config()))};
   ch.y_format = [](double v) { return fmt::format("{:g}", v); };
   return figure(ch.title,
-                "Best feasible strategy at each point; a missing point is infeasible (memory, accumulation "
-                "limit or divisibility).",
+                std::string("Best feasible strategy at each point; a missing point is infeasible (memory, accumulation "
+                            "limit or divisibility).") +
+                    (muted > 0 ? " In colour: the pick's world size and the next best; the others in grey." : ""),
                 line_chart(ch));
 }
 
@@ -191,6 +271,18 @@ std::string memory_chart(const tuner::TuneResult& r) {
     }
     if (!merged) groups.push_back({{p}, pts});
   }
+  // Colour and a legend entry for the groups of the labelled world sizes (the pick's first); the
+  // other groups muted under one entry.
+  const auto labelled = labelled_world_sizes(r, kLabelledSeries);
+  auto group_order = [&](const std::vector<Count>& ps) {
+    std::size_t best = labelled.size();
+    for (Count p : ps)
+      best =
+          std::min<std::size_t>(best, std::size_t(std::find(labelled.begin(), labelled.end(), p) - labelled.begin()));
+    return best;  // labelled.size(): not labelled
+  };
+  std::stable_sort(groups.begin(), groups.end(),
+                   [&](const auto& a, const auto& b) { return group_order(a.first) < group_order(b.first); });
   LineChart ch;
   ch.title = "Peak memory per rank vs micro_batch";
   ch.x_label = "micro_batch (b)";
@@ -198,13 +290,17 @@ std::string memory_chart(const tuner::TuneResult& r) {
   ch.log2_x = true;
   // Filled markers on solid lines: within the measured micro_batch range; hollow markers on
   // dashed lines: extrapolated above it (one legend entry each for the two styles).
-  std::size_t ci = 0;
+  std::size_t ci = 0, muted_sizes = 0;
   bool any_measured = false, any_extrapolated = false;
   for (const auto& [ps, pts] : groups) {
-    const std::string col = chart_color(ci++);
+    const bool muted = group_order(ps) >= labelled.size() || ci >= kLabelledSeries;
+    const std::string col = muted ? std::string(kMutedColor) : chart_color(ci++);
+    if (muted) muted_sizes += ps.size();
     ChartSeries measured, extra;
     measured.name = world_sizes_text(ps);
+    extra.name = measured.name + " (extrapolated)";
     measured.color = extra.color = col;
+    measured.muted = extra.muted = muted;
     extra.dashed = extra.hollow = true;
     extra.legend = false;
     for (const auto& m : pts) {
@@ -224,6 +320,8 @@ std::string memory_chart(const tuner::TuneResult& r) {
     if (!measured.points.empty()) ch.series.push_back(measured);
     if (!extra.points.empty()) ch.series.push_back(extra);
   }
+  if (muted_sizes > 0)
+    ch.muted_label = fmt::format("{} other world size{} (grey)", muted_sizes, muted_sizes == 1 ? "" : "s");
   if (any_extrapolated) {
     ChartSeries key;  // legend only: the marker style of every extrapolated point
     key.name = r.info.measured_max_micro_batch > 0
@@ -239,11 +337,15 @@ std::string memory_chart(const tuner::TuneResult& r) {
     }
     ch.series.push_back(key);
   }
-  ch.hlines.push_back({double(l.cap) / unit, fmt::format("cap {}", format_bytes(l.cap)), "#D55E00", false});
+  ch.hlines.push_back({double(l.cap) / unit, fmt::format("cap {}", format_bytes(l.cap)), kLimitColor, false});
   ch.hlines.push_back(
-      {double(l.limit) / unit, fmt::format("limit {} (cap minus margin)", format_bytes(l.limit)), "#E69F00", true});
+      {double(l.limit) / unit, fmt::format("limit {} (cap minus margin)", format_bytes(l.limit)), kLimitColor, true});
+  fit_memory_axis(ch, double(l.cap) / unit, double(l.limit) / unit);
   ch.y_format = [](double v) { return fmt::format("{:g}", v); };
-  return figure(ch.title, "Accumulation steps do not change activation memory; world_size > 1 adds gradient buckets.",
+  return figure(ch.title,
+                std::string("Accumulation steps do not change activation memory; world_size > 1 adds gradient "
+                            "buckets. The axis ends a little above the cap: higher points sit on the top edge.") +
+                    (muted_sizes > 0 ? " In colour: the pick's world size and the next best; the others in grey." : ""),
                 line_chart(ch));
 }
 
@@ -323,6 +425,8 @@ std::string memory_terms_chart(const tuner::TuneResult& r) {
         }
     }
   }
+  ch.lines.push_back(
+      {double(l.limit) / unit, fmt::format("limit {} (cap minus margin)", format_bytes(l.limit)), kLimitColor, true});
   ch.format = [](double v) { return fmt::format("{:.3g}", v); };
   return figure(ch.title,
                 fmt::format("Each bar sums to the predicted peak; the limit is {} (cap {} minus the margin).",
@@ -361,7 +465,8 @@ std::string sync_choice_chart(const tuner::TuneResult& r) {
   }
   if (ch.series.empty()) return "";
   ch.hlines.push_back(
-      {double(l.limit) / unit, fmt::format("limit {} (cap minus margin)", format_bytes(l.limit)), "#E69F00", true});
+      {double(l.limit) / unit, fmt::format("limit {} (cap minus margin)", format_bytes(l.limit)), kLimitColor, true});
+  fit_memory_axis(ch, double(l.cap) / unit, double(l.limit) / unit);
   ch.x_format = [](double v) { return fmt::format("{:.3g}", v); };
   ch.y_format = [](double v) { return fmt::format("{:g}", v); };
   return figure(ch.title,
@@ -402,19 +507,38 @@ std::string pareto_chart(const tuner::TuneResult& r) {
   if (!dominated.points.empty()) ch.series.push_back(dominated);
   ch.y_format = [](double v) { return fmt::format("{:g}", v); };
   ch.x_format = [](double v) { return fmt::format("{:g}", v); };
-  std::string table =
-      "<table><tr><th>world_size</th><th class=\"t\">best config</th><th>samples/s</th><th>marginal "
-      "samples/s per added rank</th><th>marginal efficiency</th><th class=\"t\">verdict</th></tr>";
+  std::string table = std::string("<table class=\"pareto\"><tr><th>world_size</th><th>b</th><th>k</th>") +
+                      kPlanHeaders +
+                      "<th>samples/s</th><th>marginal samples/s per added rank</th><th>marginal "
+                      "efficiency</th><th class=\"t\">verdict</th></tr>";
+  std::vector<Count> undivided;  // world sizes that divide no target global batch: one line, not a row each
   for (const auto& pt : r.pareto) {
+    if (pt.evaluated == 0) {
+      undivided.push_back(pt.world_size);
+      continue;
+    }
+    const model::Config* c = pt.best ? &r.search.candidates[*pt.best].config() : nullptr;
     table += fmt::format(
-        "<tr><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td></tr>",
-        pt.world_size, pt.best ? xml_escape(tuner::short_config(r.search.candidates[*pt.best].config())) : "-",
-        pt.best ? fmt_rate(pt.throughput) : "-",
+        "<tr{}><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td></tr>",
+        c ? "" : " class=\"infeasible\"", pt.world_size, c ? std::to_string(c->micro_batch) : "-",
+        c ? std::to_string(c->accum_steps) : "-",
+        c ? plan_cells(*c) : "<td class=\"t\">-</td><td class=\"t\">-</td><td class=\"t\">-</td><td class=\"t\">-</td>",
+        c ? fmt_rate(pt.throughput) : "-",
         pt.on_front && pt.previous_world_size ? fmt_rate(pt.marginal_per_device) : "",
         pt.on_front && pt.previous_world_size ? fmt::format("{:.0f}%", pt.marginal_efficiency * 100) : "",
         xml_escape(pt.verdict));
   }
   table += "</table>";
+  if (!undivided.empty()) {
+    const auto& q = r.request;
+    table += fmt::format("<p class=\"undivided\">{} world size{} not listed: {} {} ({}).</p>", undivided.size(),
+                         undivided.size() == 1 ? "" : "s",
+                         undivided.size() == 1 ? "it does not divide" : "they do not divide",
+                         q.global_batch_min == q.global_batch_max
+                             ? fmt::format("global_batch {}", q.global_batch_min)
+                             : fmt::format("any global_batch in {}-{}", q.global_batch_min, q.global_batch_max),
+                         xml_escape(world_sizes_text(undivided)));
+  }
   return figure(
              ch.title,
              fmt::format("Marginal efficiency = added samples/s per added rank / samples/s per rank before; >= {:.0f}% "
@@ -443,21 +567,29 @@ std::string table_section(const tuner::TuneResult& r) {
   if (order.size() > kHtmlMaxTableRows) order.resize(kHtmlMaxTableRows);
   std::string o = fmt::format("<p>{} of {} evaluated configs shown (ranked first); result.csv has all of them.</p>",
                               order.size(), cs.size());
-  o += "<div class=\"scroll\"><table><thead><tr><th>rank</th><th>b</th><th>k</th><th>p</th><th>B</th><th "
-       "class=\"t\">strategy</th><th>step time</th><th>samples/s</th><th>compute</th><th>comm exposed</th><th>peak "
-       "memory</th><th>headroom</th><th>allreduce/step</th><th class=\"t\">feasible / reason</th></tr></thead><tbody>";
+  o += std::string(
+           "<div class=\"scroll\"><table class=\"configs\"><thead><tr><th>rank</th><th>b</th><th>k</th>"
+           "<th>p</th><th>B</th>") +
+       kPlanHeaders +
+       "<th>step time</th><th>samples/s</th><th>compute</th><th>comm exposed</th><th>peak memory</th><th>headroom</th>"
+       "<th class=\"t\" title=\"whole-model passes of each kind per optimizer step; each pass is issued in pieces (DDP "
+       "buckets, wrapped units): the calls are in the cell's tooltip and result.csv\">collectives per step</th><th "
+       "class=\"t\">feasible / reason</th></tr></thead>"
+       "<tbody>";
   for (std::size_t i : order) {
     const Row row = make_row(r, i);
     const char* cls = row.rank == 1 ? " class=\"best\"" : (!row.feasible ? " class=\"infeasible\"" : "");
     std::string headroom = row.headroom_bytes >= 0 ? format_bytes(Bytes(row.headroom_bytes))
                                                    : "-" + format_bytes(Bytes(-row.headroom_bytes));
+    const auto& cfg = cs[i].config();
     o += fmt::format(
-        "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>"
-        "{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td></tr>",
+        "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td class=\"kinds\" title=\"{} calls per step\">{}</td><td class=\"wrap\">{}</td></tr>",
         cls, row.rank > 0 ? std::to_string(row.rank) : "", row.micro_batch, row.accum_steps, row.world_size,
-        row.global_batch, xml_escape(row.strategy), format_seconds(row.step_time_s), fmt_rate(row.throughput_samples_s),
+        row.global_batch, plan_cells(cfg), format_seconds(row.step_time_s), fmt_rate(row.throughput_samples_s),
         format_seconds(row.compute_s), format_seconds(row.comm_exposed_s), format_bytes(row.peak_memory_bytes),
-        headroom, row.collectives_per_step, row.feasible && row.reason.empty() ? "yes" : xml_escape(row.reason));
+        headroom, row.collectives_per_step, collectives_cell(cfg),
+        row.feasible && row.reason.empty() ? "yes" : xml_escape(row.reason));
   }
   o += "</tbody></table></div>";
   return section("table", "All evaluated configs", o);

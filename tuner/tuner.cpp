@@ -172,7 +172,7 @@ TuneResult tune(const model::CostModel& model, TuneRequest request) {
     throw InfeasibleError(why.message());
   }
 
-  r.pareto = pareto_front(r.search);
+  r.pareto = pareto_front(r.search, r.request.global_batch_min, r.request.global_batch_max);
   const std::size_t n = std::min<std::size_t>(std::size_t(req.top), r.search.ranking.size());
   for (std::size_t i = 0; i < n; ++i) r.picks.push_back(explain(model, r.search, r.pareto, i, req.margin));
   const Count B = r.best().config().global_batch();

@@ -250,6 +250,16 @@ def write(path, text):
         f.write(text)
 
 
+def verdict(failures, passed):
+    """Prints each failure and returns 1, or prints the PASS line and returns 0 (the exit code)."""
+    for f in failures:
+        print("FAIL: " + f)
+    if failures:
+        return 1
+    print("PASS: " + passed)
+    return 0
+
+
 def main():
     if len(sys.argv) < 2:
         print("usage: html_report_chromium.py REPORT.html [--screenshot OUT.png]")
@@ -313,12 +323,7 @@ def main():
         failures += ["console: " + c for c in cons + stderr_console]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        for f in failures:
-            print("FAIL: " + f)
-        return 1
-    print("PASS: the report renders, makes no network request and logs nothing to the console")
-    return 0
+    return verdict(failures, "the report renders, makes no network request and logs nothing to the console")
 
 
 if __name__ == "__main__":

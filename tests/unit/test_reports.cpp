@@ -14,8 +14,12 @@
 #include <regex>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "model/cluster.hpp"
+#include "model/spec_model.hpp"
 #include "reports/csv_printer.hpp"
 #include "reports/html_printer.hpp"
 #include "reports/json_printer.hpp"
@@ -332,4 +336,157 @@ TEST_CASE("HTML: the title names the model, extrapolated points are in the legen
   ctx.deepspeed_config = "out/deepspeed_config.json";
   CHECK_THAT(print_html(r, ctx), Catch::Contains("DeepSpeed config completed with the pick: out/deepspeed_config.json"));
   CHECK_THAT(print_terminal(r, ctx), Catch::Contains("DeepSpeed config completed with the pick: out/deepspeed_config.json"));
+}
+
+namespace {
+
+std::size_t count_of(const std::string& s, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = s.find(needle); pos != std::string::npos; pos = s.find(needle, pos + 1)) ++n;
+  return n;
+}
+
+// The <svg>...</svg> whose <title> is `title`.
+std::string svg_titled(const std::string& html, const std::string& title) {
+  const auto t = html.find("<title>" + title);
+  if (t == std::string::npos) return "";
+  const auto a = html.rfind("<svg ", t), b = html.find("</svg>", t);
+  return html.substr(a, b + 6 - a);
+}
+
+// Numbers of the attribute `name` of every element that starts with `open` (e.g. "<polyline").
+std::vector<double> attribute_values(const std::string& svg, const std::string& open, const std::string& name) {
+  std::vector<double> out;
+  for (auto pos = svg.find(open); pos != std::string::npos; pos = svg.find(open, pos + 1)) {
+    const auto end = svg.find('>', pos);
+    const auto a = svg.find(" " + name + "=\"", pos);
+    if (a < end) out.push_back(std::stod(svg.substr(a + name.size() + 3)));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("SVG: a fixed y range clips to the plot's edge and marks the points beyond it", "[reports][svg]") {
+  LineChart c;
+  c.title = "clip";
+  c.log2_x = true;
+  c.series.push_back({"a", {{1, 10}, {2, 50}, {4, 200}, {8, 400}}, "#123456"});
+  c.hlines.push_back({80, "cap", "#8b0a2e", false});
+  c.y_lo = 0;
+  c.y_hi = 100;
+  const std::string svg = line_chart(c);
+  // Plot box: y 14 .. 264 (330 - 14 - 46 - 20 = 250 px high), the axis 0..100.
+  CHECK_THAT(svg, Catch::Contains(R"(<rect class="plot" x="78.0" y="14.0" width="506.0" height="250.0"/>)"));
+  CHECK(count_of(svg, "<circle class=\"pt\"") == 2);               // 10 and 50 drawn as they are
+  CHECK(count_of(svg, "<polygon class=\"pt clipped\"") == 2);      // 200 and 400 on the top edge
+  CHECK_THAT(svg, Catch::Contains("a: 4, 200 (above the axis)"));  // the value in the marker's title
+  CHECK_THAT(svg, Catch::Contains("above 100: on the top edge"));  // and one legend entry says so
+  // The line is cut where it leaves the range: from (1, 10) through (2, 50) to 100 between 2 and 4.
+  const auto a = svg.find("<polyline class=\"series\""), b = svg.find("/>", a);
+  const std::string line = svg.substr(a, b - a);
+  CHECK(count_of(svg, "<polyline class=\"series\"") == 1);
+  CHECK_THAT(line, Catch::Contains(R"(points="78.0,239.0 246.7,139.0 302.9,14.0 ")"));
+  // The reference line comes before the data, thin and translucent.
+  CHECK(svg.find("<line class=\"ref\"") < svg.find("<polyline class=\"series\""));
+  CHECK_THAT(svg, Catch::Contains(R"(stroke="#8b0a2e" stroke-width="1.5" stroke-opacity="0.75")"));
+  // Without the fixed range every point is on the axis.
+  c.y_lo.reset();
+  c.y_hi.reset();
+  const std::string all = line_chart(c);
+  CHECK(count_of(all, "clipped") == 0);
+  CHECK(count_of(all, "<circle class=\"pt\"") == 4);
+}
+
+TEST_CASE("SVG: muted series share one legend entry; the plot keeps its height; long names are cut", "[reports][svg]") {
+  LineChart c;
+  c.title = "many";
+  for (int i = 0; i < 40; ++i) {
+    ChartSeries s{fmt::format("world_size {}", i + 2), {{1, double(i)}, {2, double(i + 1)}}, "#000000"};
+    s.muted = i > 0;
+    c.series.push_back(s);
+  }
+  c.muted_label = "39 other world sizes (grey)";
+  const std::string svg = line_chart(c);
+  CHECK(count_of(svg, "<g class=\"entry\">") == 2);
+  CHECK_THAT(svg, Catch::Contains(">39 other world sizes (grey)</text>"));
+  CHECK(count_of(svg, std::string("stroke=\"") + kMutedColor + "\" stroke-width=\"1.2\"") == 39);
+  // Muted lines under the labelled one.
+  CHECK(svg.rfind(std::string("<polyline class=\"series\" fill=\"none\" stroke=\"") + kMutedColor) <
+        svg.find("<polyline class=\"series\" fill=\"none\" stroke=\"#000000\""));
+
+  // 40 labelled entries: more legend rows make the SVG taller, the plot stays 250 px high.
+  for (auto& s : c.series) s.muted = false;
+  const std::string tall = line_chart(c);
+  CHECK(count_of(tall, "<g class=\"entry\">") == 40);
+  CHECK(attribute_values(tall, "<rect class=\"plot\"", "height") == std::vector<double>{250.0});
+  const auto vb = tall.find("viewBox=\"0 0 600 ");
+  REQUIRE(vb != std::string::npos);
+  CHECK(std::stod(tall.substr(vb + 17)) > 400);
+
+  // A name wider than the plot is cut with an ellipsis and keeps its full text in a <title>.
+  LineChart one;
+  one.title = "long";
+  const std::string name(150, 'x');
+  one.series.push_back({name, {{1, 1}, {2, 2}}, "#000000"});
+  const std::string cut = line_chart(one);
+  CHECK_THAT(cut, Catch::Contains("<g class=\"entry\"><title>" + name + "</title>"));
+  CHECK_THAT(cut, Catch::Contains("x\u2026</text>"));
+  CHECK_THAT(cut, !Catch::Contains(">" + name + "</text>"));
+}
+
+TEST_CASE("HTML at 64 GPUs: capped legends, memory axis around the cap, plan columns, reasons", "[reports][html]") {
+  const std::string src = GACCUM_SOURCE_DIR;
+  const auto spec = model::load_spec(src + "/examples/specs/llama2-7b.json");
+  const auto cluster = model::load_cluster(src + "/examples/clusters/h100-8node-ib400.json");
+  const auto m = model::make_spec_model(spec, cluster, 0.4);
+  tuner::TuneRequest q;
+  q.global_batch_min = q.global_batch_max = 384;
+  q.world_sizes = tuner::world_sizes_up_to(64);
+  const auto r = tuner::tune(*m, q);
+  REQUIRE(r.best().config().world_size == 64);
+  const std::string html = print_html(r, golden_context());
+
+  // Every chart's legend is a few entries: at most 5 labelled series + others + clipped + cap + limit.
+  for (auto pos = html.find("<svg "); pos != std::string::npos; pos = html.find("<svg ", pos + 1)) {
+    const std::string svg = html.substr(pos, html.find("</svg>", pos) - pos);
+    INFO(svg.substr(0, 200));
+    CHECK(count_of(svg, "<g class=\"entry\">") <= 9);
+  }
+  // The memory chart: the pick's world size first, the 59 others grey, the DDP curve of
+  // world_size 1 (over 100 GiB) on the top edge of an axis that ends a little above the 79.6 GiB cap.
+  const std::string mem = svg_titled(html, "Peak memory per rank vs micro_batch");
+  REQUIRE_FALSE(mem.empty());
+  CHECK(count_of(mem, "<g class=\"entry\">") <= 9);
+  CHECK_THAT(mem, Catch::Contains("other world sizes (grey)</text>"));
+  CHECK_THAT(mem, Catch::Contains("<text class=\"legend\" x=\"100.0\" y=\"320.0\">world_size 64</text>"));
+  CHECK(count_of(mem, "<polygon class=\"pt clipped\"") > 0);
+  double top_tick = 0;
+  for (auto pos = mem.find("text-anchor=\"end\">"); pos != std::string::npos;
+       pos = mem.find("text-anchor=\"end\">", pos + 1))
+    top_tick = std::max(top_tick, std::stod(mem.substr(pos + 18)));
+  CHECK(top_tick >= 79.6);
+  CHECK(top_tick <= 1.3 * 79.6);
+  // The limit lines share no colour with a series and lie under the data.
+  CHECK(mem.find("<line class=\"ref\"") < mem.find("<polyline class=\"series\""));
+  for (std::size_t i = 0; i < 8; ++i)
+    CHECK_THAT(mem, !Catch::Contains("stroke=\"" + chart_color(i) + "\" stroke-width=\"1.5\" stroke-opacity"));
+
+  // Plan columns in both tables; collectives named by kind (a zero3 row all-gathers, a DDP one allreduces).
+  for (const char* th : {"<th class=\"t\">strategy</th><th class=\"t\">sharding</th><th class=\"t\">precision</th><th "
+                         "class=\"t\">checkpointing</th>",
+                         ">collectives per step</th>"})
+    CHECK(count_of(html, th) >= (std::string(th).find("collectives") != std::string::npos ? 1u : 2u));
+  CHECK_THAT(html, Catch::Contains("<td class=\"t\">overlap</td><td class=\"t\">zero3</td><td class=\"t\">bf16</td><td "
+                                   "class=\"t\">none</td>"));
+  CHECK_THAT(html, Catch::Contains("calls per step\">reduce-scatter 1<br>all-gather 4</td>"));  // zero3 overlap, k = 2
+  CHECK_THAT(html, Catch::Contains("calls per step\">allreduce 1<br>reduce-scatter 1<br>all-gather 6</td>"));  // hsdp
+  CHECK_THAT(html, Catch::Contains("<td class=\"t\">zero1</td>"));
+  CHECK_THAT(html, Catch::Contains("<td class=\"t\">zero2</td>"));
+  // World sizes: no bare "no feasible config"; the 52 that do not divide 384 are one line.
+  CHECK_THAT(html, !Catch::Contains(">no feasible config<"));
+  CHECK_THAT(html,
+             Catch::Contains("52 world sizes not listed: they do not divide global_batch 384 (world_size 5, 7, 9"));
+  CHECK_THAT(html,
+             Catch::Contains("no feasible config: the closest, b=6 k=64 p=1 overlap bf16 ckpt=full: peak memory"));
 }

@@ -367,6 +367,39 @@ TEST_CASE("Pareto front: dominated world sizes and marginal efficiency", "[tuner
   CHECK(res.pareto[2].on_front);
 }
 
+TEST_CASE("Pareto front: a world size without a ranked config says what is wrong", "[tuner][pareto]") {
+  SearchResult s;
+  s.limits.world_sizes = {1, 2, 3, 4};
+  s.limits.limit = 1000;
+  s.limits.max_accum_steps = 2;
+  auto add = [&](Count b, Count k, Count p, Bytes peak, std::uint8_t violations) {
+    Candidate c;
+    c.prediction.config = model::Config{b, k, p, Strategy::overlap};
+    c.prediction.memory.peak = peak;
+    c.prediction.throughput = 10.0 * double(p);
+    c.violations = violations;
+    s.candidates.push_back(c);
+  };
+  add(12, 1, 1, 1500, kMemory);  // p = 1: over the limit (fewer violations than the next)
+  add(1, 12, 1, 900, kAccumSteps | kMemory);
+  add(6, 1, 2, 800, kNoViolation);  // p = 2: ranked
+  s.ranking.push_back(2);
+  add(1, 3, 4, 900, kAccumSteps);  // p = 4: accum_steps only (closest), then memory only but larger
+  add(3, 1, 4, 1200, kMemory);
+  // p = 3: no candidate at all (3 does not divide 12).
+  auto pts = pareto_front(s, 12, 12);
+  REQUIRE(pts.size() == 4);
+  CHECK(pts[0].evaluated == 2);
+  CHECK(pts[0].verdict == "no feasible config: the closest, b=12 k=1 p=1 overlap: peak memory " + format_bytes(1500) +
+                              " > limit " + format_bytes(1000));
+  CHECK(pts[1].verdict == "baseline");
+  CHECK(pts[2].evaluated == 0);
+  CHECK(pts[2].verdict == "no config: world_size 3 does not divide global_batch 12");
+  CHECK(pareto_front(s, 10, 11)[2].verdict == "no config: world_size 3 divides no global_batch in 10-11");
+  CHECK(pts[3].evaluated == 2);
+  CHECK(pts[3].verdict == "no feasible config: the closest, b=1 k=3 p=4 overlap: accum_steps 3 > --max-accum-steps 2");
+}
+
 TEST_CASE("pinned micro_batch and accum_steps restrict the search to them", "[tuner][pins]") {
   FakeCostModel m;
   auto r = base_request();
