@@ -398,7 +398,7 @@ TEST_CASE("SVG: a fixed y range clips to the plot's edge and marks the points be
   CHECK(count_of(all, "<circle class=\"pt\"") == 4);
 }
 
-TEST_CASE("SVG: muted series share one legend entry; the plot keeps its height; long names are cut", "[reports][svg]") {
+TEST_CASE("SVG: muted series share one legend entry, the plot keeps its height, long names are cut", "[reports][svg]") {
   LineChart c;
   c.title = "many";
   for (int i = 0; i < 40; ++i) {
