@@ -102,6 +102,7 @@ int run_cluster_fit(const ClusterFitOptions& o) {
                  format_bytes(r.bytes), us(r.measured), us(r.fitted), fmt::format("{:+.1f}%", 100 * r.rel()), r.source);
   }
   for (const auto& n : fit.notes) fmt::print("note: {}\n", n);
+  for (const auto& w : fit.warnings) std::cerr << fmt::format("gaccum-tune: warning: {}\n", w);
   write_file_atomic(o.output, model::to_json(c).dump(2) + "\n");
   fmt::print("wrote {}\n", o.output);
   return kExitOk;

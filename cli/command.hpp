@@ -32,8 +32,10 @@ void add_cluster_command(CLI::App& app, Action& action);
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;    // a check failed, a run failed
 inline constexpr int kExitBadInput = 2;  // bad flags, files or fields
-// validate (a launched rank failed; gaccum::RankFailure carries them, README.md "Exit codes"):
-// 86 a rank died, 87 a rank ran out of memory, 88 a rank hung (comm/launcher.hpp,
-// runner/run_spec.hpp); a rank's own exit 2 (bad input) is returned as 2.
+// validate and profile (a launched rank failed; gaccum::RankFailure carries them, README.md "Exit
+// codes"): 86 a rank died, 87 a rank ran out of memory, 88 a rank hung (comm/launcher.hpp,
+// engine/rank_error.hpp); a rank's own exit 2 (bad input) is returned as 2. This process out of
+// memory is 87 too (gaccum::OutOfMemoryError, std::bad_alloc; cli/main.cpp), and profile's own
+// watchdog (engine/watchdog.hpp) ends the process with 88 itself.
 
 }  // namespace gaccum::cli

@@ -1,5 +1,6 @@
 // What: the `gaccum-tune` entry point: registers subcommands, parses flags, runs the chosen one
-//       and maps errors to exit codes (0 ok, 1 failed, 2 bad input) with one-line messages.
+//       and maps errors to exit codes (0 ok, 1 failed, 2 bad input, 87 out of memory, and a
+//       failed rank's 86/87/88) with one-line messages.
 // Why: libraries throw typed exceptions (core/error.hpp); only here do they become text.
 #include <algorithm>
 #include <c10/util/Exception.h>
@@ -20,6 +21,7 @@
 #include "core/error.hpp"
 #include "core/text_lines.hpp"
 #include "core/version.hpp"
+#include "engine/rank_error.hpp"
 
 namespace {
 
@@ -107,21 +109,27 @@ int main(int argc, char** argv) {
     return error(e.what(), kExitBadInput);
   } catch (const gaccum::RankFailure& e) {
     return error(e.what(), e.exit_code());
+  } catch (const gaccum::OutOfMemoryError& e) {
+    return error(e.what(), gaccum::engine::kExitOutOfMemory);
   } catch (const gaccum::Error& e) {
     return error(e.what(), kExitFailed);
   } catch (const c10::Error& e) {
     // One line: the last non-empty line of LibTorch's message is the error itself.
     const std::string line = gaccum::last_nonempty_line(e.what_without_backtrace());
-    if (line.find("can't allocate memory") != std::string::npos)
+    if (gaccum::is_out_of_memory_message(e.what_without_backtrace()))
       return error("out of host memory (LibTorch: " + line + "): lower --micro-batch / --micro-batches or use a "
                    "smaller model",
-                   kExitFailed);
+                   gaccum::engine::kExitOutOfMemory);
     return error("LibTorch: " + line, kExitFailed);
   } catch (const std::bad_alloc&) {
     return error("out of host memory (std::bad_alloc): the request needs more memory than this machine has; lower "
                  "--micro-batch / --micro-batches or use a smaller model",
-                 kExitFailed);
+                 gaccum::engine::kExitOutOfMemory);
   } catch (const std::exception& e) {
+    if (gaccum::is_out_of_memory_message(e.what()))
+      return error("out of host memory (" + gaccum::last_nonempty_line(e.what()) +
+                       "): lower --micro-batch / --micro-batches or use a smaller model",
+                   gaccum::engine::kExitOutOfMemory);
     return error(std::string("internal error: ") + e.what(), kExitFailed);
   }
 }

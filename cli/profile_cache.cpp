@@ -94,7 +94,7 @@ Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, Optimizer op
       Profile p = load_profile(path.string(), id.hash);
       source["cached"] = true;
       return p;
-    } catch (const ProfileError& e) {
+    } catch (const InputError& e) {  // not JSON, truncated, another schema or workload: measure again
       std::cerr << fmt::format("gaccum-tune: cached profile {} is unusable ({}); profiling again\n", path.string(),
                                e.what());
     }

@@ -3,9 +3,11 @@
 //       profile.json (atomically), printing a human summary (profiler/summary.hpp) and, when
 //       stderr is a terminal, a progress line.
 // Why: every later stage (predict, tune, check) runs from this file alone (docs/DESIGN.md, Profiler).
-// Exit codes: 0 ok; 2 bad input (flags, workload name, files); 1 when the workload does not fit
-// the memory cap even at the smallest micro_batch (InfeasibleError: the flags are valid, the
-// request is impossible) or when a rank process fails.
+// Exit codes: 0 ok; 2 bad input (flags, workload name, files, a model that raises or whose loss
+// is not finite); 1 when the workload does not fit the memory cap even at the smallest
+// micro_batch (InfeasibleError: the flags are valid, the request is impossible); 87 out of
+// memory; 86/87/88 a rank process died / ran out of memory / hung, 88 also when the model makes
+// no progress in this process for --timeout + 2 s (README.md, "Exit codes").
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,7 +17,9 @@
 
 #include "cli/command.hpp"
 #include "cli/model_flags.hpp"
+#include "core/checked.hpp"
 #include "core/error.hpp"
+#include "core/host.hpp"
 #include "core/rank_env.hpp"
 #include "core/parse.hpp"
 #include "core/plan.hpp"
@@ -50,7 +54,7 @@ struct ProfileOptions {
   int comm_iters = 20;
   std::string threads_per_rank = "auto";
   std::string optimizer = "adam";
-  std::uint64_t seed = 1;
+  std::string seed = "1";
   int grad_norm_batches = 8;
   std::string timeout = "60s";
   std::string output = "profile.json";
@@ -101,9 +105,10 @@ profiler::ProfileRequest to_request(const ProfileOptions& o) {
   r.comm_warmup = o.comm_warmup;
   r.comm_iters = o.comm_iters;
   if (o.threads_per_rank != "auto")
-    r.threads_per_rank = static_cast<int>(parse_positive_count(o.threads_per_rank, "--threads-per-rank"));
+    r.threads_per_rank = static_cast<int>(
+        parse_count_at_most(o.threads_per_rank, "--threads-per-rank", kMaxThreadsPerRank, kMaxThreadsPerRankText));
   r.optimizer = parse_libtorch_optimizer(o.optimizer, "--optimizer");
-  r.seed = o.seed;
+  r.seed = static_cast<std::uint64_t>(parse_count_or_zero(o.seed, "--seed"));
   if (o.grad_norm_batches < 2) throw InputError("--grad-norm-batches: must be >= 2");
   r.grad_norm_batches = o.grad_norm_batches;
   r.rank_timeout = parse_seconds(o.timeout, "--timeout");
@@ -187,11 +192,14 @@ void add_profile_command(CLI::App& app, Action& action) {
   sub->add_option("--comm-warmup", o->comm_warmup, "Untimed allreduces per message size");
   sub->add_option("--comm-iters", o->comm_iters, "Timed allreduces per message size");
   sub->add_option("--threads-per-rank", o->threads_per_rank,
-                  "torch::set_num_threads in every rank (auto: max(1, cores / max(--ranks)); the runner uses the same)");
+                  "torch::set_num_threads in every rank, 1 to 1024 (auto: max(1, cores / max(--ranks)); the runner uses "
+                  "the same)");
   sub->add_option("--optimizer", o->optimizer, "adam, adamw or sgd (momentum 0.9): the optimizer state measured");
-  sub->add_option("--seed", o->seed, "Seed of the synthetic data streams");
+  sub->add_option("--seed", o->seed, "Seed of the synthetic data streams (0 or a positive integer)");
   sub->add_option("--grad-norm-batches", o->grad_norm_batches, "Independent micro-batches per size for gradient norms");
-  sub->add_option("--timeout", o->timeout, "Rendezvous/collective timeout inside rank groups");
+  sub->add_option("--timeout", o->timeout,
+                  "Rendezvous/collective timeout inside rank groups, and the longest the model may make no progress "
+                  "(a forward that does not return ends the profile after it + 2 s, exit 88); at most 36525d");
   sub->add_option("-o,--output", o->output, "Where to write profile.json (atomically)");
   sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
   sub->callback([o, wl, dm, &action] {

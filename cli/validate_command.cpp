@@ -19,6 +19,7 @@
 #include "core/atomic_file.hpp"
 #include "core/checked.hpp"
 #include "core/error.hpp"
+#include "core/host.hpp"
 #include "core/json_fields.hpp"
 #include "core/parse.hpp"
 #include "runner/report.hpp"
@@ -54,12 +55,6 @@ struct ValidateCliOptions {
   std::string output = "validation.json";
 };
 
-inline constexpr Count kMaxThreadsPerRank = 1024;
-
-Count count_or_zero(const std::string& text, const char* flag) {
-  return text == "0" ? 0 : parse_positive_count(text, flag);
-}
-
 double parse_percent(const std::string& text, const char* flag) {
   std::string t = text;
   if (!t.empty() && t.back() == '%') t.pop_back();
@@ -86,12 +81,12 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
   s.strategy = parse_strategy(c.strategy, "--strategy");
   s.sharding = parse_sharding(c.sharding, "--sharding");
   s.steps = parse_count_at_most(c.steps, "--steps");
-  s.warmup = count_or_zero(c.warmup, "--warmup");
+  s.warmup = parse_count_or_zero(c.warmup, "--warmup");
   s.timeout = parse_seconds(c.timeout, "--timeout");
   s.threads_per_rank = c.threads_per_rank.empty()
                            ? 0
                            : static_cast<int>(parse_count_at_most(c.threads_per_rank, "--threads-per-rank",
-                                                                  kMaxThreadsPerRank, "1024"));
+                                                                  kMaxThreadsPerRank, kMaxThreadsPerRankText));
   s.optimizer = parse_libtorch_optimizer(c.optimizer, "--optimizer");
   try {
     std::size_t pos = 0;
@@ -102,7 +97,7 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
   }
   if (!(std::isfinite(s.lr) && s.lr > 0))
     throw InputError(fmt::format("--lr: invalid learning rate '{}': expected a positive finite number such as 1e-3", c.lr));
-  s.seed = static_cast<std::uint64_t>(count_or_zero(c.seed, "--seed"));
+  s.seed = static_cast<std::uint64_t>(parse_count_or_zero(c.seed, "--seed"));
   s.dataset_size = c.dataset_size.empty() ? 0 : parse_positive_count(c.dataset_size, "--dataset-size");
   s.partial_window = runner::parse_partial_window(c.partial_window, "--partial-window");
   o.world_size_given = world_size_given;

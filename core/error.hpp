@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "core/units.hpp"
@@ -56,6 +57,30 @@ class RuntimeFailure : public Error {
  public:
   using Error::Error;
 };
+
+// The model ran out of memory in this process (e.g. the profiler's own memory sweep: the device
+// ran out at the smallest micro_batch, or a forward asked for more than the host has). Exit code
+// 87, as a rank that ran out of memory (README.md, "Exit codes").
+class OutOfMemoryError : public RuntimeFailure {
+ public:
+  using RuntimeFailure::RuntimeFailure;
+};
+
+// The messages that mean memory ran out when no typed exception says so (LibTorch's TorchScript
+// interpreter and older CUDA paths rethrow as a plain error with the text):
+//   device  the caching allocator's "CUDA out of memory", a raw "CUDA error: out of memory" (a
+//           kernel launch, cudaMalloc outside the allocator), cuBLAS's CUBLAS_STATUS_ALLOC_FAILED
+//   host    LibTorch CPU's "can't allocate memory", a std::bad_alloc rethrown as text
+//           ("std::bad_alloc", e.g. the tracking allocator's inside a TorchScript forward)
+inline bool is_device_out_of_memory_message(std::string_view what) {
+  for (const char* m : {"CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED"})
+    if (what.find(m) != std::string_view::npos) return true;
+  return false;
+}
+inline bool is_out_of_memory_message(std::string_view what) {
+  return is_device_out_of_memory_message(what) || what.find("can't allocate memory") != std::string_view::npos ||
+         what.find("std::bad_alloc") != std::string_view::npos;
+}
 
 // A c10d collective, store operation or process-group setup failed (comm/communicator.cpp): in a
 // rank this usually means a peer was lost. The message still starts "c10d <op> failed"; catch the

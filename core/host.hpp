@@ -32,6 +32,11 @@ std::vector<int> usable_core_ids();
 // power of two (one compute rank per core).
 Count default_cpu_max_ranks(int cpu_cores);
 int default_threads_per_rank(int cpu_cores, Count most_ranks_on_host);
+// The most torch threads a rank may ask for (--threads-per-rank of profile and validate): far
+// above any core count a host has, small enough that every rank's thread pool can be created
+// (99999 threads per rank made `profile` spin instead of measuring).
+inline constexpr Count kMaxThreadsPerRank = 1024;
+inline constexpr const char* kMaxThreadsPerRankText = "1024";
 
 // What the machine did during one measured phase.
 struct PhaseConditions {

@@ -119,7 +119,9 @@ Seconds parse_seconds(std::string_view text, std::string_view field) {
   } else {
     fail(field, text, "a duration unit us, ms, s, m, h or d");
   }
-  return *num * mult;
+  const double seconds = *num * mult;
+  if (!(seconds <= kMaxSeconds)) fail(field, text, "a duration of at most 36525d (100 years)");
+  return seconds;
 }
 
 Count parse_positive_count(std::string_view text, std::string_view field) {
@@ -133,6 +135,14 @@ Count parse_positive_count(std::string_view text, std::string_view field) {
   if (ec != std::errc() || ptr != s.data() + s.size()) fail(field, text, "a positive integer");
   if (v <= 0) fail(field, text, "a positive integer (at least 1)");
   return v;
+}
+
+Count parse_count_or_zero(std::string_view text, std::string_view field) {
+  auto s = trim(text);
+  if (!s.empty() && s.front() == '-') fail(field, text, "0 or a positive integer (got a negative number)");
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  if (!s.empty() && s.find_first_not_of('0') == std::string_view::npos) return 0;
+  return parse_positive_count(text, field);
 }
 
 std::vector<Count> parse_count_list(std::string_view text, std::string_view field) {

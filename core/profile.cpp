@@ -529,6 +529,14 @@ Profile load_profile(const std::string& path, const std::string& expected_worklo
   return p;
 }
 
-void save_profile(const Profile& p, const std::string& path) { write_file_atomic(path, to_json(p).dump(1) + "\n"); }
+void save_profile(const Profile& p, const std::string& path) {
+  const std::string text = to_json(p).dump(1) + "\n";
+  try {
+    (void)profile_from_json(parse_json_text(text, path), path);
+  } catch (const InputError& e) {
+    throw RuntimeFailure(fmt::format("profile: not written: {} would not read back ({})", path, e.what()));
+  }
+  write_file_atomic(path, text);
+}
 
 }  // namespace gaccum

@@ -252,6 +252,8 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& what);
 // Reads and validates a profile file. If expected_workload_hash is given and differs, throws a
 // ProfileError telling the user to re-profile.
 Profile load_profile(const std::string& path, const std::string& expected_workload_hash = "");
-void save_profile(const Profile& p, const std::string& path);  // atomic
+// Atomic. The text is read back first: a profile this tool would refuse to read (e.g. a NaN
+// that JSON writes as null) is never written; RuntimeFailure naming the field instead.
+void save_profile(const Profile& p, const std::string& path);
 
 }  // namespace gaccum

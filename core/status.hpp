@@ -1,10 +1,13 @@
 // What: the verdict of one check, shared by the pre-launch gate (check/) and the runner's
 //       validation checks (runner/), with one traits table: the label the tables print and the
 //       word the JSON records carry.
-//         pass  "PASS"  check JSON "PASS", validation.json "pass"
-//         warn  "WARN"  "WARN", "warn"
-//         fail  "FAIL"  "FAIL", "fail"
-//         skip  "SKIP"  "SKIP", "n/a"   (not applicable to this run, e.g. no partial window)
+//         pass  "PASS"  check JSON "PASS", validation.json "pass", validate prints "PASS"
+//         warn  "WARN"  "WARN", "warn", "WARN"
+//         fail  "FAIL"  "FAIL", "fail", "FAIL"
+//         skip  "SKIP"  "SKIP", "n/a",  "n/a"  (not applicable to this run, e.g. no partial window,
+//                                              or a control that cannot discriminate on this
+//                                              input; the check's detail gives the reason)
+//       validate's checks use pass, fail and skip only: PASS, FAIL or n/a with its reason.
 // Why: one name per verdict instead of "pass"/"fail" strings in one place and an enum in another.
 #pragma once
 
@@ -19,13 +22,14 @@ struct StatusTraits {
   Status status;
   std::string_view label;   // printed tables and check's JSON
   std::string_view record;  // validation.json
+  std::string_view run;     // validate's printed check lines
 };
 
 inline constexpr StatusTraits kStatusTraits[] = {
-    {Status::pass, "PASS", "pass"},
-    {Status::warn, "WARN", "warn"},
-    {Status::fail, "FAIL", "fail"},
-    {Status::skip, "SKIP", "n/a"},
+    {Status::pass, "PASS", "pass", "PASS"},
+    {Status::warn, "WARN", "warn", "WARN"},
+    {Status::fail, "FAIL", "fail", "FAIL"},
+    {Status::skip, "SKIP", "n/a", "n/a"},
 };
 
 constexpr const StatusTraits& traits(Status s) {

@@ -35,7 +35,8 @@ bool is_out_of_memory(const std::exception& e);
 // The messages that mean the device ran out of memory when no c10::OutOfMemoryError is thrown:
 // the caching allocator's "CUDA out of memory", a raw "CUDA error: out of memory" (e.g. from a
 // kernel launch or cudaMalloc outside the allocator) and cuBLAS's CUBLAS_STATUS_ALLOC_FAILED
-// (its workspace). Shared by both builds (memory_tracker.cpp).
+// (its workspace): core/error.hpp's is_device_out_of_memory_message. Shared by both builds
+// (memory_tracker.cpp). The memory sweep takes them as its boundary; a host out of memory is not one.
 bool is_out_of_memory_message(std::string_view what);
 
 }  // namespace gaccum::engine

@@ -1,6 +1,8 @@
 // What/why: see iteration_driver.hpp.
 #include "engine/iteration_driver.hpp"
 
+#include "engine/watchdog.hpp"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -80,6 +82,7 @@ TimedRun IterationDriver::run(int phases, int warmup, int iters, const std::func
 }
 
 std::vector<double> IterationDriver::one_iteration(int phases, const std::function<void(PhaseClock&)>& body) {
+  Watchdog::beat_active();  // progress: the rank's watchdog (engine/watchdog.hpp) counts iterations
   barrier();
   clock_->begin();
   body(*clock_);

@@ -120,9 +120,7 @@ std::unique_ptr<DeviceMemory> memory_for(const torch::Device& device) {
 }
 
 bool is_out_of_memory_message(std::string_view what) {
-  for (const char* m : {"CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED"})
-    if (what.find(m) != std::string_view::npos) return true;
-  return false;
+  return is_device_out_of_memory_message(what);  // core/error.hpp: the one list
 }
 
 }  // namespace gaccum::engine

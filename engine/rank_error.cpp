@@ -6,20 +6,30 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "comm/launcher.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/text_lines.hpp"
 
 namespace gaccum::engine {
 namespace {
 
 std::atomic<Count> g_step{-1}, g_micro{-1};
+std::mutex g_phase_mu;
+std::string g_phase;  // guarded by g_phase_mu (the watchdog's thread reads it)
 
 }  // namespace
+
+void RankPosition::set_phase(const std::string& phase) {
+  std::lock_guard<std::mutex> lock(g_phase_mu);
+  g_phase = phase;
+}
 
 void RankPosition::set(Count step, Count micro) {
   g_step = step;
@@ -33,6 +43,10 @@ Count RankPosition::step() {
 }
 
 std::string RankPosition::describe() {
+  {
+    std::lock_guard<std::mutex> lock(g_phase_mu);
+    if (!g_phase.empty()) return "in " + g_phase;
+  }
   if (g_step.load() < 0) {
     const char* addr = std::getenv("MASTER_ADDR");
     const char* port = std::getenv("MASTER_PORT");
@@ -73,15 +87,28 @@ int rank_failure_exit_code(int rank, std::exception_ptr e) {
   } catch (const CollectiveFailure& ex) {  // from the c10d seam: a peer was lost
     report_rank_error(rank, fmt::format("{} {}", ex.what(), where));
     return comm::kExitPeerLost;
+  } catch (const OutOfMemoryError& ex) {
+    report_rank_error(rank, fmt::format("{} {}", ex.what(), where));
+    return kExitOutOfMemory;
   } catch (const RuntimeFailure& ex) {
     report_rank_error(rank, fmt::format("{} {}", ex.what(), where));
     return 1;
   } catch (const c10::Error& ex) {
     std::string what = ex.what_without_backtrace();
+    if (is_out_of_memory_message(what)) {  // e.g. a TorchScript forward's allocation, rethrown as text
+      report_rank_error(rank, fmt::format("out of memory {}: {}: lower --micro-batch", where,
+                                          last_nonempty_line(what)));
+      return kExitOutOfMemory;
+    }
     what = what.substr(0, what.find('\n'));
     report_rank_error(rank, fmt::format("LibTorch: {} {}", what, where));
     return 1;
   } catch (const std::exception& ex) {
+    if (is_out_of_memory_message(ex.what())) {
+      report_rank_error(rank, fmt::format("out of memory {}: {}: lower --micro-batch", where,
+                                          last_nonempty_line(ex.what())));
+      return kExitOutOfMemory;
+    }
     report_rank_error(rank, fmt::format("internal error: {} {}", ex.what(), where));
     return 1;
   }

@@ -28,9 +28,12 @@ class RankPosition {
   static void set(Count step, Count micro);
   static void set_micro(Count micro);
   static Count step();
-  // "before step 0 (connecting through MASTER_ADDR=... MASTER_PORT=...: ...)" before the first
-  // step (a port that accepts but never answers is the usual cause of a wait there), else
-  // "in step S micro-step M".
+  // A phase outside the step loop, e.g. "the memory sweep at micro_batch 4" (the profiler's
+  // phases); "" clears it.
+  static void set_phase(const std::string& phase);
+  // "in <phase>" when a phase is set; else "before step 0 (connecting through MASTER_ADDR=...
+  // MASTER_PORT=...: ...)" before the first step (a port that accepts but never answers is the
+  // usual cause of a wait there), else "in step S micro-step M".
   static std::string describe();
 };
 

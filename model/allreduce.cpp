@@ -52,15 +52,18 @@ LinkFit fit_link(const std::vector<LinkFitRow>& rows) {
     return std::make_pair(with_alpha ? u(0) : 0.0, u(m - 1));
   };
   std::pair<double, double> u = rows.size() >= 2 ? solve(true) : solve(false);
+  LinkFit f;
+  f.times_fall = rows.size() >= 2 && !(u.second > 0);
+  f.latency_clamped = rows.size() >= 2 && u.second > 0 && u.first < 0;
   if (u.first < 0 || u.second <= 0) u = solve(false);
   double alpha = u.first, inv_beta = u.second;
   if (inv_beta <= 0) {  // all sizes latency-bound and noisy: pure latency model
+    f.latency_only = true;
     inv_beta = 0;
     double sum = 0;
     for (const auto& r : rows) sum += r.steps > 0 ? std::max(0.0, r.measured - r.offset) / r.steps : 0.0;
     alpha = sum / double(rows.size());
   }
-  LinkFit f;
   f.points = static_cast<int>(rows.size());
   f.link.latency = alpha;
   f.link.bandwidth = inv_beta > 0 ? 1.0 / inv_beta : 1e30;

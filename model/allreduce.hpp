@@ -62,6 +62,10 @@ struct LinkFitRow {
 struct LinkFit {
   LinkParams link;
   int points = 0;
+  // How the free fit (alpha and 1/beta, two or more rows) came out, before the refits below:
+  bool times_fall = false;       // 1/beta <= 0: the times do not grow with the bytes
+  bool latency_clamped = false;  // 1/beta > 0 but alpha < 0: refit with alpha = 0
+  bool latency_only = false;     // no positive 1/beta even then: bandwidth 1e30, a pure latency model
   double max_rel_residual = 0;   // max |measured - fit| / measured
   double rms_rel_residual = 0;
   std::vector<Seconds> fitted;   // per row, in row order

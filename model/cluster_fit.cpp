@@ -137,6 +137,48 @@ std::string oldest(const std::vector<const Measurement*>& ms) {
   return out;
 }
 
+// A level's fit must rest on measurements that determine both unknowns, latency and bandwidth:
+// at least two rows that are not multiples of each other (several message sizes, or rank
+// counts); otherwise the least squares writes a latency of 0 that nothing measured: InputError
+// naming the level and the fix. A determined fit whose latency comes out 0 anyway (the times do
+// not grow with the bytes: noise, e.g. an oversubscribed host; or a free intercept below 0: a
+// latency below what the sizes resolve) is written with a warning, and `unresolved` says so in
+// the level's provenance.
+LinkFit fit_level(const char* level, const std::vector<const Measurement*>& ms, const std::vector<LinkFitRow>& rows,
+                  std::vector<std::string>& warnings, std::string& unresolved) {
+  bool independent = false;
+  for (std::size_t i = 0; i < rows.size() && !independent; ++i)
+    for (std::size_t j = i + 1; j < rows.size() && !independent; ++j) {
+      const double cross = rows[i].steps * rows[j].bus_bytes - rows[j].steps * rows[i].bus_bytes;
+      const double scale = std::fabs(rows[i].steps * rows[j].bus_bytes) + std::fabs(rows[j].steps * rows[i].bus_bytes);
+      independent = std::fabs(cross) > 1e-9 * scale;
+    }
+  if (!independent)
+    throw InputError(fmt::format(
+        "cluster fit: {}: {} measurement(s), all at one message size ({}) and rank count, cannot tell latency from "
+        "bandwidth (a fit would write a latency of 0 as measured); give measurements at several sizes, e.g. nccl-tests "
+        "-b 8 -e 1G -f 2, or a profile's allreduce sweep",
+        level, ms.size(), format_bytes(ms.front()->bytes)));
+  const LinkFit f = fit_link(rows);
+  const auto by_size = [](const Measurement* a, const Measurement* b) { return a->bytes < b->bytes; };
+  const Measurement* lo = *std::min_element(ms.begin(), ms.end(), by_size);
+  const Measurement* hi = *std::max_element(ms.begin(), ms.end(), by_size);
+  if (f.times_fall || f.latency_clamped) {
+    const std::string why =
+        f.times_fall ? fmt::format("the measured times do not grow with the message size ({} at {}, {} at {}: noise, "
+                                   "e.g. a run disturbed by other work)",
+                                   format_seconds(lo->time), format_bytes(lo->bytes), format_seconds(hi->time),
+                                   format_bytes(hi->bytes))
+                     : fmt::format("the fit's latency came out negative over {} measurements from {} to {} (below "
+                                   "what these sizes resolve)",
+                                   ms.size(), format_bytes(lo->bytes), format_bytes(hi->bytes));
+    warnings.push_back(fmt::format("{} latency written as 0 us, a bound, not a measurement: {}; measure again{}", level,
+                                   why, f.times_fall ? " on a quiet machine" : " with small message sizes (e.g. nccl-tests -b 8)"));
+    unresolved = "; latency not resolved by these measurements (written as 0)";
+  }
+  return f;
+}
+
 }  // namespace
 
 ClusterFitResult fit_cluster(const ClusterFitRequest& req) {
@@ -206,9 +248,10 @@ ClusterFitResult fit_cluster(const ClusterFitRequest& req) {
       const double steps = op_steps(x->op, x->n);
       rows.push_back({steps, steps / double(x->n) * double(x->bytes), 0, x->time});
     }
-    const LinkFit f = fit_link(rows);
+    std::string unresolved;
+    const LinkFit f = fit_level("intra_node", intra, rows, out.warnings, unresolved);
     c.intra_node = f.link;
-    c.intra_source = {LinkOrigin::measured, join_unique(intra), f.points,
+    c.intra_source = {LinkOrigin::measured, join_unique(intra) + unresolved, f.points,
                       f.rms_rel_residual,   f.max_rel_residual, oldest(intra)};
     for (std::size_t i = 0; i < intra.size(); ++i)
       out.residuals.push_back({intra[i]->source, to_string(intra[i]->op), "intra_node", intra[i]->n, 1, intra[i]->bytes,
@@ -246,9 +289,10 @@ ClusterFitResult fit_cluster(const ClusterFitRequest& req) {
         rows.push_back({f * 2 * (m - 1), f * 2 * (m - 1) / m * s / gi, f * intra_part, x->time});
       }
     }
-    const LinkFit f = fit_link(rows);
+    std::string unresolved;
+    const LinkFit f = fit_level("inter_node", inter, rows, out.warnings, unresolved);
     c.inter_node = f.link;
-    c.inter_source = {LinkOrigin::measured, join_unique(inter), f.points,
+    c.inter_source = {LinkOrigin::measured, join_unique(inter) + unresolved, f.points,
                       f.rms_rel_residual,   f.max_rel_residual, oldest(inter)};
     for (std::size_t i = 0; i < inter.size(); ++i)
       out.residuals.push_back({inter[i]->source, to_string(inter[i]->op), "inter_node", inter[i]->n, inter[i]->m,

@@ -20,7 +20,11 @@
 // Why: issue "measured multi-node communication": the tuner's many-node predictions rest on
 //      these two links, and a hand-written inter_node latency is a guess.
 // Errors: InputError naming the flag and the fix (a log spanning nodes without an intra-node
-//         measurement, no device memory, gpus_per_node that disagree).
+//         measurement, no device memory, gpus_per_node that disagree, a level whose
+//         measurements cannot determine latency and bandwidth: one row, or one message size and
+//         rank count; a 0 latency is never written as measured from such a fit). A latency the
+//         measurements do not resolve (times that do not grow with the size, or a fitted
+//         intercept below 0) is written as 0 with a warning, and the level's provenance says so.
 #pragma once
 
 #include <optional>
@@ -59,6 +63,7 @@ struct ClusterFitResult {
   Cluster cluster;
   std::vector<FitResidual> residuals;  // intra rows first, then inter
   std::vector<std::string> notes;
+  std::vector<std::string> warnings;  // a level's latency written as a bound (0), not a measurement
 };
 
 ClusterFitResult fit_cluster(const ClusterFitRequest& req);

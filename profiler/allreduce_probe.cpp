@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "core/canary.hpp"
+#include "engine/watchdog.hpp"
 #include "gpu/nccl_allreduce.hpp"
 #include "profiler/probe.hpp"
 
@@ -59,6 +60,7 @@ class AllreduceProbe final : public Probe {
     }
     const std::string backend(to_string(raw ? Backend::nccl : s.comm->backend()));
     for (const auto& m : messages(s.plan)) {
+      engine::Watchdog::beat_active();  // the raw NCCL probe times outside the iteration driver
       AllreducePoint p;
       if (nccl) {
         auto r = nccl->run(m.bytes, s.plan.comm_warmup, s.plan.comm_iters);

@@ -5,6 +5,11 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "engine/rank_error.hpp"
+#include "engine/watchdog.hpp"
+
 #include "workloads/optimizer.hpp"
 
 namespace gaccum::profiler {
@@ -26,7 +31,9 @@ std::vector<GradNormPoint> measure_grad_norms(workloads::Workload& w, const std:
   for (Count b : sizes) {
     GradNormPoint g;
     g.micro_batch = b;
+    engine::RankPosition::set_phase(fmt::format("the gradient norms at micro_batch {}", b));
     for (int j = 0; j < batches; ++j) {
+      engine::Watchdog::beat_active();
       workloads::zero_grad(params);
       auto batch = w.make_batch(seed, first, b);
       first += b;
@@ -36,6 +43,7 @@ std::vector<GradNormPoint> measure_grad_norms(workloads::Workload& w, const std:
       double sq = 0;
       for (const auto& p : params)
         if (p.grad().defined()) sq += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+      workloads::require_finite(w, sq, "squared gradient norm", b);
       g.sq_norms.push_back(sq);
     }
     out.push_back(g);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,6 +13,8 @@
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "engine/cuda_support.hpp"
+#include "engine/rank_error.hpp"
+#include "engine/watchdog.hpp"
 #include "profiler/progress.hpp"
 #include "workloads/optimizer.hpp"
 
@@ -75,8 +78,10 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
   // reset, so this point's reserved peak is its own.
   mem_->release_cache();
   mem_->reset_peak();
+  engine::RankPosition::set_phase(fmt::format("the memory sweep at micro_batch {}", b));
   try {
     for (int m = 0; m < 2; ++m) {
+      engine::Watchdog::beat_active();
       const auto t0 = Clock::now();
       auto batch = workload_->make_batch(seed, static_cast<Count>(m) * b, b);
       // The output is a temporary, as in the runner's micro-step: its memory is released by
@@ -86,6 +91,7 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
       loss.backward();
       comm::sync_device(device);
       if (m == 1 && micro_step) *micro_step = since(t0);
+      workloads::require_finite(*workload_, loss.item<double>(), "loss", b);
     }
     const auto t0 = Clock::now();
     optimizer_->step();
@@ -165,7 +171,7 @@ struct SweepRecorder {
   }
   [[noreturn]] void first_failure(Count b, const Outcome& out) const {
     if (!out.point)
-      throw InfeasibleError(fmt::format("--memory-cap: {} does not fit even at micro_batch {}: the device ran out of "
+      throw OutOfMemoryError(fmt::format("--memory-cap: {} does not fit even at micro_batch {}: the device ran out of "
                                         "memory; profile a smaller workload or use a larger device",
                                         name, b));
     if (out.point->peak <= o.cap)  // allocated fits; the caching allocator's segments do not

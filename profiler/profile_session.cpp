@@ -32,7 +32,9 @@
 #include "comm/communicator.hpp"
 #include "engine/cuda_support.hpp"
 #include "engine/exact_math.hpp"
+#include "engine/rank_error.hpp"
 #include "engine/rank_job.hpp"
+#include "engine/watchdog.hpp"
 #include "profiler/grad_norm_probe.hpp"
 #include "profiler/hardware.hpp"
 #include "profiler/link_probe.hpp"
@@ -258,11 +260,24 @@ Count record_sweep(Session& s, const MemorySweepResult& sweep, const workloads::
   return min_b;
 }
 
+// The model runs in this process in the memory sweep and the gradient norms: a forward that does
+// not return ends the profile with exit 88 after --timeout + 2 s, naming the phase, as a hung rank
+// ends validate (engine/watchdog.hpp). Started once the workload is built (loading a model file
+// is not a step of it).
+std::unique_ptr<engine::Watchdog> model_watchdog(const Session& s) {
+  return std::make_unique<engine::Watchdog>(
+      "profile", s.req.rank_timeout + 2.0,
+      fmt::format("the model made no progress within --timeout {}; check its forward() (or raise --timeout if one "
+                  "micro-step takes that long)",
+                  format_seconds(s.req.rank_timeout)));
+}
+
 // The workload in this process with the exact tracker: the memory sweep (and the device size).
 Count sweep_memory(Session& s, MemorySweepResult& sweep) {
   const auto& req = s.req;
   s.progress.status("memory: building the workload");
   auto ms = std::make_unique<MemorySweep>(s.cfg, req.optimizer, req.lr);  // released after the sweep
+  const auto watchdog = model_watchdog(s);
   s.prof.workload = ms->workload().identity();
   const auto dependence = ms->workload().batch_dependence();
   size_device(s, *ms);
@@ -287,7 +302,11 @@ void grad_norms(Session& s, Count max_fitting, Count min_b) {
   const auto sizes = default_grad_norm_sizes(max_fitting, min_b);
   s.progress.status(fmt::format("gradient norms: micro_batch {}", fmt::join(sizes, ", ")));
   auto fresh = workloads::make_workload(s.cfg);  // the initial parameters (the sweep stepped Adam)
-  s.prof.grad_norms = measure_grad_norms(*fresh, sizes, s.req.grad_norm_batches, s.req.seed + 7919);
+  {
+    const auto watchdog = model_watchdog(s);
+    s.prof.grad_norms = measure_grad_norms(*fresh, sizes, s.req.grad_norm_batches, s.req.seed + 7919);
+  }
+  engine::RankPosition::set_phase("");
   if (sizes.size() < 2)
     s.prof.notes.push_back("gradient norms at one micro_batch only (max_micro_batch_fitting is 1): the noise scale "
                            "needs two sizes");
@@ -403,7 +422,11 @@ std::vector<RankFile> run_group(Session& s, const RankPlan& rp, Count p, Seconds
   const Seconds reading = canary_reading(cond);
   if (reading > 0 && (s.canary_reference <= 0 || reading < s.canary_reference)) s.canary_reference = reading;
   compare_canary(cond, s.canary_reference);
-  if (!outcome.ok) throw RuntimeFailure(fmt::format("profile: world_size {} rank group failed: {}", p, outcome.failure));
+  // The launch's class of failure is the command's exit code (README.md, "Exit codes"): 88 a rank
+  // hung, 87 out of memory, 86 a rank died, 2 bad input or the model raised inside a rank.
+  if (!outcome.ok)
+    throw RankFailure(fmt::format("profile: world_size {} rank group failed: {}", p, outcome.failure),
+                      outcome.exit_code);
   return files;
 }
 

@@ -21,6 +21,7 @@
 #include "engine/memory_tracker.hpp"
 #include "engine/rank_error.hpp"
 #include "engine/rank_job.hpp"
+#include "engine/watchdog.hpp"
 #include "workloads/optimizer.hpp"
 
 namespace gaccum::profiler {
@@ -189,10 +190,20 @@ RankMeasurement measure_rank(const RankPlan& plan, const comm::RankContext& ctx,
   engine::IterationDriver driver(comm, workload->device(), plan.warmup, plan.iters);
   RankSession session{plan, *workload, params, *optimizer, comm, driver, rank, world};
   RankMeasurement m;
+  // No progress (no timed iteration: engine::IterationDriver beats it) for --timeout + 2 s ends
+  // this rank with exit 88, naming the probe; the collectives' own timeout (--timeout) fires first
+  // in the ranks that wait for it (engine/watchdog.hpp).
+  engine::Watchdog watchdog(rank, plan.timeout + 2.0);
   std::unique_ptr<Probe> probes[] = {make_compute_probe(), make_optimizer_probe(), make_allreduce_probe(),
                                      make_collective_probe(), make_overlap_probe()};
   for (auto& probe : probes)
-    if (probe->applies(session)) probe->run(session, m.results);
+    if (probe->applies(session)) {
+      engine::RankPosition::set_phase(fmt::format("the {} probe", probe->name()));
+      watchdog.beat();
+      probe->run(session, m.results);
+    }
+  engine::RankPosition::set_phase("the collectives per level");
+  watchdog.beat();
   if (after) after(session, m.results);
   driver.barrier();
   m.identity = workload->identity();

@@ -109,6 +109,7 @@ WindowChecks check_window(workloads::Workload& wl, const std::vector<torch::Tens
   progress();
   c.equivalence = compare_gradients(got, ref, spec.rtol, spec.atol);
   c.negative = compare_gradients(before_last, ref, spec.rtol, spec.atol);
+  for (Count r = 0; r < spec.world_size; ++r) c.last_micro_samples += spec.micro_range(w, r, spec.accum_steps - 1).second;
   if (with_by_k) {
     // The common mistake: each micro-batch's mean loss divided by accum_steps (then DDP's
     // average over ranks): sum over r, m of grad(mean_rm) / (k p).
@@ -127,6 +128,7 @@ WindowChecks check_window(workloads::Workload& wl, const std::vector<torch::Tens
       }
     }
     c.by_k = compare_gradients(alt, ref, spec.rtol, spec.atol);
+    c.got_vs_by_k = compare_gradients(got, alt, spec.rtol, spec.atol);
   }
   return c;
 }

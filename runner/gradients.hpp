@@ -9,7 +9,9 @@
 //   check_window: rank 0's comparisons of one window (step 0 or the partial window): the synced
 //   gradient vs the reference, the negative control (rank 0's gradient before its last
 //   micro-step) and, for token workloads at step 0, the gradient that dividing each
-//   micro-batch's mean loss by accum_steps would give.
+//   micro-batch's mean loss by accum_steps would give (vs the reference: can the check tell the
+//   two normalisations apart on this input? and vs the synced gradient: did the run make that
+//   mistake?).
 // Why: the checks of runner/record_checks.hpp need numbers; computing them apart from the loop
 //      keeps the loop readable and the references in one place.
 #pragma once
@@ -38,8 +40,10 @@ std::string hash_tensors(const std::vector<torch::Tensor>& ts);
 struct WindowChecks {
   bool micro_reference = false;  // the reference is the window's micro-batches, one by one
   GradComparison equivalence, negative;
-  std::optional<GradComparison> by_k;  // token workloads, step 0
+  std::optional<GradComparison> by_k;         // token workloads, step 0: the alternative vs the reference
+  std::optional<GradComparison> got_vs_by_k;  // the synced gradient vs the alternative
   Count window = 0, samples = 0, terms = 0;
+  Count last_micro_samples = 0;                 // samples of the window's last micro-step, all ranks
   std::vector<std::vector<Count>> micro_terms;  // [rank][micro] loss terms (by_k only)
 };
 

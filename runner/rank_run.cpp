@@ -63,13 +63,13 @@ json identity_of(const RunSpec& spec, const WorkloadIdentity& id, std::uint64_t 
 CheckRecord agreement_check(const RunSpec& spec, const WorkloadIdentity& id, std::uint64_t seed,
                             const std::vector<json>& identities) {
   const Agreement a = check_agreement(identities);
-  return {"rank_agreement", a.ok ? Status::pass : Status::fail,
+  return check_record(RunCheck::rank_agreement, a.ok ? Status::pass : Status::fail,
           a.ok ? fmt::format("{} rank(s) agree on workload {} ({}), micro_batch {}, accum_steps {}, strategy {}, seed {}, "
                              "{}",
                              spec.world_size, id.name, id.hash, spec.micro_batch, spec.accum_steps,
                              to_string(spec.strategy), seed, spec.workload.dtype)
                : a.summary() + "; stopped every rank before step 1",
-          json{{"identity", identities.front()}, {"mismatches", a.mismatches}}};
+          json{{"identity", identities.front()}, {"mismatches", a.mismatches}});
 }
 
 std::unique_ptr<comm::Communicator> join(const RunSpec& spec, const comm::RankContext& ctx, const std::string& device,
@@ -186,6 +186,7 @@ int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, co
     stopped.spec = spec;
     stopped.facts = facts.workload;
     stopped.checks = checks;
+    add_not_run_checks(stopped.checks, "not run: the ranks disagree (rank_agreement), so no training ran");
     stopped.stopped = "rank agreement failed";
     return finish(&stopped, false);
   }

@@ -1,14 +1,20 @@
 // What: rank 0's assembly of a validation run's record (runner/run_record.hpp) from every rank's
 //       RankRecord and its own window checks, after the last window:
-//   checks (each a function of the records; pass / fail / n/a with its numbers)
+//   checks (each a function of the records; PASS, FAIL, or n/a with the reason, and its numbers;
+//   a control that cannot discriminate on this input is n/a, never FAIL: a correct run never fails)
 //     gradient_equivalence       step 0: the accumulated, synced gradient vs the reference
-//                                (runner/gradients.hpp) within rtol/atol
+//                                (runner/gradients.hpp) within rtol/atol (n/a: the reference is
+//                                exactly 0)
 //     negative_control           the gradient as the plan holds it before the last micro-step
 //                                (rank 0's local one; sharded every-step: the reduced shards)
-//                                must differ
+//                                must differ (n/a: the last micro-step has no samples on any
+//                                rank, or the reference is exactly 0)
 //     zero_grad_at_window_start  every element exactly 0 at every window start, every rank
 //     parameters_identical       final parameters and step-0 synced gradients bitwise equal
-//     token_normalisation        (token workloads) dividing by accum_steps would differ
+//     token_normalisation        (token workloads) the gradient is the window's real-token
+//                                normalisation where dividing each micro-batch's mean by
+//                                accum_steps would differ (n/a: the two coincide on this input,
+//                                e.g. every sample has the same number of real tokens)
 //     partial_window             the last partial window equals its reference (or was dropped)
 //     collectives_match_strategy the collectives per step / micro-step the plan defines
 //                                (comm::WindowSync::expected_per_micro), every rank and window

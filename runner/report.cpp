@@ -35,9 +35,9 @@ std::string rate(double v) {
 
 Verdicts run_verdicts(const RunRecord& run) {
   Verdicts v;
-  v.accumulation_correct = !run.failure && !run.checks.empty();
+  v.accumulation = run.failure || run.checks.empty() ? Accumulation::not_run : Accumulation::correct;
   for (const auto& c : run.checks)
-    if (c.status == Status::fail) v.accumulation_correct = false;
+    if (c.status == Status::fail) v.accumulation = Accumulation::incorrect;
   if (run.comparison) {
     v.prediction_held = true;
     for (const auto& r : run.comparison->rows)
@@ -50,36 +50,47 @@ int runs_exit_code(const std::vector<RunRecord>& runs) {
   int code = 0;
   for (const auto& r : runs) {
     const auto v = run_verdicts(r);
-    if (!v.accumulation_correct) return 1;
+    if (!v.accumulation_correct()) return 1;
     if (v.prediction_held == false) code = kExitPredictionMissed;
   }
   return code;
 }
 
 json validation_document(const std::vector<RunRecord>& runs, int exit_code) {
-  bool ok = !runs.empty(), correct = !runs.empty(), any_prediction = false, held = true;
+  bool ok = !runs.empty(), any_prediction = false, held = true;
+  // incorrect outranks not_run, which outranks correct.
+  Accumulation accumulation = runs.empty() ? Accumulation::not_run : Accumulation::correct;
+  std::string not_run_reason = runs.empty() ? "no configuration was run" : "";
   json records = json::array();
   for (const auto& r : runs) {
     ok = ok && r.ok;
     const auto v = run_verdicts(r);
-    correct = correct && v.accumulation_correct;
+    if (v.accumulation == Accumulation::incorrect) accumulation = Accumulation::incorrect;
+    if (v.accumulation == Accumulation::not_run) {
+      if (accumulation == Accumulation::correct) accumulation = Accumulation::not_run;
+      if (not_run_reason.empty())
+        not_run_reason = r.failure ? fmt::format("the run did not finish, so its checks never ran: {}", *r.failure)
+                                   : std::string("the run recorded no checks");
+    }
     if (v.prediction_held) {
       any_prediction = true;
       held = held && *v.prediction_held;
     }
     records.push_back(to_json(r));
   }
-  return json{{"schema_version", kValidationSchemaVersion},
-              {"kind", "gaccum-tune/validation"},
-              {"created_utc", utc_now()},
-              {"tool", GACCUM_VERSION_STRING},
-              {"ok", ok},
-              {"exit_code", exit_code},
-              {"accumulation", correct ? "correct" : "incorrect"},
-              {"prediction", !any_prediction ? "not_checked"
-                             : held          ? "held"
-                                             : "missed"},
-              {"runs", records}};
+  json doc{{"schema_version", kValidationSchemaVersion},
+           {"kind", "gaccum-tune/validation"},
+           {"created_utc", utc_now()},
+           {"tool", GACCUM_VERSION_STRING},
+           {"ok", ok},
+           {"exit_code", exit_code},
+           {"accumulation", std::string(traits(accumulation).record)},
+           {"prediction", !any_prediction ? "not_checked"
+                          : held          ? "held"
+                                          : "missed"},
+           {"runs", records}};
+  if (accumulation == Accumulation::not_run) doc["accumulation_reason"] = not_run_reason;
+  return doc;
 }
 
 std::vector<std::string> failed_items(const RunRecord& run) {
@@ -153,14 +164,28 @@ std::string format_verdicts(const RunRecord& run) {
   std::string out;
   const auto v = run_verdicts(run);
   std::vector<std::string> bad_checks, missed_rows;
-  Count checks_run = 0;
+  Count passed = 0, not_applicable = 0;
   for (const auto& c : run.checks) {
     if (c.status == Status::fail) bad_checks.push_back(c.name);
-    if (c.status != Status::skip) ++checks_run;
+    if (c.status == Status::pass) ++passed;
+    if (c.status == Status::skip) ++not_applicable;
   }
-  out += v.accumulation_correct ? fmt::format("accumulation: CORRECT ({} checks pass)\n", checks_run)
-                                : fmt::format("accumulation: INCORRECT ({})\n", fmt::join(bad_checks, ", "));
-  if (!v.prediction_held) {
+  const std::string_view label = traits(v.accumulation).label;
+  switch (v.accumulation) {
+    case Accumulation::correct:
+      out += fmt::format("accumulation: {} ({} checks pass{})\n", label, passed,
+                         not_applicable > 0 ? fmt::format(", {} n/a", not_applicable) : std::string());
+      break;
+    case Accumulation::incorrect:
+      out += fmt::format("accumulation: {} ({})\n", label, fmt::join(bad_checks, ", "));
+      break;
+    case Accumulation::not_run:
+      out += fmt::format("accumulation: {} (the run did not finish, so its checks never ran)\n", label);
+      break;
+  }
+  if (v.accumulation == Accumulation::not_run) {
+    out += "prediction:   not checked (the run did not finish)\n";
+  } else if (!v.prediction_held) {
     out +=
         "prediction:   not checked (no profile to predict from: pass --profile profile.json, or validate "
         "--from-tune)\n";
@@ -185,7 +210,7 @@ std::string format_run(const RunRecord& run) {
       fmt::format("validate {}  micro_batch {}  accum_steps {}  world_size {}  (global_batch {})  strategy {}  {}\n",
                   s.workload.name, s.micro_batch, s.accum_steps, s.world_size, s.global_batch(), to_string(s.strategy),
                   s.workload.dtype);
-  if (run.failure) return out + fmt::format("  FAILED: {}\n", *run.failure);
+  if (run.failure) return out + fmt::format("  FAILED: {}\n", *run.failure) + format_verdicts(run);
   if (run.environment) {
     const auto& env = *run.environment;
     out += fmt::format("  {} on {}, {} rank(s) x {} thread(s), launcher {}\n", env.backend, env.device, env.world_size,
@@ -195,7 +220,7 @@ std::string format_run(const RunRecord& run) {
   for (const auto& n : run.model_notes) out += fmt::format("  NOTE: {}\n", n);
   out += "checks\n";
   for (const auto& c : run.checks)
-    out += fmt::format("  {:<5} {:<27} {}\n", c.status == Status::skip ? "n/a" : to_string(c.status), c.name, c.detail);
+    out += fmt::format("  {:<5} {:<27} {}\n", traits(c.status).run, c.name, c.detail);
   if (run.measured) out += format_measured(s, *run.measured);
   if (run.comparison) out += format_comparison(*run.comparison);
   return out + format_verdicts(run);

@@ -1,12 +1,18 @@
 // What: validation.json (the document) and the printed table of a validation.
 //   validation.json, schema_version 1:
 //     {"schema_version": 1, "kind": "gaccum-tune/validation", "created_utc", "tool",
-//      "ok", "exit_code", "accumulation": "correct"|"incorrect", "prediction": "held"|"missed"|
-//      "not_checked", "runs": [run...]}
+//      "ok", "exit_code", "accumulation": "correct"|"incorrect"|"not_run", ["accumulation_reason":
+//      why not run: the failure of the first run that did not finish], "prediction": "held"|
+//      "missed"|"not_checked", "runs": [run...]}
 //     run (completed):  {"config", "environment", "warnings", "checks": [{"name", "status":
-//                        pass|fail|n/a, "detail", "numbers"}], "measured", "steps": [per-step raw
-//                        times of every rank], "ok", ["prediction", "comparison"]}
-//     run (a rank failed): {"config", "ok": false, "failure": "<one line naming the rank>"}
+//                        pass|fail|n/a, "detail" (for n/a: the reason), "numbers"}], "measured",
+//                        "steps": [per-step raw times of every rank], "ok", ["prediction",
+//                        "comparison"]}
+//     run (a rank failed): {"config", "ok": false, "checks": [every check n/a, detail "not run:
+//                        ..."], "failure": "<one line naming the rank>"}
+//   accumulation: incorrect when a check of any run FAILed; else not_run when a run did not
+//     finish (a rank died, hung, ran out of memory, Ctrl-C): its checks never ran, so it is
+//     neither correct nor incorrect; else correct (every check PASS or n/a).
 //   measured (timed steps only; per step the slowest rank, then the median over steps):
 //     step_time {median, p10, p90, mean, min, max}; throughput_samples_per_s = global_batch /
 //     median; tokens_per_s = mean real tokens per window / median (sequence workloads);
@@ -27,6 +33,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -46,17 +53,36 @@ std::string format_run(const RunRecord& run);
 // "prediction:step_time").
 std::vector<std::string> failed_items(const RunRecord& run);
 
+// The accumulation verdict, with one traits table: the printed word and validation.json's.
+enum class Accumulation { correct, incorrect, not_run };
+struct AccumulationTraits {
+  Accumulation verdict;
+  std::string_view label;   // "accumulation: CORRECT"
+  std::string_view record;  // validation.json "accumulation"
+};
+inline constexpr AccumulationTraits kAccumulationTraits[] = {
+    {Accumulation::correct, "CORRECT", "correct"},
+    {Accumulation::incorrect, "INCORRECT", "incorrect"},
+    {Accumulation::not_run, "NOT RUN", "not_run"},
+};
+constexpr const AccumulationTraits& traits(Accumulation a) {
+  return kAccumulationTraits[static_cast<int>(a)];
+}
+
 // The two verdicts of a run, kept apart (README.md, "Exit codes"): is the accumulation correct
-// (the run finished and no check failed), and did the prediction hold (every gated row of the
-// comparison within tolerance; nullopt when nothing was predicted, e.g. no --profile).
+// (the run finished and no check failed; not_run when it did not finish), and did the prediction
+// hold (every gated row of the comparison within tolerance; nullopt when nothing was predicted,
+// e.g. no --profile).
 struct Verdicts {
-  bool accumulation_correct = false;
+  Accumulation accumulation = Accumulation::not_run;
+  bool accumulation_correct() const { return accumulation == Accumulation::correct; }
   std::optional<bool> prediction_held;
 };
 Verdicts run_verdicts(const RunRecord& run);
 
-// validate's exit code for runs that completed: 1 when an accumulation check failed in any run,
-// else 3 when a prediction missed its tolerance in any run, else 0.
+// validate's exit code for runs that completed: 1 when an accumulation check failed in any run
+// (or a run did not finish: the launch's own code replaces it, runner/validate.cpp), else 3 when
+// a prediction missed its tolerance in any run, else 0.
 inline constexpr int kExitPredictionMissed = 3;
 int runs_exit_code(const std::vector<RunRecord>& runs);
 

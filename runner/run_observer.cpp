@@ -42,7 +42,9 @@ void RunObserver::micro_begin(Count w, Count m) {
 
 double RunObserver::loss_scale(const MicroStep& ms, double correct) {
   if (!faults_.normalise_by_k) return correct;
-  return static_cast<double>(c_.spec.world_size) / static_cast<double>(c_.spec.accum_steps * ms.loss_terms);
+  // The common mistake: the micro-batch's mean loss divided by accum_steps, then the sync's
+  // average over ranks (runner/gradients.cpp computes the same alternative): 1 / (k * its terms).
+  return 1.0 / static_cast<double>(c_.spec.accum_steps * ms.loss_terms);
 }
 
 void RunObserver::after_backward(const MicroStep& ms) {

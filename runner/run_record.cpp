@@ -272,16 +272,26 @@ WindowRow window_from(const Reader& r) {
 
 }  // namespace
 
+CheckRecord check_record(RunCheck check, Status status, std::string detail, json numbers) {
+  return CheckRecord{std::string(to_string(check)), status, std::move(detail), std::move(numbers)};
+}
+
+void add_not_run_checks(std::vector<CheckRecord>& checks, const std::string& reason) {
+  for (const auto& t : kRunCheckTraits)
+    if (std::none_of(checks.begin(), checks.end(), [&](const CheckRecord& c) { return c.name == t.name; }))
+      checks.push_back(check_record(t.check, Status::skip, reason));
+}
+
 json to_json(const RunRecord& r) {
   json j{{"config", spec_config(r.spec, r.facts)}, {"ok", r.ok}};
+  json checks = json::array();
+  for (const auto& c : r.checks) checks.push_back(check_json(c));
+  j["checks"] = checks;
   if (r.failure) {
     j["failure"] = *r.failure;
     if (r.launcher_wall_s) j["launcher_wall_s"] = *r.launcher_wall_s;
     return j;
   }
-  json checks = json::array();
-  for (const auto& c : r.checks) checks.push_back(check_json(c));
-  j["checks"] = checks;
   if (r.stopped) {
     j["stopped"] = *r.stopped;
     return j;
@@ -305,15 +315,18 @@ RunRecord run_record_from_json(const json& j, const std::string& what) {
     x.facts = WorkloadFacts{w.get<std::string>("hash"), w.get<std::string>("kind"), w.get<Count>("param_count"),
                             w.get<Bytes>("param_bytes")};
   x.ok = r.get<bool>("ok");
+  // A failed run's checks (all not run) are absent in records written before 2026-12-04.
+  if (!r.has("failure") || r.has("checks"))
+    for (std::size_t i = 0; i < r.size("checks"); ++i) {
+      const Reader c = r.item("checks", i);
+      x.checks.push_back(CheckRecord{c.get<std::string>("name"), status_of(c.get<std::string>("status"), c.what),
+                                     c.get<std::string>("detail"),
+                                     c.has("numbers") ? c.at("numbers") : json::object()});
+    }
   if (r.has("failure")) {
     x.failure = r.get<std::string>("failure");
     if (r.has("launcher_wall_s")) x.launcher_wall_s = r.get<double>("launcher_wall_s");
     return x;
-  }
-  for (std::size_t i = 0; i < r.size("checks"); ++i) {
-    const Reader c = r.item("checks", i);
-    x.checks.push_back(CheckRecord{c.get<std::string>("name"), status_of(c.get<std::string>("status"), c.what),
-                                   c.get<std::string>("detail"), c.has("numbers") ? c.at("numbers") : json::object()});
   }
   if (r.has("stopped")) {
     x.stopped = r.get<std::string>("stopped");

@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,12 +49,50 @@ struct RankRecord {
 nlohmann::json to_json(const RankRecord& r);
 RankRecord rank_record_from_json(const nlohmann::json& j, const std::string& what);
 
+// The checks of a validation run, in the order a run records them (runner/record_checks.hpp says
+// what each one compares), with one traits table: the name in validation.json and the tables.
+enum class RunCheck {
+  rank_agreement,
+  gradient_equivalence,
+  negative_control,
+  zero_grad_at_window_start,
+  parameters_identical,
+  token_normalisation,
+  partial_window,
+  collectives_match_strategy,
+};
+struct RunCheckTraits {
+  RunCheck check;
+  std::string_view name;
+};
+inline constexpr RunCheckTraits kRunCheckTraits[] = {
+    {RunCheck::rank_agreement, "rank_agreement"},
+    {RunCheck::gradient_equivalence, "gradient_equivalence"},
+    {RunCheck::negative_control, "negative_control"},
+    {RunCheck::zero_grad_at_window_start, "zero_grad_at_window_start"},
+    {RunCheck::parameters_identical, "parameters_identical"},
+    {RunCheck::token_normalisation, "token_normalisation"},
+    {RunCheck::partial_window, "partial_window"},
+    {RunCheck::collectives_match_strategy, "collectives_match_strategy"},
+};
+constexpr std::string_view to_string(RunCheck c) {
+  return kRunCheckTraits[static_cast<int>(c)].name;
+}
+
+// One check's outcome: PASS, FAIL, or n/a (Status::skip) with the reason in `detail`
+// (core/status.hpp).
 struct CheckRecord {
   std::string name;
   Status status = Status::pass;
   std::string detail;
   nlohmann::json numbers = nlohmann::json::object();  // the check's own figures (free-form)
 };
+CheckRecord check_record(RunCheck check, Status status, std::string detail,
+                         nlohmann::json numbers = nlohmann::json::object());
+// Every check of kRunCheckTraits that `checks` does not hold yet, appended as n/a with `reason`
+// (e.g. "not run: the run failed: rank 1 (pid 7) was killed by SIGKILL"): a run that failed or
+// stopped records the checks it never ran as not run, never as failed.
+void add_not_run_checks(std::vector<CheckRecord>& checks, const std::string& reason);
 
 struct Measured {
   TimingStats step_time;  // median, p10, p90, mean, min, max, ci_lo/ci_hi (samples not written)
@@ -132,7 +171,8 @@ struct Comparison {
 struct RunRecord {
   RunSpec spec;                        // as run (seed: the data stream used)
   std::optional<WorkloadFacts> facts;  // completed runs
-  // A launch that failed: the one line naming the rank, and the launcher's wall time.
+  // A launch that failed: the one line naming the rank, and the launcher's wall time (`checks`
+  // then holds every check as n/a, not run).
   std::optional<std::string> failure;
   std::optional<Seconds> launcher_wall_s;
   std::optional<std::string> stopped;  // e.g. "rank agreement failed": no training ran

@@ -340,6 +340,7 @@ void run_local(Validation& v, const std::vector<RunSpec>& specs) {
     } else {
       run.spec = s;
       run.failure = res.failure;
+      add_not_run_checks(run.checks, fmt::format("not run: the run did not finish ({})", res.failure));
       run.launcher_wall_s = res.launch.wall;
       v.out.failures.push_back(res.failure);
       if (v.launch_code == 0) v.launch_code = res.exit_code;

@@ -9,6 +9,17 @@
                    dropout 0.1, predicting a token per position: forward(tokens [b, 32] int64,
                    pad_mask [b, 32] bool) -> [b, 32, 1000]
                    (gaccum-tune flags: --input tokens:1000:32 --input pad-mask:32 --target tokens:1000)
+  causal_lm.pt     a small causal language model (one causally masked TransformerEncoderLayer, no
+                   dropout) over token ids, an optional HF-style attention mask (1 = real token):
+                   forward(tokens [b, S] int64, mask [b, S] int64 = None) -> [b, S, 200]
+                   (flags: --input tokens:200:S --target tokens:200, every sample S real tokens;
+                   add --input mask:S for padding)
+  Hostile models (the profiler's and runner's failure paths, tests/harden.cmake), input [b, 4] -> [b, 10]:
+  nan_loss.pt      its output is NaN, so is the loss
+  huge_alloc.pt    asks for a 4 TiB tensor in forward (out of memory on any host)
+  hang.pt          its forward never returns (a loop that does not end)
+  hang_in_ranks.pt returns from its first 4 forwards in a process, then never returns: the
+                   profile's own memory sweep and gradient norms finish, its rank processes hang
 
 Usage: make-torchscript-fixture.py OUT_DIR
 Needs PyTorch (Debian's python3-torch: /usr/bin/python3). The benchmarks' larger models
@@ -16,6 +27,7 @@ Needs PyTorch (Debian's python3-torch: /usr/bin/python3). The benchmarks' larger
 """
 import os
 import sys
+from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -56,6 +68,57 @@ class TokenEncoder(nn.Module):
         return self.head(self.encoder(self.embed(tokens), src_key_padding_mask=pad_mask))
 
 
+class CausalLm(nn.Module):
+    def __init__(self, vocab: int = 200, d_model: int = 32, heads: int = 2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model, padding_idx=0)
+        self.block = nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=64, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(d_model, vocab)
+
+    def forward(self, tokens: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        s = tokens.size(1)
+        causal = torch.triu(torch.full((s, s), float("-inf"), device=tokens.device), diagonal=1)
+        padding = None if mask is None else mask == 0
+        return self.head(self.block(self.embed(tokens), src_mask=causal, src_key_padding_mask=padding))
+
+
+class NanLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x):
+        return self.fc(x) * float("nan")
+
+
+class HugeAlloc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x):
+        big = torch.empty([1 << 40], dtype=torch.float32)  # 4 TiB
+        return self.fc(x) + big[:1].zero_().sum()
+
+
+class Hang(nn.Module):
+    calls: int
+
+    def __init__(self, returns: int):
+        super().__init__()
+        self.fc = nn.Linear(4, 10)
+        self.calls = 0
+        self.returns = returns
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls > self.returns:
+            i = 0
+            while i >= 0:  # int64: does not end in this machine's lifetime
+                i += 1
+        return self.fc(x)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -68,6 +131,11 @@ def main():
     torch.manual_seed(0)
     torch.jit.script(TokenEncoder()).save(os.path.join(out, "token_encoder.pt"))
     print("wrote", os.path.join(out, "token_encoder.pt"))
+    for name, model in [("causal_lm.pt", CausalLm()), ("nan_loss.pt", NanLoss()), ("huge_alloc.pt", HugeAlloc()),
+                        ("hang.pt", Hang(0)), ("hang_in_ranks.pt", Hang(4))]:
+        torch.manual_seed(0)
+        torch.jit.script(model).save(os.path.join(out, name))
+        print("wrote", os.path.join(out, name))
     try:
         import torchvision
     except ImportError:

@@ -83,8 +83,9 @@ gaccum_cli_test(harden-dir-job 2 "--job: '.*' is a directory, not a file" --one-
 gaccum_cli_test(harden-dir-deepspeed 2 "--deepspeed-config: '.*' is a directory, not a file" --one-line-stderr --
                 ${G} check --deepspeed-config ${H} --profile ${D}/small-profile.json)
 
-# A request larger than the host's memory is named as such, never "internal error".
-gaccum_cli_test(harden-micro-batches-beyond-host-memory 1 "out of host memory .*lower --micro-batch" --one-line-stderr --
+# A request larger than the host's memory is named as such, never "internal error": out of
+# memory, exit 87 (README.md, "Exit codes").
+gaccum_cli_test(harden-micro-batches-beyond-host-memory 87 "out of host memory .*lower --micro-batch" --one-line-stderr --
   ${G} profile --workload mlp-small --micro-batches 4000000000 --ranks 1 -o ${H}/huge.json)
 
 # A local launch of more ranks than any host runs is refused before forking.
@@ -95,3 +96,70 @@ gaccum_cli_test(harden-validate-world-size-beyond-host 2 "--world-size: 100000 r
 find_program(GACCUM_PY3 NAMES python3)
 gaccum_cli_test(harden-hung-master-port 88 "no progress .* before step 0 \\(connecting through MASTER_ADDR=127.0.0.1 MASTER_PORT=[0-9]+" --
   ${CMAKE_CURRENT_SOURCE_DIR}/cli/hung_master.sh ${G} ${GACCUM_PY3})
+
+# ---- issue 38: records that hold, timeouts that are enforced, values checked at the flag ------------
+# Out-of-range values stop at the flag (exit 2), before any rank starts.
+gaccum_cli_test(harden-timeout-overflow-validate 2 "--timeout: invalid value '99999999999999999999999d': expected a duration of at most 36525d"
+                --one-line-stderr -- ${G} validate --timeout 99999999999999999999999d -o ${H}/never.json)
+gaccum_cli_test(harden-timeout-overflow-profile 2 "--timeout: invalid value '99999999999999999999999d': expected a duration of at most 36525d"
+                --one-line-stderr -- ${G} profile --timeout 99999999999999999999999d -o ${H}/never.json)
+gaccum_cli_test(harden-profile-threads 2 "--threads-per-rank: 99999 is above the largest accepted value 1024"
+                --one-line-stderr -- ${G} profile --threads-per-rank 99999 -o ${H}/never.json)
+gaccum_cli_test(harden-profile-seed 2 "--seed: invalid value '-1': expected 0 or a positive integer"
+                --one-line-stderr -- ${G} profile --seed=-1 -o ${H}/never.json)
+
+# Hostile models (scripts/make-torchscript-fixture.py), input [b, 4].
+set(_fx "${GACCUM_FIXTURE_DIR}")
+# A NaN loss: exit 2 naming the model, no profile written (it used to be an exit-0 profile that
+# predict refused).
+gaccum_cli_test(harden-profile-nan-loss 2 "the model '.*nan_loss.pt': the loss is nan at micro_batch [0-9]+ \\(not a finite number\\)"
+  --one-line-stderr -- sh -c "rm -f \"$1\"\n\"$0\" profile --torchscript \"$2/nan_loss.pt\" --input-shape 4 --ranks 1 -q -o \"$1\"\ncode=$?\ntest ! -e \"$1\" || code=99\nexit $code"
+  ${G} ${H}/nan.json ${_fx})
+# A forward that does not return: profile stops itself after --timeout + 2 s, exit 88, naming the
+# phase (it ran on past 90 s); in a rank process, the rank is named.
+gaccum_cli_test(harden-profile-forward-hangs 88 "gaccum-tune: error: profile: no progress for [0-9.]+ s in the memory sweep at micro_batch [0-9]+ \\(hung\\?\\)"
+  --one-line-stderr -- timeout 60 ${G} profile --torchscript ${_fx}/hang.pt --input-shape 4 --ranks 1 --timeout 3s -q -o ${H}/hang.json)
+gaccum_cli_test(harden-profile-rank-hangs 88 "rank 0 .*no progress for [0-9.]+ s in the compute probe \\(hung\\?\\)"
+  --one-line-stderr -- timeout 60 ${G} profile --torchscript ${_fx}/hang_in_ranks.pt --input-shape 4 --ranks 1
+  --micro-batches 1 --grad-norm-batches 2 --device-memory 96MiB --timeout 3s -q -o ${H}/hang.json)
+# A forward that asks for 4 TiB: out of memory, 87, in validate's ranks and in profile's own sweep.
+gaccum_cli_test(harden-validate-forward-4tib 87 "rank [01] .*out of memory" --
+  ${G} validate --torchscript ${_fx}/huge_alloc.pt --input-shape 4 -b 2 -k 2 -p 2 --steps 1 --warmup 1 --timeout 20s
+  -o ${H}/huge-v.json)
+gaccum_cli_test(harden-profile-forward-4tib 87 "out of (host )?memory" --one-line-stderr --
+  ${G} profile --torchscript ${_fx}/huge_alloc.pt --input-shape 4 --ranks 1 -q -o ${H}/huge-p.json)
+set_tests_properties("cli: harden-profile-nan-loss" "cli: harden-profile-forward-hangs" "cli: harden-profile-rank-hangs"
+                     "cli: harden-validate-forward-4tib" "cli: harden-profile-forward-4tib" PROPERTIES
+                     FIXTURES_REQUIRED torchscript)
+
+# A corrupt cached profile is measured again (one line says so), not reported as bad input.
+gaccum_cli_test(harden-corrupt-cached-profile 0 "cached profile .* is unusable .*not valid JSON.*; profiling again" --
+  sh -c "rm -rf \"$1\" && XDG_CACHE_HOME=\"$1\" \"$0\" predict --workload mlp-small -b 2 >/dev/null && for f in \"$1\"/gaccum-tune/profiles/mlp-small-*.json\ndo\nprintf '{\"schema' > \"$f\"\ndone\nXDG_CACHE_HOME=\"$1\" \"$0\" predict --workload mlp-small -b 2"
+  ${G} ${H}/cache)
+set_tests_properties("cli: harden-corrupt-cached-profile" PROPERTIES TIMEOUT 600)
+
+# cluster fit: a level its measurements cannot determine is refused; a 0 latency is never written
+# as measured without a warning (and the file's provenance says it is not resolved). Each log is tests/data/nccl-tests/h100-1node-all_reduce.txt's header (18 lines, 8 ranks on
+# one node) with the rows given: sh -c 'LOG HEADER-SOURCE ROW... -- COMMAND...' writes LOG and
+# runs COMMAND LOG.
+set(_nt "${CMAKE_CURRENT_SOURCE_DIR}/data/nccl-tests/h100-1node-all_reduce.txt")
+set(_rows "           8             2     float     sum      -1    22.57    0.00    0.00       0    22.36    0.00    0.00       0"
+          "   134217728      33554432     float     sum      -1    691.1  194.22  339.88       0    707.1  189.82  332.19       0"
+          "  2147483648     536870912     float     sum      -1    10237  209.78  367.11       0   9983.2  215.11  376.44       0")
+list(GET _rows 0 _row8)
+list(GET _rows 1 _row128m)
+list(GET _rows 2 _row2g)
+string(REPLACE "22.57" "9999.0" _row8_slow "${_row8}")      # 8 B slower than 2 GiB: times fall
+string(REPLACE "10237" "22.00" _row2g_fast "${_row2g}")
+string(REPLACE "691.1" "300.0" _row128m_fast "${_row128m}")  # intercept below 0: latency unresolved
+string(REPLACE "10237" "9000" _row2g_neg "${_row2g}")
+set(_log sh -c "head -n 18 \"$1\" > \"$0\" && shift\nwhile [ \"$1\" != -- ]\ndo\necho \"$1\" >> \"$0\"\nshift\ndone\nshift\nexec \"$@\" \"$0\"")
+set(_fit ${G} cluster fit --device-memory 80GiB -o ${H}/fit.json --nccl-tests)
+gaccum_cli_test(harden-cluster-fit-one-row 2 "cluster fit: intra_node: 1 measurement\\(s\\), all at one message size \\(128 MiB\\) and rank count, cannot tell latency from bandwidth"
+  --one-line-stderr -- ${_log} ${H}/one-row.txt ${_nt} "${_row128m}" -- ${_fit})
+gaccum_cli_test(harden-cluster-fit-one-size 2 "cluster fit: intra_node: 2 measurement\\(s\\), all at one message size \\(128 MiB\\)"
+  --one-line-stderr -- ${_log} ${H}/one-size.txt ${_nt} "${_row128m}" "${_row128m_fast}" -- ${_fit})
+gaccum_cli_test(harden-cluster-fit-times-fall 0 "warning: intra_node latency written as 0 us, a bound, not a measurement: the measured times do not grow with the message size \\(10 ms at 8 B, 22 us at 2.00 GiB"
+  -- ${_log} ${H}/fall.txt ${_nt} "${_row8_slow}" "${_row2g_fast}" -- ${_fit})
+gaccum_cli_test(harden-cluster-fit-latency-bound 0 "warning: intra_node latency written as 0 us, a bound, not a measurement: the fit's latency came out negative"
+  -- ${_log} ${H}/neg.txt ${_nt} "${_row128m_fast}" "${_row2g_neg}" -- ${_fit})

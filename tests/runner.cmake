@@ -19,7 +19,8 @@ target_compile_definitions(integration_grad_sync PRIVATE
                            GACCUM_GRAD_SYNC_WORKER="$<TARGET_FILE:grad_sync_test_worker>")
 add_dependencies(integration_grad_sync grad_sync_test_worker)
 
-gaccum_test(integration_runner LABEL integration SOURCES integration/test_runner.cpp LIBS gaccum::core)
+gaccum_test(integration_runner LABEL integration SOURCES integration/test_runner.cpp LIBS gaccum::core
+            FIXTURES torchscript)
 target_compile_definitions(integration_runner PRIVATE GACCUM_TUNE="$<TARGET_FILE:gaccum-tune>")
 add_dependencies(integration_runner gaccum-tune)
 

@@ -243,9 +243,7 @@ class TorchScriptWorkload final : public Workload {
     if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || dynamic_cast<const std::bad_alloc*>(&e) ||
         dynamic_cast<const Error*>(&e))
       throw;
-    const std::string what = e.what();
-    if (what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos)
-      throw;
+    if (is_out_of_memory_message(e.what())) throw;  // core/error.hpp: device and host
   }
 
   ModelError model_error(const std::exception& e, Count micro_batch, const char* where) const {

@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -243,6 +245,17 @@ std::vector<Count> hyper_int_list(const json& hyper, const std::string& workload
     out.push_back(v.get<Count>());
   }
   return out;
+}
+
+void require_finite(const Workload& workload, double value, const char* what, Count micro_batch) {
+  if (std::isfinite(value)) return;
+  const auto& id = workload.identity();
+  throw InputError(fmt::format("{}: the {} is {} at micro_batch {} (not a finite number), so nothing measured of it "
+                               "would mean anything; fix the model's forward or its inputs (--input / --target)",
+                               id.kind == "torchscript"
+                                   ? fmt::format("--torchscript: the model '{}'", id.hyper.value("file", id.name))
+                                   : fmt::format("--workload: '{}'", id.name),
+                               what, value, micro_batch));
 }
 
 }  // namespace gaccum::workloads

@@ -115,6 +115,10 @@ Count sample_offset(Count step, Count rank, Count micro, Count micro_batch, Coun
 
 std::unique_ptr<Workload> make_workload(const WorkloadConfig& cfg);
 
+// InputError (exit 2) naming the model when `value` (its loss, or a gradient norm: `what`) is NaN
+// or infinite at `micro_batch`: a profile of such a model would hold numbers no reader accepts.
+void require_finite(const Workload& workload, double value, const char* what, Count micro_batch);
+
 struct PresetInfo {
   std::string name;
   std::string kind;

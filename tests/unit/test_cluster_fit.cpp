@@ -268,6 +268,52 @@ TEST_CASE("cluster fit: what it needs, and the base it keeps", "[model][cluster-
   CHECK(f.cluster.name == "ib-cluster-16node-fitted");
 }
 
+TEST_CASE("cluster fit: a level its measurements cannot determine is refused, a 0 latency never unannounced",
+          "[model][cluster-fit]") {
+  const auto full = load_nccl_tests_log(kDir + "h100-1node-all_reduce.txt");
+  auto msg = [](const NcclTestsLog& log) {
+    try {
+      fit_cluster(request({log}));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // One row: latency and bandwidth cannot be told apart (the fit used to write latency 0).
+  auto one = full;
+  one.rows = {full.rows[13]};
+  CHECK_THAT(msg(one), Catch::Contains("intra_node: 1 measurement(s), all at one message size (512 MiB)"));
+  // Two rows of one size and rank count: the same.
+  auto same = full;
+  same.rows = {full.rows[13], full.rows[13]};
+  same.rows[1].time *= 1.1;
+  CHECK_THAT(msg(same), Catch::Contains("2 measurement(s), all at one message size"));
+  // Times that fall as the size grows (noise): latency 0 with a warning, and the file says so.
+  auto fall = full;
+  fall.rows = {full.rows[0], full.rows[14]};
+  fall.rows[0].time = 1e-2;
+  fall.rows[1].time = 2e-5;
+  const auto ff = fit_cluster(request({fall}));
+  CHECK(ff.cluster.intra_node.latency == 0);
+  REQUIRE(ff.warnings.size() == 1);
+  CHECK_THAT(ff.warnings[0], Catch::StartsWith("intra_node latency written as 0 us, a bound, not a measurement: the "
+                                               "measured times do not grow with the message size"));
+  CHECK_THAT(ff.cluster.intra_source.from, Catch::EndsWith("; latency not resolved by these measurements (written as 0)"));
+  // Determined but the intercept is negative: written as 0 with a warning, not silently.
+  auto neg = full;
+  neg.rows = {full.rows[12], full.rows[14]};
+  neg.rows[0].time = 300e-6;  // 128 MiB
+  neg.rows[1].time = 9000e-6;  // 2 GiB: the line through both crosses 0 bytes below 0 s
+  const auto f = fit_cluster(request({neg}));
+  CHECK(f.cluster.intra_node.latency == 0);
+  REQUIRE(f.warnings.size() == 1);
+  CHECK_THAT(f.warnings[0], Catch::Contains("the fit's latency came out negative over 2 measurements"));
+  // The full log: no warning, nothing unresolved.
+  const auto good = fit_cluster(request({full}));
+  CHECK(good.warnings.empty());
+  CHECK(good.cluster.intra_source.from.find("not resolved") == std::string::npos);
+}
+
 TEST_CASE("cluster file: provenance and dates round-trip; bad ones are refused", "[model][cluster-fit]") {
   auto req = request({load_nccl_tests_log(kDir + "h100-1node-all_reduce.txt"),
                       load_nccl_tests_log(kDir + "h100-2node-all_reduce.txt")});

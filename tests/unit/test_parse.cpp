@@ -65,4 +65,24 @@ TEST_CASE("durations", "[parse]") {
   CHECK(parse_seconds("2m", "x") == Approx(120));
   CHECK(parse_seconds("1.5", "x") == Approx(1.5));
   CHECK_THROWS_AS(parse_seconds("soon", "x"), InputError);
+  // At most 100 years: every timeout becomes int64 milliseconds and a steady_clock deadline, which
+  // 99999999999999999999999d (8.64e27 s) overflowed into an instant "did not join within 8.64e+27 s".
+  CHECK(parse_seconds("36525d", "x") == Approx(kMaxSeconds));
+  CHECK_THROWS_WITH(parse_seconds("99999999999999999999999d", "--timeout"),
+                    "--timeout: invalid value '99999999999999999999999d': expected a duration of at most 36525d (100 "
+                    "years)");
+  CHECK_THROWS_AS(parse_seconds("36526d", "x"), InputError);
+  CHECK_THROWS_AS(parse_seconds("3155760001", "x"), InputError);
+}
+
+TEST_CASE("zero or a positive count", "[parse]") {
+  CHECK(parse_count_or_zero("0", "--seed") == 0);
+  CHECK(parse_count_or_zero("000", "--seed") == 0);
+  CHECK(parse_count_or_zero("+0", "--seed") == 0);
+  CHECK(parse_count_or_zero("17", "--seed") == 17);
+  CHECK_THROWS_WITH(parse_count_or_zero("-1", "--seed"),
+                    "--seed: invalid value '-1': expected 0 or a positive integer (got a negative number)");
+  CHECK_THROWS_AS(parse_count_or_zero("", "--seed"), InputError);
+  CHECK_THROWS_AS(parse_count_or_zero("1.5", "--seed"), InputError);
+  CHECK_THROWS_AS(parse_count_or_zero("99999999999999999999", "--seed"), InputError);
 }

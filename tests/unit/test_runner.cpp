@@ -23,6 +23,7 @@
 #include "runner/checks.hpp"
 #include "runner/comparison.hpp"
 #include "runner/faults.hpp"
+#include "runner/record_checks.hpp"
 #include "runner/report.hpp"
 #include "runner/run_record.hpp"
 #include "runner/run_spec.hpp"
@@ -313,12 +314,13 @@ TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
   CHECK(format_run(run) == expected);
   // The two verdicts apart: checks decide the accumulation (exit 1), the comparison the
   // prediction (exit 3 when only it missed).
-  CHECK_FALSE(run_verdicts(run).accumulation_correct);
+  CHECK_FALSE(run_verdicts(run).accumulation_correct());
+  CHECK(run_verdicts(run).accumulation == Accumulation::incorrect);
   CHECK_FALSE(run_verdicts(run).prediction_held.has_value());
   CHECK(runs_exit_code({run}) == 1);
   RunRecord good = run;
   good.checks[2].status = Status::pass;
-  CHECK(run_verdicts(good).accumulation_correct);
+  CHECK(run_verdicts(good).accumulation_correct());
   CHECK(runs_exit_code({good}) == 0);
   Comparison cmp;
   cmp.tolerance_pct = 10.0;
@@ -326,7 +328,7 @@ TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
   good.comparison = cmp;
   CHECK(run_verdicts(good).prediction_held == false);
   CHECK(runs_exit_code({good}) == kExitPredictionMissed);
-  CHECK_THAT(format_run(good), Catch::Contains("accumulation: CORRECT (2 checks pass)") &&
+  CHECK_THAT(format_run(good), Catch::Contains("accumulation: CORRECT (2 checks pass, 1 n/a)") &&
                                    Catch::Contains("prediction:   MISSED (step_time +50.0%; tolerance 10%)"));
   CHECK(runs_exit_code({good, run}) == 1);  // an incorrect accumulation outranks a missed prediction
   good.comparison->rows[0].status = Status::pass;
@@ -336,13 +338,190 @@ TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
   RunRecord failed;
   failed.spec = run.spec;
   failed.failure = "rank 1 (pid 7) was killed by SIGKILL (9)";
+  add_not_run_checks(failed.checks, "not run: the run did not finish (" + *failed.failure + ")");
   CHECK(format_run(failed) ==
         "validate mlp-small  micro_batch 2  accum_steps 4  world_size 2  (global_batch 16)  strategy overlap  float32\n"
-        "  FAILED: rank 1 (pid 7) was killed by SIGKILL (9)\n");
+        "  FAILED: rank 1 (pid 7) was killed by SIGKILL (9)\n"
+        "accumulation: NOT RUN (the run did not finish, so its checks never ran)\n"
+        "prediction:   not checked (the run did not finish)\n"
+        "result: FAIL (run)\n");
+  // A run that did not finish is neither correct nor incorrect: its checks never ran.
+  CHECK(run_verdicts(failed).accumulation == Accumulation::not_run);
+  CHECK(runs_exit_code({failed}) == 1);
   auto doc = validation_document({run, failed}, 1);
   CHECK(doc.at("schema_version") == kValidationSchemaVersion);
   CHECK(doc.at("ok") == false);
   CHECK(doc.at("runs").size() == 2);
+  CHECK(doc.at("accumulation") == "incorrect");  // a FAILed check outranks a run not run
+  CHECK_FALSE(doc.contains("accumulation_reason"));
+  auto after_good = validation_document({good, failed}, 86);
+  CHECK(after_good.at("accumulation") == "not_run");
+  CHECK(after_good.at("accumulation_reason") ==
+        "the run did not finish, so its checks never ran: rank 1 (pid 7) was killed by SIGKILL (9)");
+  const auto& checks = after_good.at("runs").at(1).at("checks");
+  REQUIRE(checks.size() == std::size(kRunCheckTraits));
+  for (const auto& c : checks) {
+    CHECK(c.at("status") == "n/a");
+    CHECK(c.at("detail") == "not run: the run did not finish (rank 1 (pid 7) was killed by SIGKILL (9))");
+  }
+  CHECK(validation_document({good}, 0).at("accumulation") == "correct");
+}
+
+namespace {
+
+// The checks of a hand-made run: 1 rank, b=2 k=2 overlap, one window, the ranks' records clean
+// (zeroed gradients, the expected collectives, one parameter hash), so only the window's
+// comparisons decide.
+struct CheckBench {
+  RunFacts facts;
+  RankRecord rank;
+  WindowChecks c0;
+  CheckBench() {
+    facts.spec.workload.name = "lm";
+    facts.spec.micro_batch = 2;
+    facts.spec.accum_steps = 2;
+    facts.spec.world_size = 1;
+    facts.spec.steps = 1;
+    facts.spec.warmup = 1;
+    facts.spec.strategy = Strategy::overlap;
+    facts.spec.rtol = 1e-5;
+    facts.spec.atol = 1e-7;
+    facts.token_workload = true;
+    facts.expected_collectives = 0;
+    facts.expected_per_micro = {0, 0};
+    rank.params_hash_final = rank.grads_hash_step0 = "ff";
+    for (int w = 0; w < 2; ++w) {
+      rank.steps.nonzero_at_start.push_back(0);
+      rank.steps.collectives.push_back(0);
+      rank.steps.launched_in_backward.push_back(0);
+      rank.steps.collectives_per_micro.push_back({0, 0});
+    }
+    const std::vector<double> ref{1.0, 2.0, 3.0};
+    c0.samples = 4;
+    c0.terms = 64;
+    c0.last_micro_samples = 2;
+    c0.equivalence = compare_gradients(ref, ref, 1e-5, 1e-7);
+    c0.negative = compare_gradients({0.5, 1.0, 1.5}, ref, 1e-5, 1e-7);
+  }
+  // The alternative normalisation's gradient `alt` (vs the reference) and the run's `got`.
+  void token(const std::vector<double>& alt, const std::vector<double>& got, std::vector<std::vector<Count>> terms) {
+    const std::vector<double> ref{1.0, 2.0, 3.0};
+    c0.by_k = compare_gradients(alt, ref, 1e-5, 1e-7);
+    c0.equivalence = compare_gradients(got, ref, 1e-5, 1e-7);
+    c0.got_vs_by_k = compare_gradients(got, alt, 1e-5, 1e-7);
+    c0.micro_terms = std::move(terms);
+  }
+  RunRecord run() const {
+    std::vector<CheckRecord> checks;
+    add_record_checks(checks, facts, {rank}, c0, std::nullopt);
+    RunRecord r;
+    r.spec = facts.spec;
+    r.checks = checks;
+    return r;
+  }
+};
+
+const CheckRecord& named(const RunRecord& r, RunCheck c) {
+  for (const auto& x : r.checks)
+    if (x.name == to_string(c)) return x;
+  FAIL("no check " << to_string(c));
+  return r.checks.front();
+}
+
+}  // namespace
+
+TEST_CASE("token_normalisation: n/a where the two normalisations coincide, PASS or FAIL where they differ",
+          "[runner][unit]") {
+  CheckBench b;
+  // No padding: every micro-batch 32 real tokens, the alternative equals the reference.
+  b.token({1.0, 2.0, 3.0}, {1.0, 2.0, 3.0}, {{32, 32}});
+  RunRecord run = b.run();
+  const auto& na = named(run, RunCheck::token_normalisation);
+  CHECK(na.status == Status::skip);
+  CHECK_THAT(na.detail, Catch::StartsWith("cannot discriminate on this input: every micro-batch has the same 32 real "
+                                          "tokens") &&
+                            Catch::Contains("rel L2 0 between them"));
+  CHECK(run_verdicts(run).accumulation == Accumulation::correct);
+  CHECK_THAT(format_run(run), Catch::Contains("  n/a   token_normalisation         cannot discriminate") &&
+                                  Catch::Contains("accumulation: CORRECT (5 checks pass, 2 n/a)"));
+  // Padding that differs too little for the tolerance: n/a too, with the token range.
+  b.token({1.0, 2.0, 3.0 + 1e-9}, {1.0, 2.0, 3.0}, {{30, 32}});
+  CHECK_THAT(named(b.run(), RunCheck::token_normalisation).detail, Catch::Contains("real tokens (30 to 32) differ too little"));
+  // Padding: the alternative differs; the run's gradient is the reference: PASS.
+  b.token({1.1, 2.0, 3.0}, {1.0, 2.0, 3.0}, {{20, 32}});
+  CHECK(named(b.run(), RunCheck::token_normalisation).status == Status::pass);
+  // The run made the mistake: its gradient is the alternative: FAIL, saying so.
+  b.token({1.1, 2.0, 3.0}, {1.1, 2.0, 3.0}, {{20, 32}});
+  run = b.run();
+  const auto& bad = named(run, RunCheck::token_normalisation);
+  CHECK(bad.status == Status::fail);
+  CHECK_THAT(bad.detail, Catch::Contains("is the one dividing each micro-batch's mean loss by accum_steps"));
+  CHECK(named(run, RunCheck::gradient_equivalence).status == Status::fail);
+  CHECK(run_verdicts(run).accumulation == Accumulation::incorrect);
+  // Neither: FAIL, pointing at gradient_equivalence.
+  b.token({1.1, 2.0, 3.0}, {1.0, 2.5, 3.0}, {{20, 32}});
+  CHECK_THAT(named(b.run(), RunCheck::token_normalisation).detail, Catch::Contains("see gradient_equivalence"));
+  // Not a token workload: n/a with its reason.
+  b.c0.by_k.reset();
+  b.facts.token_workload = false;
+  CHECK_THAT(named(b.run(), RunCheck::token_normalisation).detail, Catch::Contains("the loss terms are samples"));
+}
+
+TEST_CASE("the negative control and the gradient check: PASS, FAIL, or n/a when they cannot discriminate",
+          "[runner][unit]") {
+  CheckBench b;
+  CHECK(named(b.run(), RunCheck::negative_control).status == Status::pass);
+  CHECK(named(b.run(), RunCheck::gradient_equivalence).status == Status::pass);
+  // The gradient before the last micro-step already equals the reference although that
+  // micro-step had samples: FAIL.
+  b.c0.negative = b.c0.equivalence;
+  CHECK(named(b.run(), RunCheck::negative_control).status == Status::fail);
+  // ... with no sample in the last micro-step anywhere it cannot be otherwise: n/a.
+  b.c0.last_micro_samples = 0;
+  const auto na = named(b.run(), RunCheck::negative_control);
+  CHECK(na.status == Status::skip);
+  CHECK_THAT(na.detail, Catch::Contains("the window's last micro-step has no samples on any rank"));
+  // A reference gradient of exactly 0: no comparison with it discriminates.
+  b.c0.last_micro_samples = 2;
+  b.c0.equivalence = compare_gradients({0.0, 0.0}, {0.0, 0.0}, 1e-5, 1e-7);
+  b.c0.negative = b.c0.equivalence;
+  CHECK(named(b.run(), RunCheck::gradient_equivalence).status == Status::skip);
+  CHECK(named(b.run(), RunCheck::negative_control).status == Status::skip);
+  // A wrong gradient fails.
+  b.c0.equivalence = compare_gradients({1.0, 2.5, 3.0}, {1.0, 2.0, 3.0}, 1e-5, 1e-7);
+  CHECK(named(b.run(), RunCheck::gradient_equivalence).status == Status::fail);
+}
+
+TEST_CASE("the record checks FAIL what a broken run records", "[runner][unit]") {
+  CheckBench b;
+  CHECK(run_verdicts(b.run()).accumulation == Accumulation::correct);
+  {
+    CheckBench x;  // an allreduce the overlap plan at world_size 1 does not issue
+    x.rank.steps.collectives[1] = 1;
+    CHECK(named(x.run(), RunCheck::collectives_match_strategy).status == Status::fail);
+  }
+  {
+    CheckBench x;  // gradients left over at a window start
+    x.rank.steps.nonzero_at_start[1] = 5;
+    CHECK(named(x.run(), RunCheck::zero_grad_at_window_start).status == Status::fail);
+  }
+  {
+    CheckBench x;  // ranks that diverged
+    RankRecord other = x.rank;
+    other.rank = 1;
+    other.params_hash_final = "fe";
+    std::vector<CheckRecord> checks;
+    add_record_checks(checks, x.facts, {x.rank, other}, x.c0, std::nullopt);
+    RunRecord r;
+    r.checks = checks;
+    CHECK(named(r, RunCheck::parameters_identical).status == Status::fail);
+  }
+  // Every check has its name from one table, in the order a run records them.
+  std::vector<std::string> names;
+  for (const auto& c : b.run().checks) names.push_back(c.name);
+  CHECK(names == std::vector<std::string>{"gradient_equivalence", "negative_control", "zero_grad_at_window_start",
+                                          "parameters_identical", "token_normalisation", "partial_window",
+                                          "collectives_match_strategy"});
 }
 
 TEST_CASE("the run record's JSON reads back what it wrote", "[runner][unit]") {
@@ -370,6 +549,7 @@ TEST_CASE("the run record's JSON reads back what it wrote", "[runner][unit]") {
   const RunRecord back = run_record_from_json(j, "run");
   CHECK(to_json(back) == j);
   CHECK(back.checks[1].status == Status::skip);
+  CHECK(format_run(back).find("  n/a   token_normalisation") != std::string::npos);
   CHECK(back.environment->launch.at("launcher_wall_s") == 1.5);
   // A field of the wrong type is named.
   json bad = j;
@@ -389,9 +569,14 @@ TEST_CASE("the run record's JSON reads back what it wrote", "[runner][unit]") {
   failed.spec = run.spec;
   failed.failure = "rank 1 died";
   failed.launcher_wall_s = 2.0;
+  add_not_run_checks(failed.checks, "not run: the run did not finish (rank 1 died)");
   const json fj = to_json(failed);
-  CHECK(fj.size() == 4);
+  CHECK(fj.size() == 5);  // config, ok, checks (all not run), failure, launcher_wall_s
   CHECK(to_json(run_record_from_json(fj, "failed")) == fj);
+  // Written before failed runs listed their checks: none.
+  json older = fj;
+  older.erase("checks");
+  CHECK(run_record_from_json(older, "failed").checks.empty());
 }
 
 TEST_CASE("a rank's record round-trips between ranks", "[runner][unit]") {
