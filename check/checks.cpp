@@ -309,6 +309,11 @@ CheckResult check_epoch_remainder(const ResolvedJob& j) {
 
 // ---- 5 ------------------------------------------------------------------------------------------
 
+// The strategy comes from a DeepSpeed config: the engine decides how gradients are synchronised
+// (stage 2/3 reduce into partitions on every micro-step and have no no_sync), so a fix may not
+// change it.
+bool engine_pins_strategy(const ResolvedJob& j) { return j.inputs.strategy.source.rfind("deepspeed ", 0) == 0; }
+
 CheckResult check_efficiency(const ResolvedJob& j, const model::CostModel* m) {
   CheckResult r = make(5, "efficiency", "throughput vs best");
   if (!m) {
@@ -330,6 +335,7 @@ CheckResult check_efficiency(const ResolvedJob& j, const model::CostModel* m) {
   req.sharding = resolved.sharding;
   req.precision = resolved.precision;
   req.checkpointing = resolved.checkpointing;
+  if (engine_pins_strategy(j)) req.strategy = j.strategy;
   req.allow_cap_above_device = true;
   tuner::TuneResult res;
   try {
@@ -411,6 +417,12 @@ CheckResult check_strategy(const ResolvedJob& j, const model::CostModel* m) {
     r.data["overlap_step_time"] = round_sig(sp.overlap_step);
     r.data["every_step_step_time"] = round_sig(sp.every_step_step);
     r.status = Status::pass;
+    if (sp.applicable && j.strategy == Strategy::every_step && engine_pins_strategy(j)) {
+      r.reason = fmt::format("{} under {} (DeepSpeed's own choice: it has no no_sync under ZeRO stage 2/3, "
+                             "so this is a cost to know, not a setting to change): {}",
+                             to_string(j.strategy), to_string(j.sharding), sp.text);
+      return r;
+    }
     if (sp.applicable && j.strategy == Strategy::every_step && sp.overlap_fits && sp.throughput_lost > j.tolerance) {
       r.status = Status::warn;
       r.fix = fmt::format("no_sync over the first {} micro-steps fits in memory under {} and is {} faster",

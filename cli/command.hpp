@@ -27,6 +27,8 @@ void add_worker_command(CLI::App& app, Action& action);  // hidden; rank process
 void add_profile_command(CLI::App& app, Action& action);
 void add_check_command(CLI::App& app, Action& action);
 void add_cluster_command(CLI::App& app, Action& action);
+void add_devices_command(CLI::App& app, Action& action);
+void add_calibrate_command(CLI::App& app, Action& action);
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
 
   Action action;
-  for (AddCommand add : {add_version_command, add_workloads_command, add_predict_command, add_tune_command, add_validate_command, add_profile_command, add_check_command, add_cluster_command, add_worker_command}) add(app, action);
+  for (AddCommand add : {add_version_command, add_workloads_command, add_predict_command, add_tune_command, add_validate_command, add_profile_command, add_check_command, add_cluster_command, add_devices_command, add_calibrate_command, add_worker_command}) add(app, action);
 
   try {
     app.parse(argc, argv);

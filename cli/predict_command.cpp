@@ -84,6 +84,12 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info) 
   else
     fmt::print("    comm exposed {}  (world_size 1: no communication)\n", format_seconds(t.comm_exposed));
   fmt::print("    optimizer    {}\n", format_seconds(t.optimizer));
+  if (p.compute.gpu_model)
+    fmt::print("    GPU compute  GEMM efficiency {:.0f}%, MFU {:.0f}%; one micro-step: GEMMs {}, attention {}, memory-bound "
+               "{}, kernel overhead {}\n",
+               100 * p.compute.gemm_efficiency, 100 * p.compute.mfu, format_seconds(p.compute.gemm),
+               format_seconds(p.compute.attention), format_seconds(p.compute.memory_bound),
+               format_seconds(p.compute.overhead));
   if (p.tokens_per_s > 0)
     fmt::print("  throughput     {:.1f} samples/s, {:.0f} tokens/s\n", p.throughput, p.tokens_per_s);
   else
@@ -96,6 +102,9 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info) 
              format_bytes(m.weights), format_bytes(m.gradients), format_bytes(m.optimizer_state),
              m.gathered > 0 ? fmt::format(", gathered parameters {}", format_bytes(m.gathered)) : "",
              format_bytes(m.comm_buffers), format_bytes(m.activations));
+  if (m.allocator_reserve > 0)
+    fmt::print("    allocated {} + caching allocator reserve {} (the peak compares with torch.cuda.max_memory_reserved)\n",
+               format_bytes(m.allocated()), format_bytes(m.allocator_reserve));
 }
 
 int run_predict(const PredictOptions& o) {

@@ -74,6 +74,9 @@ profiler::ProfileRequest to_request(const ProfileOptions& o) {
   const Checkpointing checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
   if (precision == Precision::bf16 && o.dtype != "float32")
     throw InputError(fmt::format("--precision bf16 with --dtype {}: bf16 sets the dtype; drop --dtype", o.dtype));
+  if (precision == Precision::fp8)
+    throw InputError("--precision fp8: LibTorch here has no fp8 GEMMs to profile; price fp8 with an analytic --spec "
+                     "on a GPU with fp8 tensor cores (gaccum-tune devices)");
   if (precision == Precision::fp16)
     throw InputError("--precision fp16: the profiler does not run fp16 (it needs dynamic loss scaling); profile "
                      "--precision bf16, whose memory is the same (2-byte weights, gradients and activations)");

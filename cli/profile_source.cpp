@@ -14,10 +14,12 @@ LoadedModel load_spec_model(const std::string& spec_path, const std::string& clu
     throw InputError("--spec needs --cluster cluster.json (device peak FLOP/s, memory and links)");
   LoadedModel l;
   l.cluster = model::load_cluster(cluster_path);
-  const double m = mfu.value_or(kDefaultMfu);
-  if (!(m > 0)) throw InputError("--mfu: must be above 0 (a fraction such as 0.4 or 40%)");
-  l.model = model::make_spec_model(model::load_spec(spec_path), *l.cluster, m);
-  l.source = {{"kind", "spec"}, {"path", spec_path}, {"cluster", cluster_path}, {"mfu", m}};
+  if (mfu && !(*mfu > 0)) throw InputError("--mfu: must be above 0 (a fraction such as 0.4 or 40%)");
+  l.model = model::make_spec_model(model::load_spec(spec_path), *l.cluster, mfu);
+  l.source = {{"kind", "spec"}, {"path", spec_path}, {"cluster", cluster_path}};
+  if (mfu) l.source["mfu"] = *mfu;
+  else if (const auto* g = l.cluster->gpu()) l.source["compute_model"] = "gpu:" + g->id;
+  else l.source["mfu"] = model::kDefaultMfu;
   return l;
 }
 

@@ -21,7 +21,6 @@
 
 namespace gaccum::cli {
 
-inline constexpr double kDefaultMfu = 0.4;
 
 struct LoadedModel {
   std::unique_ptr<model::CostModel> model;

@@ -28,6 +28,9 @@ constexpr PrecisionTraits kPrecision[] = {
      "bf16 weights, gradients (reduced in bf16) and activations; fp32 master weights and optimizer state"},
     {Precision::fp16, "fp16", 2.0, true,
      "fp16 weights, gradients (reduced in fp16, loss-scaled) and activations; fp32 master weights and optimizer state"},
+    {Precision::fp8, "fp8", 2.0, true,
+     "fp8 GEMMs in the layers (TransformerEngine), bf16 weights, gradients and activations; fp32 master weights and "
+     "optimizer state"},
 };
 
 constexpr CheckpointingTraits kCheckpointing[] = {
@@ -85,7 +88,10 @@ Precision parse_precision(std::string_view text, std::string_view field) {
   if (text == "fp32" || text == "float32") return Precision::fp32;
   if (text == "bf16" || text == "bfloat16") return Precision::bf16;
   if (text == "fp16" || text == "float16") return Precision::fp16;
-  throw InputError(fmt::format("{}: unknown precision '{}': expected fp32, bf16 or fp16", field, text));
+  if (text == "fp8" || text == "float8") return Precision::fp8;
+  throw InputError(fmt::format("{}: unknown precision '{}': expected fp32, bf16, fp16 or fp8 (fp8: a --spec on a GPU "
+                               "with fp8 tensor cores)",
+                               field, text));
 }
 
 Checkpointing parse_checkpointing(std::string_view text, std::string_view field) {

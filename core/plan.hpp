@@ -10,7 +10,9 @@
 //                            (FSDP HYBRID_SHARD with G = ranks per node)
 //   precision      fp32, or mixed bf16/fp16: 2-byte weights, gradients and activations with fp32
 //                  master weights and fp32 optimizer state; gradients are reduced in the 2-byte
-//                  dtype (DeepSpeed's and FSDP MixedPrecision(reduce_dtype=bf16)'s default)
+//                  dtype (DeepSpeed's and FSDP MixedPrecision(reduce_dtype=bf16)'s default);
+//                  fp8: bf16's memory with the layers' GEMMs in fp8 (TransformerEngine), for a
+//                  --spec on a GPU with fp8 tensor cores only
 //   checkpointing  activation recomputation: none, selective (attention core recomputed,
 //                  Korthikanti et al. 2022) or full (each layer's input kept, the layer recomputed)
 // Why: one value type names a plan everywhere (flags, job files, DeepSpeed configs, CSV/JSON,
@@ -28,12 +30,17 @@
 namespace gaccum {
 
 enum class Sharding { none, zero1, zero2, zero3, hsdp };
-enum class Precision { fp32, bf16, fp16 };
+enum class Precision { fp32, bf16, fp16, fp8 };
 enum class Checkpointing { none, selective, full };
 
 inline constexpr std::array<Sharding, 5> kAllShardings{Sharding::none, Sharding::zero1, Sharding::zero2,
                                                        Sharding::zero3, Sharding::hsdp};
+// The precisions LibTorch trains in (profiles, runs); fp8 (TransformerEngine-style: fp8 GEMMs
+// in the layers, bf16 weights and activations, fp32 master weights) is priced by the GPU compute
+// model of a --spec only.
 inline constexpr std::array<Precision, 3> kAllPrecisions{Precision::fp32, Precision::bf16, Precision::fp16};
+inline constexpr std::array<Precision, 4> kSpecPrecisions{Precision::fp32, Precision::bf16, Precision::fp16,
+                                                          Precision::fp8};
 inline constexpr std::array<Checkpointing, 3> kAllCheckpointings{Checkpointing::none, Checkpointing::selective,
                                                                  Checkpointing::full};
 

@@ -74,13 +74,49 @@ Cluster cluster_from_json(const nlohmann::json& j, const std::string& what) {
   if (c.nodes > (Count(1) << 24) || c.gpus_per_node > (Count(1) << 16))
     throw InputError(fmt::format("{}: nodes ({}) or gpus_per_node ({}) out of range (at most 16777216 nodes of 65536 GPUs)",
                                  what, c.nodes, c.gpus_per_node));
-  JsonFields d(f.object("device"), f.child("device"));
-  c.device_name = d.opt_str("name").value_or("");
-  c.device_memory = d.bytes("memory");
+  // "device": a catalogue id ("h100-sxm-80gb"), or an object: {"id": ..., overrides} or raw numbers.
+  const nlohmann::json& dev_json = f.any("device");
+  const nlohmann::json dev_obj = dev_json.is_string() ? nlohmann::json{{"id", dev_json.get<std::string>()}} : dev_json;
+  if (!dev_obj.is_object())
+    throw InputError(fmt::format("{}: expected a catalogue id such as \"h100-sxm-80gb\" (see `gaccum-tune devices`) or an "
+                                 "object",
+                                 f.child("device")));
+  JsonFields d(dev_obj, f.child("device"));
+  const GpuDevice* gpu = nullptr;
+  if (auto id = d.opt_str("id")) {
+    gpu = find_gpu(*id);
+    if (!gpu) {
+      std::string ids;
+      for (const auto& g : gpu_catalogue()) ids += (ids.empty() ? "" : ", ") + g.id;
+      throw InputError(fmt::format("{}: '{}' is not in the GPU catalogue: use one of {} (gaccum-tune devices)",
+                                   d.child("id"), *id, ids));
+    }
+    c.gpu_id = gpu->id;
+    c.gpu_named = true;
+    c.device_name = gpu->name;
+    c.device_memory = gpu->memory;
+    c.device_peak_flops = gpu->bf16_flops;
+    c.device_peak_flops_fp32 = gpu->tf32_flops;
+    c.device_memory_bandwidth = gpu->hbm_bandwidth;
+  }
+  if (auto name = d.opt_str("name")) c.device_name = *name;
+  if (!gpu || d.has("memory")) c.device_memory = d.bytes("memory");
   if (c.device_memory == 0) throw InputError(fmt::format("{}: must be a positive size", d.child("memory")));
   if (d.has("peak_tflops")) c.device_peak_flops = positive_num(d, "peak_tflops") * 1e12;
   if (d.has("peak_tflops_fp32")) c.device_peak_flops_fp32 = positive_num(d, "peak_tflops_fp32") * 1e12;
   if (d.has("memory_bandwidth_GBps")) c.device_memory_bandwidth = positive_num(d, "memory_bandwidth_GBps") * 1e9;
+  if (!gpu && c.device_peak_flops) {
+    // Raw numbers only: priced with the catalogue part whose peak and memory match, if one does.
+    if (const GpuDevice* m = match_gpu(*c.device_peak_flops, c.device_memory)) c.gpu_id = m->id;
+  }
+  if (d.has("calibration")) {
+    if (c.gpu_id.empty())
+      throw InputError(fmt::format("{}: a calibration needs a catalogue device: add \"id\" (gaccum-tune devices)",
+                                   d.child("calibration")));
+    GpuCalibration cal = calibration_from_json(d.object("calibration"), d.child("calibration"));
+    cal.generation = find_gpu(c.gpu_id)->generation;
+    c.gpu_calibration = cal;
+  }
   if (d.has("cost_per_hour_usd")) {
     const double v = d.num("cost_per_hour_usd");
     if (!(v >= 0)) throw InputError(fmt::format("{}: must be a non-negative number", d.child("cost_per_hour_usd")));
@@ -134,6 +170,8 @@ Cluster load_cluster(const std::string& path) {
 
 nlohmann::json to_json(const Cluster& c) {
   nlohmann::json dev = {{"name", c.device_name}, {"memory", c.device_memory}};
+  if (c.gpu_named) dev["id"] = c.gpu_id;
+  if (c.gpu_calibration) dev["calibration"] = to_json(*c.gpu_calibration);
   if (c.device_peak_flops) dev["peak_tflops"] = *c.device_peak_flops / 1e12;
   if (c.device_peak_flops_fp32) dev["peak_tflops_fp32"] = *c.device_peak_flops_fp32 / 1e12;
   if (c.device_memory_bandwidth) dev["memory_bandwidth_GBps"] = *c.device_memory_bandwidth / 1e9;

@@ -11,6 +11,11 @@
 // File format (strict: unknown keys are errors, except "_source", "comment" and keys starting
 // with '_'):
 //   {"schema": "gaccum-tune/cluster", "name": "...", "nodes": 16, "gpus_per_node": 8,
+//    "device": "h100-sxm-80gb" (a catalogue id: model/gpu_device.hpp, `gaccum-tune devices`), or
+//    "device": {"id": "h100-sxm-80gb", "cost_per_hour_usd": 12.29, "calibration": {...}} (the
+//               catalogue's numbers, any field below overriding them; calibration from
+//               `gaccum-tune calibrate --cluster`), or raw numbers (priced with the catalogue part
+//               whose peak and memory they match, if any):
 //    "device": {"name": "...", "memory": "80GiB", "peak_tflops": 989.4,
 //               "memory_bandwidth_GBps": 3350, "cost_per_hour_usd": 12.29,
 //               "peak_tflops_fp32": 494.7 (optional: fp32 plans; default half of peak_tflops)},
@@ -35,6 +40,7 @@
 
 #include "core/units.hpp"
 #include "model/allreduce.hpp"
+#include "model/gpu_device.hpp"
 #include "model/prediction.hpp"
 
 namespace gaccum::model {
@@ -74,6 +80,18 @@ struct Cluster {
   std::string source;                                        // "_source" / "comment"
   LinkProvenance intra_source, inter_source;                 // described unless fitted
   std::string created_utc;                                   // "" when the file has none
+  // The GPU catalogue entry that prices compute (model/gpu_compute.hpp): named by the file
+  // ("device": "h100-sxm-80gb" or {"id": ...}: gpu_named) or matched by peak and memory; "" none.
+  std::string gpu_id;
+  bool gpu_named = false;
+  std::optional<GpuCalibration> gpu_calibration;             // the file's own (`calibrate --cluster`)
+  const GpuDevice* gpu() const { return gpu_id.empty() ? nullptr : find_gpu(gpu_id); }
+  // The efficiency parameters compute is priced with: the file's calibration, else the shipped one.
+  const GpuCalibration* calibration() const {
+    const GpuDevice* g = gpu();
+    if (!g) return nullptr;
+    return gpu_calibration ? &*gpu_calibration : &shipped_calibration(g->generation);
+  }
 
   Count max_world_size() const { return nodes * gpus_per_node; }
   // The allreduce cost of one message at world_size p on this cluster.

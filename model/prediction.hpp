@@ -51,7 +51,12 @@ struct MemoryBreakdown {
   Bytes gathered = 0;        // zero3/hsdp: all-gathered parameters of the units in use (prefetch included)
   Bytes comm_buffers = 0;    // gradient buckets / fusion buffer (0 when world_size == 1)
   Bytes activations = 0;     // peak above the static part, a function of micro_batch only
+  Bytes allocator_reserve = 0;  // GPU model only: what the CUDA caching allocator holds beyond the
+                                // allocated bytes (the largest transient block, freed and cached
+                                // while the next is allocated), so that peak compares with
+                                // torch.cuda.max_memory_reserved (what OOMs); 0 on CPU profiles
   Bytes peak = 0;            // per rank: the sum of the terms above
+  Bytes allocated() const { return peak - allocator_reserve; }  // compares with max_memory_allocated
 };
 
 // Where a prediction's allreduce times came from.
@@ -90,8 +95,20 @@ inline const char* to_string(LinkSource s) {
 // "intra measured, inter described" / "intra measured" / "none".
 std::string link_sources_text(LinkSource intra, LinkSource inter);
 
+// How the GPU compute model (model/gpu_compute.hpp) priced one micro-step; gpu_model false on
+// the profile path and under a flat --mfu.
+struct ComputeDetail {
+  bool gpu_model = false;
+  double gemm_efficiency = 0;   // GEMM FLOP/s achieved over the device's peak, forward and backward
+  double mfu = 0;               // model FLOPs (6 N T + 12 L s^2 h per sample, no recompute) over the
+                                // peak, for the whole step (communication and optimizer included)
+  double flops_per_micro_step = 0;  // executed (recompute included)
+  Seconds gemm = 0, attention = 0, memory_bound = 0, overhead = 0;  // one micro-step's time by kind
+};
+
 struct Prediction {
   Config config;
+  ComputeDetail compute;
   StepBreakdown time;
   Seconds step_time_lo = 0;  // band: the step priced at the ends of the measured medians' 95% intervals
                              // (where the median step of a run should land if the machine behaves

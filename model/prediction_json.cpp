@@ -46,7 +46,7 @@ nlohmann::json to_json(const Config& c) {
 nlohmann::json to_json(const Prediction& p) {
   const auto& t = p.time;
   const auto& m = p.memory;
-  return {{"config", to_json(p.config)},
+  nlohmann::json j = {{"config", to_json(p.config)},
           {"step_time", t.step_time},
           {"step_time_lo", p.step_time_lo},
           {"step_time_hi", p.step_time_hi},
@@ -75,6 +75,19 @@ nlohmann::json to_json(const Prediction& p) {
           {"extrapolated", p.extrapolated},
           {"micro_batch_extrapolated", p.micro_batch_extrapolated},
           {"world_size_extrapolated", p.world_size_extrapolated}};
+  if (p.compute.gpu_model) {
+    const auto& c = p.compute;
+    j["compute_model"] = {{"kind", "gpu"},
+                          {"gemm_efficiency", c.gemm_efficiency},
+                          {"mfu", c.mfu},
+                          {"flops_per_micro_step", c.flops_per_micro_step},
+                          {"micro_step", {{"gemm", c.gemm},
+                                          {"attention", c.attention},
+                                          {"memory_bound", c.memory_bound},
+                                          {"overhead", c.overhead}}}};
+    if (m.allocator_reserve > 0) j["memory"]["allocator_reserve"] = m.allocator_reserve;
+  }
+  return j;
 }
 
 nlohmann::json to_json(const PlanSupport& p) {

@@ -12,6 +12,7 @@
 #include "core/buckets.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "model/gpu_compute.hpp"
 #include "model/step_assembly.hpp"
 
 namespace gaccum::model {
@@ -138,7 +139,7 @@ struct PrecisionTerms {
 
 class SpecModel final : public CostModel {
  public:
-  SpecModel(const TransformerSpec& spec, const Cluster& cluster, double mfu);
+  SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::optional<double> mfu);
   Prediction predict(const Config& c) const override;
   const ModelInfo& info() const override { return info_; }
 
@@ -152,16 +153,37 @@ class SpecModel final : public CostModel {
   Count params_ = 0;
   Count units_ = 1;
   Count largest_unit_params_ = 0;
-  PrecisionTerms terms_[3];
+  PrecisionTerms terms_[kSpecPrecisions.size()];
+  std::optional<GpuComputeModel> gpu_;  // the GPU compute model, when the device is a catalogue GPU
   ModelInfo info_;
 };
 
-SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, double mfu)
+SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::optional<double> mfu_flag)
     : spec_(spec), shape_(spec.shape()), cluster_(cluster) {
+  const double mfu = mfu_flag.value_or(kDefaultMfu);
   if (!(mfu > 0 && mfu <= 1)) throw InputError(fmt::format("--mfu: must be in (0, 1], got {}", mfu));
   if (!cluster.device_peak_flops)
     throw InputError(fmt::format("{}: device.peak_tflops is required to price a --spec (FLOPs / (peak x MFU))", cluster.name));
   auto& notes = info_.notes;
+  const GpuCalibration* calibration = cluster.calibration();
+  if (!mfu_flag && calibration) {
+    GpuDevice d = *cluster.gpu();  // the cluster's own numbers override the catalogue's
+    d.bf16_flops = *cluster.device_peak_flops;
+    if (cluster.device_peak_flops_fp32) d.tf32_flops = *cluster.device_peak_flops_fp32;
+    if (cluster.device_memory_bandwidth) d.hbm_bandwidth = *cluster.device_memory_bandwidth;
+    gpu_.emplace(d, calibration->efficiency);
+    notes.push_back(fmt::format(
+        "spec: compute from the GPU compute model on {} ({}{}): GEMMs, attention and memory-bound kernels priced "
+        "one by one with {} efficiencies ({}); --mfu overrides",
+        d.id, cluster.gpu_named ? "named by the cluster" : "the cluster's peak and memory match it",
+        d.name == cluster.device_name ? "" : ", " + cluster.device_name, to_string(d.generation),
+        calibration->from));
+  } else if (!mfu_flag) {
+    notes.push_back(fmt::format("spec: '{}' is not a catalogue GPU (gaccum-tune devices): compute at a flat {:.0f}% "
+                                "MFU; name the device (\"device\": \"h100-sxm-80gb\") to price micro_batch-dependent "
+                                "GPU efficiency",
+                                cluster.device_name, 100 * mfu));
+  }
   params_ = transformer_params(shape_);
   // Wrapped units (FSDP auto-wrap per block): the embedding (+ positions), each layer, the final
   // norm + head.
@@ -172,7 +194,7 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, double
   largest_unit_params_ = std::max({layer, embed, tail});
   const std::vector<Count> tensors = transformer_param_tensors(shape_);
   const double fp32_flops = cluster.device_peak_flops_fp32 ? *cluster.device_peak_flops_fp32 : *cluster.device_peak_flops / 2;
-  for (Precision p : kAllPrecisions) {
+  for (Precision p : kSpecPrecisions) {
     auto& t = terms_[static_cast<int>(p)];
     const auto& tr = traits(p);
     const double e = tr.element_bytes;
@@ -185,8 +207,11 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, double
     for (const auto& b : assign_buckets(tb)) t.bucket_bytes.push_back(b.bytes);
     t.ready = ready_fractions(t.bucket_bytes);
     t.flops_per_s = (p == Precision::fp32 ? fp32_flops : *cluster.device_peak_flops) * mfu;
-    if (cluster.device_memory_bandwidth) {
-      const double per_param = 2 * e + 8 + 8.0 * spec.optimizer_slots() + (tr.mixed ? e : 0);
+    const double per_param = 2 * e + 8 + 8.0 * spec.optimizer_slots() + (tr.mixed ? e : 0);
+    if (gpu_) {
+      t.optimizer = gpu_->optimizer_step(double(params_), per_param);
+      t.copies = gpu_->memory_time(double(kSyncCopyPasses) * double(t.states.gradients));
+    } else if (cluster.device_memory_bandwidth) {
       t.optimizer = double(params_) * per_param / *cluster.device_memory_bandwidth;
       t.copies = double(kSyncCopyPasses) * double(t.states.gradients) / *cluster.device_memory_bandwidth;
     }
@@ -212,6 +237,13 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, double
   plans.precisions = {spec.dtype};
   for (Precision p : kAllPrecisions)
     if (p != spec.dtype) plans.precisions.push_back(p);
+  const bool fp8 = gpu_ && gpu_->device().fp8_flops > 0;
+  if (spec.dtype == Precision::fp8 && !fp8)
+    throw InputError(fmt::format("{}: dtype fp8 is priced by the GPU compute model only: name a catalogue GPU with "
+                                 "fp8 tensor cores in the cluster (gaccum-tune devices), or use bf16",
+                                 spec.name));
+  if (fp8 && spec.dtype != Precision::fp8) plans.precisions.push_back(Precision::fp8);
+  if (!fp8) plans.limits = "fp8 is priced by the GPU compute model on a GPU with fp8 tensor cores only";
   plans.auto_precisions = {spec.dtype};
   if (spec.dtype != Precision::fp32) plans.auto_precisions.push_back(Precision::fp32);
   plans.checkpointings = {spec.activation_checkpointing};
@@ -225,13 +257,22 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, double
   plans.gpus_per_node = cluster.gpus_per_node;
   plans.sharded_comm = "reduce-scatter and all-gather from the cluster description (half a ring allreduce at each level)";
   notes.push_back(fmt::format("spec: {} parameters, {} wrapped units (largest {} parameters); {} activations "
-                              "(Korthikanti et al. 2022{}), compute at {:.0f}% MFU of {:.4g} TFLOP/s",
+                              "(Korthikanti et al. 2022{}), compute {}",
                               params_, units_, largest_unit_params_, to_string(spec.dtype),
-                              spec.flash_attention ? ", FlashAttention: no s^2 matrix" : "", 100 * mfu,
-                              *cluster.device_peak_flops / 1e12));
+                              spec.flash_attention ? ", FlashAttention: no s^2 matrix" : "",
+                              gpu_ ? fmt::format("from the GPU compute model ({:.4g} TFLOP/s bf16 peak)",
+                                                 *cluster.device_peak_flops / 1e12)
+                                   : fmt::format("at {:.0f}% MFU of {:.4g} TFLOP/s", 100 * mfu,
+                                                 *cluster.device_peak_flops / 1e12)));
   if (spec.flash_attention)
     notes.push_back("spec: FlashAttention keeps no attention matrix, so selective recomputation saves nothing: not searched");
-  notes.push_back("spec: allreduce from the cluster's hierarchical model; full overlap with backward (NCCL on its own stream)");
+  if (gpu_)
+    notes.push_back(fmt::format("spec: collectives from the cluster's hierarchical model, overlapped with compute at "
+                                "the calibrated efficiency {:.2f}; peak memory includes the caching allocator's "
+                                "reserve (comparable with torch.cuda.max_memory_reserved)",
+                                gpu_->efficiency().overlap));
+  else
+    notes.push_back("spec: allreduce from the cluster's hierarchical model; full overlap with backward (NCCL on its own stream)");
   // Largest micro_batch within device memory for the spec's own plan (DDP, world_size > 1).
   Count lo = 0, hi = Count(1) << 24;
   Config probe;
@@ -253,7 +294,8 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, double
                {"wrapped_units", units_},
                {"largest_unit_params", largest_unit_params_},
                {"flops_per_sample", training_flops(shape_, 1, spec.activation_checkpointing)},
-               {"effective_flops_per_s", own.flops_per_s},
+               {"effective_flops_per_s", gpu_ ? nlohmann::json(nullptr) : nlohmann::json(own.flops_per_s)},
+               {"compute_model", gpu_ ? "gpu" : "flat-mfu"},
                {"optimizer_s", own.optimizer},
                {"sync_copies_s", own.copies},
                {"buckets", own.bucket_bytes},
@@ -264,7 +306,18 @@ MemoryBreakdown SpecModel::memory(const Config& c) const {
   const Precision prec = *c.precision;
   MemoryBreakdown m = plan_memory(c, terms(prec).states);
   m.activations = to_bytes(activation_bytes(shape_, c.micro_batch, traits(prec).element_bytes, *c.checkpointing));
-  m.peak = m.weights + m.gradients + m.optimizer_state + m.gathered + m.comm_buffers + m.activations;
+  if (gpu_) {
+    // The caching allocator's reserve: the largest transient block of a micro-step (the fp32
+    // logits of the loss, or one layer's MLP intermediate), freed into the cache and not reused
+    // by the next, differently sized request (block splitting and rounding).
+    const double e = traits(prec).element_bytes;
+    const double tokens = double(c.micro_batch) * double(shape_.seq_len);
+    const double logits = 4.0 * tokens * double(shape_.vocab);
+    const double mlp = (shape_.gated_mlp ? 2.0 : 1.0) * e * tokens * double(shape_.ffn());
+    m.allocator_reserve = to_bytes(std::max(logits, mlp));
+  }
+  m.peak = m.weights + m.gradients + m.optimizer_state + m.gathered + m.comm_buffers + m.activations +
+           m.allocator_reserve;
   return m;
 }
 
@@ -274,12 +327,28 @@ Prediction SpecModel::predict(const Config& config) const {
   const PrecisionTerms& pt = terms(*c.precision);
   const Count n = p > 1 ? shard_group(c) : 1;
   StepTerms s;
-  const Seconds step = training_flops(shape_, b, *c.checkpointing) / pt.flops_per_s;
-  s.micro_step = {step, step, step};
-  s.backward = step - forward_flops(shape_, b) / pt.flops_per_s;
+  ComputeDetail detail;
+  if (gpu_) {
+    const GpuMicroStep g = gpu_->micro_step(shape_, b, *c.checkpointing, *c.precision);
+    const Seconds step = g.time();
+    s.micro_step = {step, step, step};
+    s.backward = g.backward.total();
+    s.overlap_efficiency = gpu_->efficiency().overlap;
+    detail.gpu_model = true;
+    detail.gemm_efficiency = g.gemm_efficiency();
+    detail.flops_per_micro_step = g.forward.flops + g.backward.flops;
+    detail.gemm = g.forward.gemm + g.backward.gemm;
+    detail.attention = g.forward.attention + g.backward.attention;
+    detail.memory_bound = g.forward.memory + g.backward.memory;
+    detail.overhead = g.forward.overhead + g.backward.overhead;
+  } else {
+    const Seconds step = training_flops(shape_, b, *c.checkpointing) / pt.flops_per_s;
+    s.micro_step = {step, step, step};
+    s.backward = step - forward_flops(shape_, b) / pt.flops_per_s;
+    s.overlap_efficiency = 1.0;
+  }
   const Seconds opt = c.sharding.sharding != Sharding::none && n > 1 ? pt.optimizer / double(n) : pt.optimizer;
   s.optimizer = {opt, opt, opt};
-  s.overlap_efficiency = 1.0;
   s.sync_copies = pt.copies;
   s.tokens_per_sample = spec_.mean_tokens_per_sample;
   const AffineCost cost = cluster_.allreduce(p);
@@ -315,13 +384,21 @@ Prediction SpecModel::predict(const Config& config) const {
   }
   out.comm_source = p > 1 ? CommSource::hierarchical : CommSource::none;
   std::tie(out.intra_link, out.inter_link) = link_sources(cluster_, p);
-  out.overlap_efficiency = 1.0;
+  out.overlap_efficiency = s.overlap_efficiency;
+  if (detail.gpu_model) {
+    // MFU as llm-foundry and the PaLM paper count it: 6 N_mm + 12 L s h FLOPs per token
+    // (attention non-causal, no recompute) over the step, against the bf16 peak.
+    const double model_flops = training_flops(shape_, b, Checkpointing::none) * double(c.accum_steps);
+    const double peak = *c.precision == Precision::fp32 ? gpu_->device().tf32_flops : gpu_->device().bf16_flops;
+    detail.mfu = out.time.step_time > 0 ? model_flops / (out.time.step_time * peak) : 0;
+  }
+  out.compute = detail;
   return out;
 }
 
 }  // namespace
 
-std::unique_ptr<CostModel> make_spec_model(const TransformerSpec& spec, const Cluster& cluster, double mfu) {
+std::unique_ptr<CostModel> make_spec_model(const TransformerSpec& spec, const Cluster& cluster, std::optional<double> mfu) {
   return std::make_unique<SpecModel>(spec, cluster, mfu);
 }
 

@@ -7,9 +7,15 @@
 //              fp16/bf16 + Adam's two fp32 moments or SGD's momentum), wrapped units = the
 //              embedding, each layer, the final norm + head; activations (Korthikanti et al.
 //              2022 with the plan's precision and checkpointing)
-//   compute    t(b) = training FLOPs / (device peak FLOP/s x MFU); backward = all but the
-//              forward; fp32 plans at device.peak_tflops_fp32 when the cluster gives it, else at
-//              half the (bf16) peak: the TF32 tensor-core rate of A100/H100 datasheets
+//   compute    on a catalogue GPU (the cluster names one, or its peak and memory match one) and
+//              without --mfu: the GPU compute model (model/gpu_compute.hpp), kernel by kernel
+//              with the device generation's calibrated efficiencies, the optimizer step and
+//              gradient copies at the HBM's memory-bound rate, collectives overlapped at the
+//              calibration's overlap efficiency, and the caching allocator's reserve in the peak.
+//              Otherwise (or with --mfu): t(b) = training FLOPs / (device peak FLOP/s x MFU,
+//              default kDefaultMfu); backward = all but the forward; fp32 plans at
+//              device.peak_tflops_fp32 when the cluster gives it, else at half the (bf16) peak:
+//              the TF32 tensor-core rate of A100/H100 datasheets
 //   optimizer  memory traffic of one fused update at the device's memory bandwidth:
 //              per parameter 2e (read grad, zero it) + 8 (read/write the fp32 weight or master)
 //              + 8 per fp32 state slot + e (write the low-precision weight when mixed)
@@ -32,6 +38,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,7 +78,12 @@ const std::vector<std::string>& spec_fields();
 TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what);
 TransformerSpec load_spec(const std::string& path);
 
-// InputError when the cluster lacks device.peak_tflops or mfu is not in (0, 1].
-std::unique_ptr<CostModel> make_spec_model(const TransformerSpec& spec, const Cluster& cluster, double mfu);
+// The flat MFU of a spec on a device the GPU compute model does not know.
+inline constexpr double kDefaultMfu = 0.4;
+
+// InputError when the cluster lacks device.peak_tflops or mfu is not in (0, 1]. mfu given: the
+// flat-MFU path even on a catalogue GPU (an explicit override).
+std::unique_ptr<CostModel> make_spec_model(const TransformerSpec& spec, const Cluster& cluster,
+                                           std::optional<double> mfu = std::nullopt);
 
 }  // namespace gaccum::model

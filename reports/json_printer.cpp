@@ -145,6 +145,7 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
                        {"text", e.breakdown_text},
                        {"comm_text", e.comm_text}};
     pk["links_text"] = e.links_text;
+    if (!e.compute_text.empty()) pk["compute_text"] = e.compute_text;
     pk["plan_text"] = e.plan_text;
     pk["memory"] = {{"peak_bytes", c.prediction.memory.peak},
                     {"headroom_bytes", e.headroom},

@@ -91,6 +91,7 @@ std::string recommendation(const tuner::TuneResult& r) {
     s += fmt::format(" Objective {}: {}.", to_string(r.search.objective), objective_value_text(r, best));
   if (plans_searched(r)) s += fmt::format(" Plan: {}.", tuner::plan_words(cfg));
   s += fmt::format(" Why: {}. {}.", e.binding_text, capitalised(e.comm_text));
+  if (!e.compute_text.empty()) s += fmt::format(" {}.", e.compute_text);
   if (e.runner_up) s += fmt::format(" {}.", capitalised(e.runner_up_text));
   if (e.every_step.applicable && cfg.accum_steps > 1 && cfg.sharding.sharding == Sharding::none)
     s += fmt::format(" Beware DDP without no_sync: every-step would cost {} more per step ({:.1f}% of throughput).",

@@ -23,6 +23,13 @@ if(Python3_Interpreter_FOUND)
                    --gaccum ${G} --out-dir "${_bench_out}/sharded" --profile-dir "${_bench_out}/sharded-profiles")
   set_tests_properties("bench: accuracy smoke" "bench: regret smoke" "bench: sharded smoke" PROPERTIES
                        LABELS integration TIMEOUT 900 RUN_SERIAL TRUE)
+  # Published GPU runs (bench/published.py): every row priced with the shipped calibration, none
+  # dropped silently; CSV, JSON and the chart written. No fit here (the full run cross-validates).
+  add_test(NAME "bench: published smoke"
+           COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/bench/published.py" --smoke
+                   --gaccum ${G} --out-dir "${_bench_out}/published")
+  set_tests_properties("bench: published smoke" PROPERTIES LABELS integration TIMEOUT 300
+                       PASS_REGULAR_EXPRESSION "published runs: 216 priced, [0-9]+ not priced.*shipped calibration.*216 rows.*groups differing only in micro_batch: [0-9]+.*wrote .*published.svg")
 
   # The cores survey the benchmarks record (bench/vcpu_survey.cpp), through benchlib as they call
   # it: 1 second, its JSON summary read back; a bad argument is exit 2.

@@ -156,9 +156,11 @@ else()
 endif()
 
 # Plans from a DeepSpeed config: the LLaMA-2-7B job at ZeRO stage 3 + bf16 fits; the same job at
-# stage 0 fails peak memory and names the ZeRO stage that fits.
+# stage 0 fails peak memory and names the ZeRO stage that fits. On the H100 cluster the GPU compute
+# model exposes part of stage 3's per-micro-step reduce-scatters (calibrated overlap < 1), so the
+# config is a throughput warning (not a failure) whose fix keeps the global batch.
 set(F ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh)
-gaccum_cli_test(check-deepspeed-zero3 0 "sharding +zero3 .*verdict: PASS" -- ${F} ${G} check --deepspeed-config
+gaccum_cli_test(check-deepspeed-zero3 0 "peak memory +PASS .*throughput vs best +WARN .*global_batch 1024 on 64 ranks.*fix: use micro_batch [0-9]+, accum_steps [0-9]+.*sharding +zero3 .*verdict: WARN" -- ${F} ${G} check --deepspeed-config
   ${X}/deepspeed/llama2-7b-zero3.json --world-size 64 --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json)
 gaccum_cli_test(check-deepspeed-stage0 1 "peak memory +FAIL .*fix: shard the model: zero[123] \\(DeepSpeed zero_optimization.stage [123]" --
   ${F} ${G} check --deepspeed-config ${C}/ds-llama2-7b-stage0.json --world-size 64 --spec ${X}/specs/llama2-7b.json

@@ -2,7 +2,7 @@
 # the profile and spec models on synthetic inputs, the loaders, and `gaccum-tune predict`.
 gaccum_test(unit_model LABEL unit
             SOURCES unit/test_model_formulas.cpp unit/test_model_profile.cpp unit/test_model_loaders.cpp
-                    unit/test_model_plans.cpp unit/test_cluster_fit.cpp
+                    unit/test_model_plans.cpp unit/test_cluster_fit.cpp unit/test_gpu_model.cpp
             LIBS gaccum::model)
 target_compile_definitions(unit_model PRIVATE GACCUM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
@@ -64,3 +64,47 @@ gaccum_cli_test(predict-spec-unknown-field 2 "unknown field 'gated'.*valid field
   ${G} ${L7} ${CMAKE_CURRENT_BINARY_DIR} ${C64})
 gaccum_cli_test(predict-spec-exabyte 2 "beyond 2\\^60 bytes" --one-line-stderr -- ${G} predict --spec ${X}/specs/gpt-1.3b.json
                 --cluster ${X}/clusters/dgx-h100-1node.json -b 1099511627776)
+
+# The GPU compute model behind --spec on a catalogue GPU (model/gpu_compute.hpp), the catalogue
+# (`devices`) and the calibration command (`calibrate`, model/calibration.hpp).
+set(NA ${D}/cluster-named-a100.json)
+set(RUNS ${D}/own-runs.json)
+set(PUB ${PROJECT_SOURCE_DIR}/bench/data/published)
+set(FL ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh)
+gaccum_cli_test(devices-table 0 "h100-sxm-80gb +hopper +989 +1979 +495 +79.6 +3.35 +132 +700.*hopper +GEMM [0-9.]+%.*fitted, 77 runs.*CV median"
+                -- ${FL} ${G} devices)
+gaccum_cli_test(devices-json 0 "\"id\": \"h200-sxm-141gb\"" -- ${G} devices --json)
+gaccum_cli_test(predict-spec-gpu-model 0 "GPU compute +GEMM efficiency [0-9]+%, MFU [0-9]+%; one micro-step: GEMMs .*caching allocator reserve.*compute from the GPU compute model on a100-sxm-80gb \\(named by the cluster\\)"
+                -- ${FL} ${G} predict --spec ${X}/specs/gpt2-small.json --cluster ${NA} -b 8 -k 4 -p 16)
+gaccum_cli_test(predict-spec-gpu-json 0 "\"kind\": \"gpu\"" -- ${G} predict --spec ${X}/specs/gpt2-small.json
+                --cluster ${NA} -b 8 -k 4 -p 16 --json)
+gaccum_cli_test(predict-spec-mfu-override 0 "at 45% MFU" -- ${G} predict --spec ${X}/specs/gpt2-small.json
+                --cluster ${NA} -b 8 -k 4 -p 16 --mfu 0.45)
+gaccum_cli_test(predict-spec-fp8-h100 0 "plan +DDP \\(no sharding\\), fp8" -- ${G} predict --spec ${X}/specs/gpt2-small.json
+                --cluster ${X}/clusters/dgx-h100-1node.json -b 8 -p 8 --precision fp8)
+gaccum_cli_test(predict-spec-fp8-a100 2 "fp8" --one-line-stderr -- ${G} predict --spec ${X}/specs/gpt2-small.json
+                --cluster ${NA} -b 8 -p 8 --precision fp8)
+gaccum_cli_test(predict-cluster-unknown-device 2 "device.id: 'a100-sxm-81gb' is not in the GPU catalogue" --one-line-stderr -- sh -c
+  "sed 's/a100-sxm-80gb/a100-sxm-81gb/' \"$1\" > \"$2/cluster-bad-device.json\" && \"$0\" predict --spec \"$3\" --cluster \"$2/cluster-bad-device.json\" -b 1"
+  ${G} ${NA} ${CMAKE_CURRENT_BINARY_DIR} ${X}/specs/gpt2-small.json)
+gaccum_cli_test(calibrate-evaluate 0 "runs: 4 read, 4 priced, 0 not priced.*h100-mb16 .*evaluated: 4 runs" --
+                ${FL} ${G} calibrate --evaluate --rows --runs ${RUNS})
+gaccum_cli_test(calibrate-published-not-priced 0 "not priced \\([0-9]+\\): tensor/pipeline parallel plan" --
+                ${G} calibrate --evaluate --runs ${PUB}/megatron-narayanan2021-table1.json --runs ${RUNS})
+# A fit of the user's own runs written into their cluster file; predict then prices with it.
+gaccum_cli_test(calibrate-into-cluster 0 "under-determined.*wrote the calibration into.*fitted to 2 ampere runs \\(a100-sxm-80gb\\) of" -- ${FL} sh -c
+  "cp \"$1\" \"$2/cluster-calibrated.json\" && \"$0\" calibrate --quick --runs \"$3\" --cluster \"$2/cluster-calibrated.json\" && \"$0\" predict --spec \"$4\" --cluster \"$2/cluster-calibrated.json\" -b 8 -p 16"
+  ${G} ${NA} ${CMAKE_CURRENT_BINARY_DIR} ${RUNS} ${X}/specs/gpt2-small.json)
+gaccum_cli_test(calibrate-json 0 "\"schema\": \"gaccum-tune/calibration-report\"" -- ${G} calibrate --quick --json
+                --runs ${RUNS} -o ${CMAKE_CURRENT_BINARY_DIR}/own-calibration.json)
+gaccum_cli_test(calibrate-bad-cv 2 "--cross-validate: 'size': expected model, gpu or none" --one-line-stderr -- ${G} calibrate
+                --runs ${RUNS} --cross-validate size)
+gaccum_cli_test(calibrate-bad-device 2 "runs\\[0\\].device: 'v100' is not in the GPU catalogue" --one-line-stderr -- sh -c
+  "sed 's/\"h100-sxm-80gb\"/\"v100\"/' \"$1\" > \"$2/runs-bad-device.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-bad-device.json\""
+  ${G} ${RUNS} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(calibrate-no-measure 2 "measured: give tokens_per_s_per_gpu or step_time_s" --one-line-stderr -- sh -c
+  "sed 's/\"step_time_s\": 0.19/\"steps\": 3/' \"$1\" > \"$2/runs-no-measure.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-no-measure.json\""
+  ${G} ${RUNS} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(calibrate-cluster-unnamed 2 "names no catalogue GPU" --one-line-stderr -- sh -c
+  "cp \"$1\" \"$2/cluster-unnamed.json\" && \"$0\" calibrate --quick --runs \"$3\" --cluster \"$2/cluster-unnamed.json\""
+  ${G} ${X}/clusters/dgx-h100-1node.json ${CMAKE_CURRENT_BINARY_DIR} ${RUNS})

@@ -3,6 +3,7 @@
 #include "tuner/explanation.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -151,11 +152,14 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
         "accum_steps 1: micro_batch {} is the whole per-rank batch (global_batch {} / "
         "world_size {}); nothing is left to trade for memory",
         b, B, p);
-  } else {
+  }
+  std::optional<model::Prediction> next_pred;
+  if (next != 0) {
     model::Config nc = cfg;
     nc.micro_batch = next;
     nc.accum_steps = q / next;
     const auto np = model.predict(nc);
+    next_pred = np;
     if (np.memory.peak > l.limit) {
       const Count fit = max_micro_batch_within(model, l, cfg, next - 1);
       const Bytes over = np.memory.peak - l.limit;
@@ -188,6 +192,39 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
                       next, q / next, format_bytes(np.memory.peak), format_bytes(l.limit),
                       value_text(res.objective, nv), value_text(res.objective, v));
     }
+  }
+
+  // The GPU compute model's terms: what the micro_batch buys in efficiency.
+  if (pr.compute.gpu_model) {
+    const auto& d = pr.compute;
+    e.compute_text = fmt::format(
+        "GPU compute: GEMM efficiency {:.0f}% at micro_batch {} (MFU {:.0f}%); one micro-step = GEMMs {} + attention {} "
+        "+ memory-bound kernels {} + kernel overhead {}",
+        100 * d.gemm_efficiency, b, 100 * d.mfu, format_seconds(d.gemm), format_seconds(d.attention),
+        format_seconds(d.memory_bound), format_seconds(d.overhead));
+    auto neighbour = [&](Count nb, const model::Prediction& np) {
+      const double gain = pr.throughput > 0 ? np.throughput / pr.throughput - 1 : 0;
+      const std::int64_t act = std::int64_t(np.memory.activations) - std::int64_t(pr.memory.activations);
+      return fmt::format("micro_batch {} (accum_steps {}): GEMM efficiency {:.0f}%, {:+.1f}% throughput, activations "
+                         "{}{}{}",
+                         nb, q / nb, 100 * np.compute.gemm_efficiency, 100 * gain, act >= 0 ? "+" : "-",
+                         format_bytes(Bytes(act >= 0 ? act : -act)),
+                         np.memory.peak > l.limit ? fmt::format(" (peak {}: does not fit)", format_bytes(np.memory.peak))
+                                                  : "");
+    };
+    Count prev = 0;
+    for (Count d2 : divisors(q))
+      if (d2 < b) prev = d2;
+    if (prev > 0) {
+      model::Config pc = cfg;
+      pc.micro_batch = prev;
+      pc.accum_steps = q / prev;
+      try {
+        e.compute_text += "; " + neighbour(prev, model.predict(pc));
+      } catch (const Error&) {
+      }
+    }
+    if (next_pred) e.compute_text += "; " + neighbour(next, *next_pred);
   }
 
   // Step-time breakdown and communication.

@@ -46,6 +46,10 @@ struct Explanation {
   double comm_exposed_share = 0;  // comm_exposed / step_time
   bool comm_bound = false;
   std::string comm_text;
+  // GPU compute model only (a --spec on a catalogue GPU): GEMM efficiency and MFU at this
+  // micro_batch, the micro-step's time by kind of kernel, and what the neighbouring micro_batches
+  // (the previous and next divisor) would give in efficiency, throughput and activation memory.
+  std::string compute_text;
   // Where the communication terms come from per link level (measured / described), and, when the
   // pick spans nodes and exposed communication is >= 10% of the step, where the inter-node link
   // binds: the share at this accum_steps and the accum_steps that halves it (or brings it to 10%).

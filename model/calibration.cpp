@@ -1,0 +1,455 @@
+// What/why: see calibration.hpp.
+#include "model/calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/json_fields.hpp"
+
+namespace gaccum::model {
+
+namespace {
+
+// The links a run's cluster gets when its file does not describe them (see calibration.hpp).
+void default_links(Cluster& c, GpuGeneration g) {
+  const bool ampere = g == GpuGeneration::ampere;
+  c.intra_node = {5e-6, (ampere ? 230.0 : 370.0) * 1e9};
+  c.inter_node = {10e-6, (ampere ? 23.0 : 46.0) * 1e9};
+  c.intra_source.from = ampere ? "A100 NVLink 3 ring busbw, typical nccl-tests" : "H100 NVLink 4 ring busbw, typical nccl-tests";
+  c.inter_source.from = ampere ? "1600 Gb/s RoCE per node of 8 (llm-foundry's A100 sections)"
+                               : "one 400 Gb/s NIC per GPU (assumed: llm-foundry's H100 sections do not say)";
+}
+
+Cluster run_cluster(const GpuDevice& d, Count gpus, Count per_node, const std::string& id) {
+  Cluster c;
+  c.name = id;
+  c.device_name = d.name;
+  c.gpu_id = d.id;
+  c.gpu_named = true;
+  c.device_memory = d.memory;
+  c.device_peak_flops = d.bf16_flops;
+  c.device_peak_flops_fp32 = d.tf32_flops;
+  c.device_memory_bandwidth = d.hbm_bandwidth;
+  c.gpus_per_node = std::min(per_node, gpus);
+  c.nodes = (gpus + c.gpus_per_node - 1) / c.gpus_per_node;
+  default_links(c, d.generation);
+  return c;
+}
+
+// Marks a run not priced when the default plan is refused (e.g. a world size the cluster lacks).
+void try_price(CalibrationRun& r) {
+  if (!r.not_priced.empty()) return;
+  try {
+    (void)predict_run(r, shipped_calibration(r.generation).efficiency);
+  } catch (const InputError& e) {
+    r.not_priced = e.what();
+  }
+}
+
+CalibrationRun foundry_row(const nlohmann::json& row, const std::string& what, const std::string& path) {
+  JsonFields f(row, what);
+  CalibrationRun r;
+  r.file = path;
+  r.id = f.str("id");
+  JsonFields m(f.object("model"), f.child("model"));
+  JsonFields hw(f.object("hardware"), f.child("hardware"));
+  JsonFields plan(f.object("plan"), f.child("plan"));
+  JsonFields meas(f.object("measured"), f.child("measured"));
+  r.model = m.str("name");
+  TransformerSpec& s = r.spec;
+  s.name = r.model;
+  s.layers = m.positive("n_layers");
+  s.hidden = m.positive("d_model");
+  s.heads = m.positive("n_heads");
+  s.seq_len = m.positive("seq_len");
+  s.vocab = m.positive("vocab_size");
+  s.ffn_hidden = m.positive("expansion_ratio") * s.hidden;
+  // MPT (llm-foundry README, and bench/data/published/README.md): plain GELU MLP, tied
+  // embeddings, learned positions, biases and LayerNorm, FlashAttention/Triton attention, no dropout.
+  s.tied_embeddings = true;
+  s.learned_positions = true;
+  s.bias = true;
+  s.dropout = false;
+  s.flash_attention = true;
+  s.optimizer = Optimizer::adamw;
+  s.mean_tokens_per_sample = double(s.seq_len);
+  const std::string prec = plan.str("precision");
+  s.dtype = prec.find("fp8") != std::string::npos ? Precision::fp8 : Precision::bf16;
+  s.activation_checkpointing = plan.boolean("activation_checkpointing") ? Checkpointing::full : Checkpointing::none;
+  const std::string gpu = hw.str("gpu");
+  const GpuDevice* d = find_gpu(gpu);
+  const Count gpus = hw.positive("num_gpus");
+  r.config.micro_batch = plan.positive("micro_batch");
+  r.config.accum_steps = plan.positive("grad_accum");
+  r.config.world_size = gpus;
+  r.config.strategy = Strategy::every_step;  // Composer's FSDP reduce-scatters every micro-batch
+  std::string sh = plan.str("sharding");  // llm-foundry writes FSDP names in upper case
+  std::transform(sh.begin(), sh.end(), sh.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  r.config.sharding = parse_sharding(sh, f.child("plan.sharding"));
+  r.config.precision = s.dtype;
+  r.config.checkpointing = s.activation_checkpointing;
+  const double tokens = meas.num("tokens_per_s");
+  r.published = tokens / double(gpus);
+  r.group = fmt::format("{} {} s{} n{} {} {} ac{} B{}", gpu, r.model, s.seq_len, gpus, sh, prec,
+                        s.activation_checkpointing == Checkpointing::full ? 1 : 0, plan.positive("global_batch"));
+  if (!d) {
+    r.not_priced = fmt::format("GPU '{}' is not in the catalogue", gpu);
+    return r;
+  }
+  r.gpu_id = d->id;
+  r.generation = d->generation;
+  r.cluster = run_cluster(*d, gpus, 8, r.id);
+  if (plan.positive("global_batch") != r.config.global_batch())
+    r.not_priced = fmt::format("global_batch {} is not micro_batch x grad_accum x num_gpus = {}",
+                               plan.positive("global_batch"), r.config.global_batch());
+  return r;
+}
+
+CalibrationRun parallel_row(const nlohmann::json& row, const std::string& what, const std::string& path) {
+  CalibrationRun r;
+  r.file = path;
+  r.id = row.value("id", what);
+  const auto& par = row.at("parallelism");
+  const auto tp = par.value("tp", 1), pp = par.value("pp", 1);
+  r.model = row.contains("model") ? row["model"].value("name", r.id) : r.id;
+  if (tp > 1 || pp > 1)
+    r.not_priced = fmt::format("tensor/pipeline parallel plan (tp {}, pp {}): not in this data-parallel plan space", tp, pp);
+  else
+    r.not_priced = "micro_batch not published (data-parallel row without a micro_batch)";
+  return r;
+}
+
+CalibrationRun own_run(const nlohmann::json& row, const std::string& what, const std::string& path) {
+  JsonFields f(row, what);
+  CalibrationRun r;
+  r.file = path;
+  r.id = f.str("id");
+  r.spec = spec_from_json(f.object("model"), f.child("model"));
+  r.model = r.spec.name;
+  const std::string dev = f.str("device");
+  const GpuDevice* d = find_gpu(dev);
+  if (!d) throw InputError(fmt::format("{}: '{}' is not in the GPU catalogue (gaccum-tune devices)", f.child("device"), dev));
+  r.gpu_id = d->id;
+  r.generation = d->generation;
+  const Count gpus = f.positive("gpus");
+  const Count per_node = f.opt_positive("gpus_per_node").value_or(std::min<Count>(8, gpus));
+  r.cluster = run_cluster(*d, gpus, per_node, r.id);
+  JsonFields plan(f.object("plan"), f.child("plan"));
+  r.config.micro_batch = plan.positive("micro_batch");
+  r.config.accum_steps = plan.opt_positive("accum_steps").value_or(1);
+  r.config.world_size = gpus;
+  r.config.strategy = parse_strategy(plan.opt_str("strategy").value_or("overlap"), plan.child("strategy"));
+  r.config.sharding = parse_sharding(plan.opt_str("sharding").value_or("none"), plan.child("sharding"));
+  r.config.precision = parse_precision(plan.opt_str("precision").value_or(std::string(to_string(r.spec.dtype))),
+                                       plan.child("precision"));
+  r.config.checkpointing = parse_checkpointing(
+      plan.opt_str("checkpointing").value_or(std::string(to_string(r.spec.activation_checkpointing))),
+      plan.child("checkpointing"));
+  for (const auto& k : plan.unknown_keys()) throw InputError(fmt::format("{}: unknown field '{}'", plan.path(), k));
+  JsonFields meas(f.object("measured"), f.child("measured"));
+  const double tokens_per_step = double(r.config.micro_batch * r.config.accum_steps) * r.spec.mean_tokens_per_sample;
+  if (auto t = meas.opt_num("tokens_per_s_per_gpu")) r.published = *t;
+  else if (auto st = meas.opt_num("step_time_s")) r.published = *st > 0 ? tokens_per_step / *st : 0;
+  else
+    throw InputError(fmt::format("{}: give tokens_per_s_per_gpu or step_time_s", meas.path()));
+  if (!(r.published > 0)) throw InputError(fmt::format("{}: must be positive", meas.path()));
+  r.group = fmt::format("{} {} n{} {} {} {}", r.gpu_id, r.model, gpus, to_string(r.config.sharding),
+                        to_string(*r.config.precision), to_string(*r.config.checkpointing));
+  return r;
+}
+
+// Soft-L1 loss of log errors over the runs.
+double loss(const std::vector<const CalibrationRun*>& runs, const GpuEfficiency& e, double scale) {
+  double sum = 0;
+  for (const auto* r : runs) {
+    double pred = 0;
+    try {
+      pred = predicted_tokens_per_gpu(predict_run(*r, e), *r);
+    } catch (const InputError&) {
+      return 1e30;
+    }
+    if (!(pred > 0)) return 1e30;
+    const double x = std::log(pred / r->published) / scale;
+    sum += 2 * (std::sqrt(1 + x * x) - 1);
+  }
+  return sum;
+}
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+// Nelder-Mead on f over R^n; returns the best point.
+std::vector<double> nelder_mead(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x0,
+                                double step, int max_evals) {
+  const std::size_t n = x0.size();
+  std::vector<std::vector<double>> p(n + 1, x0);
+  std::vector<double> fx(n + 1);
+  for (std::size_t i = 0; i < n; ++i) p[i + 1][i] += step;
+  int evals = 0;
+  for (std::size_t i = 0; i <= n; ++i) fx[i] = f(p[i]), ++evals;
+  while (evals < max_evals) {
+    std::vector<std::size_t> o(n + 1);
+    for (std::size_t i = 0; i <= n; ++i) o[i] = i;
+    std::sort(o.begin(), o.end(), [&](auto a, auto b) { return fx[a] < fx[b]; });
+    const std::size_t best = o[0], worst = o[n], second = o[n - 1];
+    if (std::abs(fx[worst] - fx[best]) <= 1e-9 * (1 + std::abs(fx[best]))) break;
+    std::vector<double> c(n, 0.0);
+    for (std::size_t i = 0; i <= n; ++i)
+      if (i != worst)
+        for (std::size_t d = 0; d < n; ++d) c[d] += p[i][d] / double(n);
+    auto along = [&](double t) {
+      std::vector<double> x(n);
+      for (std::size_t d = 0; d < n; ++d) x[d] = c[d] + t * (p[worst][d] - c[d]);
+      return x;
+    };
+    const auto xr = along(-1);
+    const double fr = f(xr);
+    ++evals;
+    if (fr < fx[best]) {
+      const auto xe = along(-2);
+      const double fe = f(xe);
+      ++evals;
+      if (fe < fr) p[worst] = xe, fx[worst] = fe;
+      else p[worst] = xr, fx[worst] = fr;
+    } else if (fr < fx[second]) {
+      p[worst] = xr, fx[worst] = fr;
+    } else {
+      const auto xc = fr < fx[worst] ? along(-0.5) : along(0.5);
+      const double fc = f(xc);
+      ++evals;
+      if (fc < std::min(fr, fx[worst])) {
+        p[worst] = xc, fx[worst] = fc;
+      } else {
+        for (std::size_t i = 0; i <= n; ++i) {
+          if (i == best) continue;
+          for (std::size_t d = 0; d < n; ++d) p[i][d] = p[best][d] + 0.5 * (p[i][d] - p[best][d]);
+          fx[i] = f(p[i]);
+          ++evals;
+        }
+      }
+    }
+  }
+  std::size_t best = 0;
+  for (std::size_t i = 1; i <= n; ++i)
+    if (fx[i] < fx[best]) best = i;
+  return p[best];
+}
+
+}  // namespace
+
+std::vector<CalibrationRun> read_runs(const std::string& path) {
+  const nlohmann::json j = parse_json_text(read_file(path, "--runs"), path);
+  std::vector<CalibrationRun> out;
+  if (j.is_object()) {
+    JsonFields f(j, path);
+    if (f.str("schema") != "gaccum-tune/runs")
+      throw InputError(fmt::format("{}.schema: expected \"gaccum-tune/runs\" (or an array of published rows)", path));
+    const auto& runs = f.array("runs");
+    for (std::size_t i = 0; i < runs.size(); ++i) out.push_back(own_run(runs[i], fmt::format("{}.runs[{}]", path, i), path));
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      const std::string what = fmt::format("{}[{}]", path, i);
+      if (!j[i].is_object()) throw InputError(fmt::format("{}: expected an object (a run)", what));
+      if (j[i].contains("parallelism")) out.push_back(parallel_row(j[i], what, path));
+      else out.push_back(foundry_row(j[i], what, path));
+    }
+  } else {
+    throw InputError(fmt::format("{}: expected {{\"schema\": \"gaccum-tune/runs\", ...}} or an array of published rows", path));
+  }
+  if (out.empty()) throw InputError(fmt::format("{}: no runs", path));
+  for (auto& r : out) try_price(r);
+  return out;
+}
+
+Prediction predict_run(const CalibrationRun& run, const GpuEfficiency& efficiency) {
+  Cluster c = run.cluster;
+  GpuCalibration cal = shipped_calibration(run.generation);
+  cal.efficiency = efficiency;
+  c.gpu_calibration = cal;
+  return make_spec_model(run.spec, c)->predict(run.config);
+}
+
+double predicted_tokens_per_gpu(const Prediction& p, const CalibrationRun& run) {
+  return p.tokens_per_s / double(run.config.world_size);
+}
+
+GpuCalibration fit_generation(const std::vector<const CalibrationRun*>& runs, GpuGeneration g, const std::string& from,
+                              const FitOptions& options) {
+  if (runs.empty()) throw InputError(fmt::format("calibrate: no priced runs on {} to fit", to_string(g)));
+  const bool any_fp8 = std::any_of(runs.begin(), runs.end(),
+                                   [](const auto* r) { return r->config.precision == Precision::fp8; });
+  const GpuEfficiency base = shipped_calibration(g).efficiency;
+  std::vector<int> free;
+  for (int i = 0; i < kGpuEfficiencyParams; ++i)
+    if (i != 1 || any_fp8) free.push_back(i);
+  const auto& bounds = efficiency_bounds();
+  auto to_eff = [&](const std::vector<double>& x) {
+    auto a = to_array(base);
+    for (std::size_t k = 0; k < free.size(); ++k) {
+      const auto [lo, hi] = bounds[free[k]];
+      a[free[k]] = lo + (hi - lo) * sigmoid(x[k]);
+    }
+    return from_array(a);
+  };
+  auto to_x = [&](const GpuEfficiency& e) {
+    const auto a = to_array(e);
+    std::vector<double> x;
+    for (int i : free) {
+      const auto [lo, hi] = bounds[i];
+      const double u = std::clamp((a[i] - lo) / (hi - lo), 1e-4, 1 - 1e-4);
+      x.push_back(std::log(u / (1 - u)));
+    }
+    return x;
+  };
+  auto f = [&](const std::vector<double>& x) { return loss(runs, to_eff(x), options.loss_scale); };
+  // Starts: the shipped parameters and three spread points (deterministic).
+  std::vector<GpuEfficiency> starts = {base, {0.85, 0.8, 0.3, 0.6, 20e-6, 0.5}, {0.7, 0.9, 0.5, 0.8, 5e-6, 0.9},
+                                       {0.95, 0.7, 0.2, 0.4, 60e-6, 0.2}};
+  starts.resize(std::min<std::size_t>(starts.size(), std::max(1, options.starts)));
+  std::vector<double> best;
+  double best_f = 1e300;
+  for (const auto& s : starts) {
+    auto x = nelder_mead(f, to_x(s), 1.0, options.max_evaluations / 2);
+    x = nelder_mead(f, x, 0.3, options.max_evaluations / 2);  // restart: escapes a collapsed simplex
+    const double fx = f(x);
+    if (fx < best_f) best_f = fx, best = x;
+  }
+  GpuCalibration c;
+  c.generation = g;
+  c.efficiency = to_eff(best);
+  c.fitted = true;
+  c.from = from;
+  std::vector<double> errors;
+  for (const auto* r : runs) errors.push_back(predicted_tokens_per_gpu(predict_run(*r, c.efficiency), *r) / r->published - 1);
+  c.in_sample = summarise_errors(errors);
+  return c;
+}
+
+namespace {
+
+std::string fit_label(const std::vector<const CalibrationRun*>& runs, GpuGeneration g) {
+  std::set<std::string> files, gpus;
+  for (const auto* r : runs) files.insert(r->file), gpus.insert(r->gpu_id);
+  std::string f, d;
+  for (const auto& x : files) f += (f.empty() ? "" : ", ") + x;
+  for (const auto& x : gpus) d += (d.empty() ? "" : ", ") + x;
+  return fmt::format("fitted to {} {} runs ({}) of {}", runs.size(), to_string(g), d, f);
+}
+
+}  // namespace
+
+CalibrationReport calibrate(const std::vector<CalibrationRun>& runs, HoldOut hold_out, const FitOptions& options,
+                            const std::function<void(const std::string&)>& progress) {
+  CalibrationReport rep;
+  rep.hold_out = hold_out;
+  std::map<GpuGeneration, std::vector<const CalibrationRun*>> by_gen;
+  for (const auto& r : runs)
+    if (r.not_priced.empty()) by_gen[r.generation].push_back(&r);
+  if (by_gen.empty()) throw InputError("calibrate: none of the runs can be priced (see their reasons with --rows)");
+  std::map<GpuGeneration, GpuCalibration> full;
+  for (const auto& [g, rs] : by_gen) {
+    if (progress) progress(fmt::format("fit {} ({} runs)", to_string(g), rs.size()));
+    full[g] = fit_generation(rs, g, fit_label(rs, g), options);
+    rep.calibrations.push_back(full[g]);
+  }
+  for (const auto& r : runs) {
+    if (!r.not_priced.empty()) continue;
+    RunResult x;
+    x.run = &r;
+    const Prediction p = predict_run(r, full[r.generation].efficiency);
+    x.predicted = predicted_tokens_per_gpu(p, r);
+    x.gemm_efficiency = p.compute.gemm_efficiency;
+    x.mfu = p.compute.mfu;
+    rep.results.push_back(x);
+  }
+  if (hold_out == HoldOut::none) return rep;
+  auto key = [&](const CalibrationRun& r) { return hold_out == HoldOut::model ? r.model : r.gpu_id; };
+  std::set<std::string> keys;
+  for (const auto& x : rep.results) keys.insert(key(*x.run));
+  for (const auto& k : keys) {
+    std::map<GpuGeneration, std::vector<const CalibrationRun*>> train;
+    for (const auto& [g, rs] : by_gen)
+      for (const auto* r : rs)
+        if (key(*r) != k) train[g].push_back(r);
+    std::map<GpuGeneration, GpuCalibration> fits;
+    std::set<GpuGeneration> needed;
+    for (const auto& x : rep.results)
+      if (key(*x.run) == k) needed.insert(x.run->generation);
+    for (GpuGeneration g : needed) {
+      if (progress) progress(fmt::format("cross-validation: {} held out, fit {}", k, to_string(g)));
+      if (!train[g].empty()) {
+        fits[g] = fit_generation(train[g], g, "", options);
+      } else {
+        std::vector<const CalibrationRun*> others;
+        for (const auto& [g2, rs] : train)
+          if (g2 != g) others.insert(others.end(), rs.begin(), rs.end());
+        if (others.empty()) continue;
+        fits[g] = fit_generation(others, others.front()->generation, "", options);
+        fits[g].from = fmt::format("no other {} runs: another generation's fit borrowed", to_string(g));
+      }
+    }
+    for (auto& x : rep.results) {
+      if (key(*x.run) != k || !fits.count(x.run->generation)) continue;
+      const auto& fit = fits[x.run->generation];
+      x.cross_validated = predicted_tokens_per_gpu(predict_run(*x.run, fit.efficiency), *x.run);
+      x.note = fit.from;
+    }
+  }
+  for (auto& c : rep.calibrations) {
+    std::vector<double> e;
+    for (const auto& x : rep.results)
+      if (x.run->generation == c.generation && x.cross_validated > 0) e.push_back(x.cross_validated / x.run->published - 1);
+    c.cross_validated = summarise_errors(e);
+  }
+  return rep;
+}
+
+std::vector<std::string> fit_warnings(const GpuCalibration& c) {
+  std::vector<std::string> out;
+  if (!c.fitted) return out;
+  const std::string g(to_string(c.generation));
+  if (c.in_sample.rows < 2 * kGpuEfficiencyParams)
+    out.push_back(fmt::format("{}: {} runs for {} parameters: the fit is under-determined; add runs that differ in "
+                              "micro_batch, model size and sequence length",
+                              g, c.in_sample.rows, kGpuEfficiencyParams));
+  const auto v = to_array(c.efficiency);
+  std::vector<std::string> at;
+  for (int i = 0; i < kGpuEfficiencyParams; ++i) {
+    const auto [lo, hi] = efficiency_bounds()[i];
+    const double tol = 1e-3 * (hi - lo);
+    if (v[i] <= lo + tol || v[i] >= hi - tol)
+      at.push_back(fmt::format("{} {:.3g} (range {:.3g}..{:.3g})", efficiency_names()[i], v[i], lo, hi));
+  }
+  if (!at.empty())
+    out.push_back(fmt::format("{}: fitted onto a bound: {}: the runs push it outside what the model allows",
+                              g, fmt::join(at, ", ")));
+  return out;
+}
+
+CalibrationReport evaluate(const std::vector<CalibrationRun>& runs, const std::vector<GpuCalibration>& calibrations) {
+  CalibrationReport rep;
+  rep.calibrations = calibrations;
+  for (const auto& r : runs) {
+    if (!r.not_priced.empty()) continue;
+    const GpuCalibration* cal = nullptr;
+    for (const auto& c : calibrations)
+      if (c.generation == r.generation) cal = &c;
+    const GpuEfficiency e = cal ? cal->efficiency : shipped_calibration(r.generation).efficiency;
+    RunResult x;
+    x.run = &r;
+    const Prediction p = predict_run(r, e);
+    x.predicted = predicted_tokens_per_gpu(p, r);
+    x.gemm_efficiency = p.compute.gemm_efficiency;
+    x.mfu = p.compute.mfu;
+    rep.results.push_back(x);
+  }
+  return rep;
+}
+
+}  // namespace gaccum::model
