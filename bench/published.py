@@ -210,6 +210,9 @@ def main(argv):
         reasons.setdefault(n["reason"], []).append(n["id"])
     for why, ids in sorted(reasons.items()):
         print("  not priced (%d): %s" % (len(ids), why))
+    mem = [r["memory_error_pct"] for r in rows if r.get("memory_error_pct") is not None]
+    if mem:
+        print("peak memory, rows that report it (predicted vs published): " + fmt_summary(summary(mem)))
     s_shipped = summary([r["shipped_error_pct"] for r in rows])
     print("shipped calibration (what predict prints): " + fmt_summary(s_shipped))
     by_gpu = {}
@@ -239,7 +242,7 @@ def main(argv):
     cols = ["id", "gpu", "model", "seq_len", "world_size", "micro_batch", "accum_steps", "sharding", "precision",
             "checkpointing", "published_tokens_per_s_per_gpu", "shipped_tokens_per_s_per_gpu", "shipped_error_pct",
             "cross_validated_tokens_per_s_per_gpu", "cross_validated_error_pct", "gemm_efficiency", "mfu",
-            "published_mfu_pct"]
+            "published_mfu_pct", "predicted_peak_memory_bytes", "published_peak_memory_bytes", "memory_error_pct"]
     benchlib.write_csv(os.path.join(a.out_dir, "published.csv"), cols,
                        [{c: (r.get(c) if r.get(c) is not None else "") for c in cols} for r in rows])
     benchlib.write_atomic(os.path.join(a.out_dir, "published.json"), json.dumps({

@@ -14,6 +14,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "core/units.hpp"
 #include "core/utc_time.hpp"
 #include "model/calibration.hpp"
 #include "model/gpu_device.hpp"
@@ -95,6 +96,11 @@ nlohmann::json row_json(const model::RunResult& x) {
                       {"error_pct", pct(x.predicted, r.published)},
                       {"gemm_efficiency", x.gemm_efficiency},
                       {"mfu", x.mfu}};
+  j["predicted_peak_memory_bytes"] = x.peak_memory;
+  if (r.published_memory > 0) {
+    j["published_peak_memory_bytes"] = r.published_memory;
+    j["memory_error_pct"] = pct(double(x.peak_memory), double(r.published_memory));
+  }
   if (x.cross_validated > 0) {
     j["cross_validated_tokens_per_s_per_gpu"] = x.cross_validated;
     j["cross_validated_error_pct"] = pct(x.cross_validated, r.published);
@@ -196,11 +202,15 @@ int run_calibrate(const CalibrateOptions& o) {
   if (o.rows) {
     fmt::print("\n{:<64} {:>11} {:>11} {:>8} {:>8} {:>6}\n", "run", "published", "predicted", "error", "CV err",
                "GEMM");
-    for (const auto& x : rep.results)
+    for (const auto& x : rep.results) {
       fmt::print("{:<64} {:>11.0f} {:>11.0f} {:>7.1f}% {:>8} {:>5.0f}%\n", x.run->id, x.run->published, x.predicted,
                  pct(x.predicted, x.run->published),
                  x.cross_validated > 0 ? fmt::format("{:.1f}%", pct(x.cross_validated, x.run->published)) : "-",
                  100 * x.gemm_efficiency);
+      if (x.run->published_memory > 0)
+        fmt::print("{:<64} peak memory published {}, predicted {} ({:+.1f}%)\n", "", format_bytes(x.run->published_memory),
+                   format_bytes(x.peak_memory), pct(double(x.peak_memory), double(x.run->published_memory)));
+    }
   }
   fmt::print("\n{} (tokens/s per GPU, predicted vs published):\n", o.evaluate ? "Evaluated" : "Fitted");
   for (const auto& c : rep.calibrations) {

@@ -12,6 +12,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "core/parse.hpp"
 
 namespace gaccum::model {
 
@@ -97,8 +98,10 @@ CalibrationRun foundry_row(const nlohmann::json& row, const std::string& what, c
   r.config.checkpointing = s.activation_checkpointing;
   const double tokens = meas.num("tokens_per_s");
   r.published = tokens / double(gpus);
-  r.group = fmt::format("{} {} s{} n{} {} {} ac{} B{}", gpu, r.model, s.seq_len, gpus, sh, prec,
-                        s.activation_checkpointing == Checkpointing::full ? 1 : 0, plan.positive("global_batch"));
+  // Rows in one group differ only in micro_batch and accum_steps (so in the global batch too).
+  r.group = fmt::format("{} {} s{} n{} {} {} ac{}", gpu, r.model, s.seq_len, gpus, sh, prec,
+                        s.activation_checkpointing == Checkpointing::full ? 1 : 0);
+  plan.positive("global_batch");  // read (and checked) for the record; tokens/s do not depend on it
   if (!d) {
     r.not_priced = fmt::format("GPU '{}' is not in the catalogue", gpu);
     return r;
@@ -160,6 +163,7 @@ CalibrationRun own_run(const nlohmann::json& row, const std::string& what, const
   else
     throw InputError(fmt::format("{}: give tokens_per_s_per_gpu or step_time_s", meas.path()));
   if (!(r.published > 0)) throw InputError(fmt::format("{}: must be positive", meas.path()));
+  if (auto m = meas.opt_str("peak_memory")) r.published_memory = parse_bytes(*m, meas.child("peak_memory"));
   r.group = fmt::format("{} {} n{} {} {} {}", r.gpu_id, r.model, gpus, to_string(r.config.sharding),
                         to_string(*r.config.precision), to_string(*r.config.checkpointing));
   return r;
@@ -366,6 +370,7 @@ CalibrationReport calibrate(const std::vector<CalibrationRun>& runs, HoldOut hol
     x.predicted = predicted_tokens_per_gpu(p, r);
     x.gemm_efficiency = p.compute.gemm_efficiency;
     x.mfu = p.compute.mfu;
+    x.peak_memory = p.memory.peak;
     rep.results.push_back(x);
   }
   if (hold_out == HoldOut::none) return rep;
@@ -447,6 +452,7 @@ CalibrationReport evaluate(const std::vector<CalibrationRun>& runs, const std::v
     x.predicted = predicted_tokens_per_gpu(p, r);
     x.gemm_efficiency = p.compute.gemm_efficiency;
     x.mfu = p.compute.mfu;
+    x.peak_memory = p.memory.peak;
     rep.results.push_back(x);
   }
   return rep;

@@ -13,7 +13,9 @@
 //       "gpus_per_node": 8 (optional, default min(8, gpus)),
 //       "plan": {"micro_batch": 4, "accum_steps": 8, "sharding": "zero3", "precision": "bf16",
 //                "checkpointing": "full", "strategy": "every-step"},
-//       "measured": {"tokens_per_s_per_gpu": 3500} or {"step_time_s": 1.25}}]}
+//       "measured": {"tokens_per_s_per_gpu": 3500} or {"step_time_s": 1.25},
+//                   optional "peak_memory": "82.4GiB" (what the run reports, e.g.
+//                   torch.cuda.max_memory_reserved: compared, never fitted)}]}
 //   Each run is priced exactly as `predict --spec --cluster` prices it: a TransformerSpec, a
 //   cluster of the run's GPUs (the catalogue device; links from the run's network, else the
 //   generation's default: A100 NVLink 230 GB/s busbw and 1600 Gb/s per node of RoCE; H100 NVLink
@@ -52,6 +54,7 @@ struct CalibrationRun {
   Cluster cluster;
   Config config;
   double published = 0;         // tokens/s per GPU
+  Bytes published_memory = 0;   // peak memory per GPU the run reports (0: not reported)
   std::string group;            // runs equal in everything but micro_batch and accum_steps share it
   std::string not_priced;       // "" when priced, else why not (counted, never dropped)
 };
@@ -81,6 +84,7 @@ struct RunResult {
   double cross_validated = 0;   // with the fit that did not see the run's held-out key (0: not done)
   double gemm_efficiency = 0;
   double mfu = 0;
+  Bytes peak_memory = 0;        // predicted peak (allocated + the caching allocator's reserve)
   std::string note;             // e.g. the parameters a held-out generation borrowed
 };
 
