@@ -5,12 +5,14 @@
 //       `--profile` (measured) or `--spec` (analytic transformer, needs `--cluster` with a peak
 //       FLOP/s), optionally `--cluster` to scale a profile beyond the local machine.
 // Why: the model must be inspectable one configuration at a time before the tuner searches it.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/model_flags.hpp"
@@ -29,6 +31,7 @@
 #include "model/plan_cost.hpp"
 #include "model/spec_model.hpp"
 #include "tuner/explanation.hpp"
+#include "tuner/tune_request.hpp"
 
 namespace gaccum::cli {
 namespace {
@@ -42,9 +45,144 @@ struct PredictOptions {
   std::string sharding = "none";     // none | zero1 | zero2 | zero3 | hsdp:G (FSDP names accepted)
   std::string precision;             // default: the model's own (profile: as measured; spec: its dtype)
   std::string checkpointing;         // default: the model's own
+  std::string memory_cap;            // default: the device memory
+  std::string margin = "10%";        // the safety margin tune and check keep
   bool extrapolate = false;       // allow micro_batch above the measured range
   bool json = false;
 };
+
+// Does the prediction fit? Against the device memory (or --memory-cap, never above the device)
+// and the margin tune and check keep below it. A plan over the hard limit gets the layout
+// change that fits while keeping the global batch (micro_batch x accum_steps), else the plan
+// change that does.
+struct FitVerdict {
+  bool known = false;         // false: no device memory and no absolute --memory-cap
+  bool fits = false;          // peak <= hard limit
+  bool within_margin = false; // peak <= limit (hard less the margin)
+  Bytes hard = 0, limit = 0;
+  std::string text;           // the line after "fits" / "DOES NOT FIT"
+};
+
+FitVerdict fit_verdict(const model::CostModel& m, const model::Prediction& p, const PredictOptions& o, bool extrapolate) {
+  FitVerdict v;
+  const Bytes device = m.info().device_memory;
+  const MemoryCap cap = o.memory_cap.empty() ? MemoryCap{} : parse_memory_cap(o.memory_cap, "--memory-cap");
+  const double margin = parse_fraction(o.margin, "--margin");
+  if (!cap.absolute && device == 0) {
+    v.text = "unknown (no device memory: give --memory-cap 80GiB)";
+    return v;
+  }
+  v.known = true;
+  const Bytes capped = cap.resolve(device);
+  v.hard = device > 0 ? std::min(capped, device) : capped;
+  v.limit = tuner::apply_margin(v.hard, margin);
+  const std::string where = device > 0 && v.hard == device
+                                ? fmt::format("the {} device", format_bytes(device))
+                                : fmt::format("the --memory-cap {}", format_bytes(v.hard));
+  const Bytes peak = p.memory.peak;
+  v.fits = peak <= v.hard;
+  v.within_margin = peak <= v.limit;
+  if (v.within_margin) {
+    v.text = fmt::format("yes: {} headroom on {} ({} below the {:g}% margin's limit {})", format_bytes(v.hard - peak),
+                         where, format_bytes(v.limit - peak), 100 * margin, format_bytes(v.limit));
+    return v;
+  }
+  if (v.fits) {
+    v.text = fmt::format("only just: {} headroom on {}, inside the {:g}% margin tune and check keep (limit {}): the "
+                         "allocator's fragmentation can still run it out of memory",
+                         format_bytes(v.hard - peak), where, 100 * margin, format_bytes(v.limit));
+    return v;
+  }
+  // The fix: the largest smaller micro_batch that divides b x k (the global batch stays), else a
+  // plan change at the same b and k.
+  const model::Config& c0 = p.config;
+  const Count local = c0.micro_batch * c0.accum_steps;
+  std::vector<Count> divisors;
+  for (Count d = 1; d * d <= local; ++d)
+    if (local % d == 0) {
+      if (d < c0.micro_batch) divisors.push_back(d);
+      if (local / d < c0.micro_batch && local / d != d) divisors.push_back(local / d);
+    }
+  std::sort(divisors.rbegin(), divisors.rend());
+  std::string fix;
+  int tries = 0;
+  for (Count b : divisors) {
+    if (++tries > 64) break;
+    model::Config c = c0;
+    c.micro_batch = b;
+    c.accum_steps = local / b;
+    const model::Prediction q = m.predict(c);
+    if (q.micro_batch_extrapolated && !extrapolate) continue;
+    if (q.memory.peak <= v.limit) {
+      fix = fmt::format("micro_batch {} x accum_steps {} keeps global_batch {} and fits (peak {})", b, c.accum_steps,
+                        c.global_batch(), format_bytes(q.memory.peak));
+      break;
+    }
+  }
+  if (fix.empty()) {
+    // Plan changes at the smallest micro_batch (the global batch kept), each priced: only one
+    // that fits is offered.
+    struct Change {
+      std::string flags;
+      model::Config config;
+    };
+    model::Config small = c0;
+    small.micro_batch = 1;
+    small.accum_steps = local;
+    std::vector<Change> changes;
+    const bool sharded = c0.sharding.sharding == Sharding::zero3 || c0.sharding.sharding == Sharding::hsdp;
+    const bool full = c0.checkpointing && *c0.checkpointing == Checkpointing::full;
+    if (!sharded && c0.world_size > 1) {
+      Change z{"--sharding zero3", small};
+      z.config.sharding = ShardingChoice{Sharding::zero3, 0};
+      changes.push_back(z);
+    }
+    if (!full) {
+      Change f{"--checkpointing full", small};
+      f.config.checkpointing = Checkpointing::full;
+      changes.push_back(f);
+    }
+    if (!sharded && !full && c0.world_size > 1) {
+      Change zf{"--sharding zero3 --checkpointing full", small};
+      zf.config.sharding = ShardingChoice{Sharding::zero3, 0};
+      zf.config.checkpointing = Checkpointing::full;
+      changes.push_back(zf);
+    }
+    // Each change at the largest micro_batch (b itself, then the divisors of b x k below it) that fits.
+    std::vector<Count> sizes{c0.micro_batch};
+    sizes.insert(sizes.end(), divisors.begin(), divisors.end());
+    for (const auto& ch : changes) {
+      if (!fix.empty()) break;
+      int priced = 0;
+      for (Count b : sizes) {
+        if (++priced > 32) break;
+        model::Config c = ch.config;
+        c.micro_batch = b;
+        c.accum_steps = local / b;
+        try {
+          if (model::plan_rejection(c)) break;
+          const model::Prediction q = m.predict(c);
+          if (q.micro_batch_extrapolated && !extrapolate) continue;
+          if (q.memory.peak <= v.limit) {
+            fix = fmt::format("micro_batch {} x accum_steps {} with {} fits (peak {})", b, c.accum_steps, ch.flags,
+                              format_bytes(q.memory.peak));
+            break;
+          }
+        } catch (const InputError&) {
+          break;  // a plan this model cannot price (e.g. a profile measured in fp32 only): not offered
+        }
+      }
+    }
+    if (fix.empty()) {
+      const auto& mm = p.memory;
+      fix = fmt::format("no smaller micro_batch or plan change at world_size {} fits (weights, gradients and optimizer "
+                        "state alone take {}): more ranks with --sharding zero3 shard them further",
+                        c0.world_size, format_bytes(mm.weights + mm.gradients + mm.optimizer_state));
+    }
+  }
+  v.text = fmt::format("peak {} is {} over {}: {}", format_bytes(peak), format_bytes(peak - v.hard), where, fix);
+  return v;
+}
 
 // The model of the one source the flags name (cli/model_source.hpp); a profile-first source
 // says on stderr where its profile came from.
@@ -167,13 +305,24 @@ int run_predict(const PredictOptions& o) {
     vs.emplace(ov, m->predict(c));
   }
 
+  std::vector<FitVerdict> fits;
+  for (const auto& p : preds) fits.push_back(fit_verdict(*m, p, o, o.extrapolate));
+
   if (o.json) {
     nlohmann::json j;
     j["schema"] = "gaccum-tune/prediction";
     j["schema_version"] = 2;
     j["model"] = model::to_json(info);
     j["predictions"] = nlohmann::json::array();
-    for (const auto& p : preds) j["predictions"].push_back(model::to_json(p));
+    for (std::size_t i = 0; i < preds.size(); ++i) {
+      nlohmann::json pj = model::to_json(preds[i]);
+      const FitVerdict& v = fits[i];
+      pj["fits"] = v.known ? nlohmann::json(v.fits) : nlohmann::json(nullptr);
+      pj["fits_within_margin"] = v.known ? nlohmann::json(v.within_margin) : nlohmann::json(nullptr);
+      pj["memory_limit_bytes"] = v.known ? nlohmann::json(v.hard) : nlohmann::json(nullptr);
+      pj["memory_verdict"] = v.text;
+      j["predictions"].push_back(pj);
+    }
     if (vs)
       j["every_step_vs_overlap"] = {{"overlap_step_time", vs->first.time.step_time},
                                     {"every_step_step_time", vs->second.time.step_time},
@@ -185,7 +334,11 @@ int run_predict(const PredictOptions& o) {
 
   fmt::print("gaccum-tune predict: {} ({} model, {} {}{})\n", info.workload_name, info.source, info.device_kind,
              info.device_name, info.threads_per_rank > 0 ? fmt::format(", {} threads/rank", info.threads_per_rank) : "");
-  for (const auto& p : preds) print_prediction(p, info);
+  for (std::size_t i = 0; i < preds.size(); ++i) {
+    print_prediction(preds[i], info);
+    const FitVerdict& v = fits[i];
+    fmt::print("  {:<14} {}\n", v.known && !v.fits ? "DOES NOT FIT" : "fits", v.text);
+  }
   if (vs && base.sharding.sharding == Sharding::none) {
     const auto& [ov, ev] = *vs;
     fmt::print("every-step vs overlap: {} vs {} per step ({}; {} vs {} allreduces per step)\n",
@@ -217,6 +370,10 @@ void add_predict_command(CLI::App& app, Action& action) {
                   "[default: none]");
   sub->add_option("--precision", o->precision, "fp32 | bf16 | fp16 [default: the model's own]");
   sub->add_option("--checkpointing", o->checkpointing, "activation checkpointing: none | selective | full [default: the model's own]");
+  sub->add_option("--memory-cap", o->memory_cap,
+                  "per-rank memory limit the fits line checks: bytes (70GiB) or a share of the device (90%) "
+                  "[default: the device memory]");
+  sub->add_option("--margin", o->margin, "safety margin below the limit, as tune and check keep it [default: 10%]");
   sub->add_flag("--extrapolate", o->extrapolate, "allow a micro_batch above the measured range");
   sub->add_flag("--json", o->json, "print one JSON object");
   sub->callback([o, &action] { action = [o] { return run_predict(*o); }; });

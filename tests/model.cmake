@@ -108,3 +108,21 @@ gaccum_cli_test(calibrate-no-measure 2 "measured: give tokens_per_s_per_gpu or s
 gaccum_cli_test(calibrate-cluster-unnamed 2 "names no catalogue GPU" --one-line-stderr -- sh -c
   "cp \"$1\" \"$2/cluster-unnamed.json\" && \"$0\" calibrate --quick --runs \"$3\" --cluster \"$2/cluster-unnamed.json\""
   ${G} ${X}/clusters/dgx-h100-1node.json ${CMAKE_CURRENT_BINARY_DIR} ${RUNS})
+
+# predict says whether the plan fits (issue 38, item 5): against the device memory or
+# --memory-cap, with the margin tune and check keep; a plan over it names a layout that fits at
+# the same global batch (a smaller micro_batch, else a priced plan change).
+set(DGX ${X}/clusters/dgx-h100-1node.json)
+gaccum_cli_test(predict-does-not-fit 0 "DOES NOT FIT +peak 250 GiB is 170 GiB over the 79.6 GiB device: micro_batch 2 x accum_steps 4 with --sharding zero3 fits"
+                -- ${G} predict --spec ${L7} --cluster ${DGX} -b 8 -k 1 -p 8)
+gaccum_cli_test(predict-does-not-fit-smaller-b 0 "DOES NOT FIT +peak .* over the 79.6 GiB device: micro_batch 2 x accum_steps 16 keeps global_batch 256 and fits"
+                -- ${G} predict --spec ${L7} --cluster ${DGX} -b 8 -k 4 -p 8 --sharding zero3)
+gaccum_cli_test(predict-does-not-fit-one-gpu 0 "DOES NOT FIT .*no smaller micro_batch or plan change at world_size 1 fits \\(weights, gradients and optimizer state alone take 100 GiB\\)"
+                -- ${G} predict --spec ${L7} --cluster ${DGX} -b 1 -k 4 -p 1)
+gaccum_cli_test(predict-fits-only-just 0 "fits +only just: 3.16 GiB headroom on the --memory-cap 64.0 GiB, inside the 10% margin"
+                -- ${G} predict --spec ${L7} --cluster ${DGX} -b 2 -k 4 -p 8 --sharding zero3 --memory-cap 64GiB)
+gaccum_cli_test(predict-fits-yes 0 "fits +yes: .* headroom on the 79.6 GiB device" -- ${G} predict --spec ${L7} --cluster ${DGX}
+                -b 2 -k 4 -p 8 --sharding zero3)
+gaccum_cli_test(predict-fits-json 0 "\"fits\": false" -- ${G} predict --spec ${L7} --cluster ${DGX} -b 8 -k 1 -p 8 --json)
+gaccum_cli_test(predict-bad-margin 2 "--margin" --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json -b 4 --margin 150%)
+gaccum_cli_test(predict-bad-memory-cap 2 "--memory-cap" --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json -b 4 --memory-cap lots)
