@@ -18,6 +18,7 @@
 //   --objective throughput  --optimizer adam  --top 10  --out gaccum-out
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -241,6 +242,47 @@ void apply_deepspeed(const TuneOptions& o, const DeepSpeedInput& d, tuner::TuneR
                                  to_string(p.checkpointing), p.checkpointing_source, plans.limits));
 }
 
+// ---- next command ---------------------------------------------------------------------------
+// What to run on the pick, runnable as printed: a profiled model is run for real by `validate
+// --from-tune` (it reads the workload and the profile from result.json); a spec cannot run
+// here, so the pick goes to the pre-launch gate `check` with its flags (or the completed
+// DeepSpeed config).
+
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || std::string_view("_./:=,@%+-").find(ch) != std::string_view::npos;
+  });
+  if (plain) return s;
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+std::string next_command(const TuneOptions& o, const tuner::TuneResult& r, const fs::path& out, bool deepspeed) {
+  const model::Config& c = r.best().config();
+  if (!o.source.spec.empty()) {
+    std::string cmd = "gaccum-tune check";
+    if (deepspeed)
+      cmd += " --deepspeed-config " + shell_word((out / kDeepSpeedOutput).string());
+    cmd += " --spec " + shell_word(o.source.spec) + " --cluster " + shell_word(o.source.cluster);
+    if (!o.source.mfu.empty()) cmd += " --mfu " + shell_word(o.source.mfu);
+    if (deepspeed) return cmd + fmt::format(" --world-size {}", c.world_size);
+    cmd += fmt::format(" -b {} -k {} -p {} --strategy {} --sharding {}", c.micro_batch, c.accum_steps, c.world_size,
+                       to_string(c.strategy), to_string(c.sharding));
+    if (c.precision) cmd += fmt::format(" --precision {}", to_string(*c.precision));
+    if (c.checkpointing) cmd += fmt::format(" --checkpointing {}", to_string(*c.checkpointing));
+    return cmd;
+  }
+  std::string cmd = "gaccum-tune validate --from-tune " + shell_word((out / "result.json").string()) + " --top 1";
+  if (o.source.ts.given()) {
+    cmd += " --torchscript " + shell_word(o.source.ts.file);
+    if (!o.source.ts.input_shape.empty()) cmd += " --input-shape " + shell_word(o.source.ts.input_shape);
+    for (const auto& in : o.source.ts.inputs) cmd += " --input " + shell_word(in);
+    if (!o.source.ts.target.empty()) cmd += " --target " + shell_word(o.source.ts.target);
+  }
+  return cmd;
+}
+
 int run_tune(const TuneOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const fs::path out(o.out);
@@ -276,6 +318,7 @@ int run_tune(const TuneOptions& o) {
   ctx.command = o.command;
   ctx.source = l.source;
   if (ds) ctx.deepspeed_config = (out / kDeepSpeedOutput).string();
+  ctx.next_command = next_command(o, result, out, ds.has_value());
   const std::string json = reports::print_json(result, ctx);
   std::vector<reports::OutputFile> files = {
       {"result.csv", reports::print_csv(reports::make_rows(result))},
@@ -297,6 +340,10 @@ int run_tune(const TuneOptions& o) {
                l.source["path"].get<std::string>());
   fmt::print("\nReports ({} configs, {:.2f} s):\n", result.search.candidates.size(), seconds);
   for (const auto& p : written) fmt::print("  {}\n", p.string());
+  if (!o.source.spec.empty())
+    fmt::print("\nNext: a spec cannot run on this machine; gate the launch with the pick's plan:\n  {}\n", ctx.next_command);
+  else
+    fmt::print("\nNext: run the pick for real and check the accumulated gradient:\n  {}\n", ctx.next_command);
   return kExitOk;
 }
 

@@ -46,7 +46,7 @@ th,td{padding:3px 7px;border-bottom:1px solid #eee;text-align:right;white-space:
 th{background:#f4f4f4;position:sticky;top:0}
 td.t,th.t{text-align:left}
 table.pareto th,table.configs th{white-space:normal}
-table.configs th,table.configs td{padding:3px 4px}
+table.configs th,table.configs td{padding:3px 3px}
 table.configs td.wrap{min-width:150px}
 td.kinds{text-align:left}
 td.wrap{white-space:normal;text-align:left;min-width:220px}

@@ -59,6 +59,7 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
   j["command"] = ctx.command;
   j["source"] = oj::parse(ctx.source.dump());
   if (!ctx.deepspeed_config.empty()) j["deepspeed_config"] = ctx.deepspeed_config;
+  if (!ctx.next_command.empty()) j["next_command"] = ctx.next_command;
 
   oj in;
   in["global_batch"] = {{"min", q.global_batch_min}, {"max", q.global_batch_max}};

@@ -17,6 +17,7 @@ struct ReportContext {
   std::string command;                               // as typed, for reproduction
   nlohmann::json source = nlohmann::json::object();  // {"kind": "profile", "path": ..., ...}
   std::string deepspeed_config;  // tune --deepspeed-config: where the completed config is written ("" if none)
+  std::string next_command;      // the command to run next on the pick (validate, or check for a spec); "" none
 };
 
 }  // namespace gaccum::reports

@@ -113,3 +113,13 @@ gaccum_cli_test(noise-scale-hint 0 "critical batch size unknown: no gradient noi
   ${G} ${T}/noise-hint ${D}/small-profile.json)
 gaccum_cli_test(tune-deepspeed-strategy-clash 2 "--strategy every-step contradicts .*numeric.json: zero_optimization.stage 0 with overlap_comm runs strategy overlap"
   --one-line-stderr -- ${G} tune --profile ${D}/small-profile.json --strategy every-step --deepspeed-config ${DS}/numeric.json --force --out ${T}/ds-clash2)
+
+# The journey connected (issue 38, item 7): tune ends with the command to run on its pick, as
+# printed (validate --from-tune for a profiled model; check with the pick's plan for a spec, which
+# cannot run here), also in result.json. The spec case runs the printed check and expects it to pass.
+set(_FL ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh)
+gaccum_cli_test(tune-next-command-profile 0 "Next: run the pick for real and check the accumulated gradient: +gaccum-tune validate --from-tune .*/next-profile/result.json --top 1 *$"
+                -- ${_FL} ${G} tune --profile ${D}/small-profile.json --global-batch 32 --out ${T}/next-profile --force)
+gaccum_cli_test(tune-next-command-spec 0 "NEXT-OK.*verdict: (PASS|WARN)" -- ${_FL} sh -c
+  "\"$0\" tune --spec \"$1\" --cluster \"$2\" --global-batch 256 --out \"$3\" --force > \"$3.txt\" && grep -q '\"next_command\": \"gaccum-tune check --spec' \"$3/result.json\" && echo NEXT-OK && cmd=$(tail -n 1 \"$3.txt\") && eval \"\\\"$0\\\" \${cmd#*gaccum-tune }\""
+  ${G} ${L7} ${X}/clusters/dgx-h100-1node.json ${T}/next-spec)
