@@ -211,14 +211,17 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
   if (fit == 0) {
     r.fix = plan_fix.empty()
                 ? fmt::format("even micro_batch 1 needs {} > {}: shard the model (ZeRO / FSDP) across more ranks, use "
-                              "activation checkpointing or bf16, a device with more memory, or raise --memory-cap",
+                              "activation checkpointing or bf16, or a device with more memory{}",
                               format_bytes([&] {
                                 model::Config c = job_config(j);
                                 c.micro_batch = 1;
                                 c.accum_steps = 1;
                                 return m->predict(c).memory.peak;
                               }()),
-                              format_bytes(limit))
+                              format_bytes(limit),
+                              info.device_memory == 0 || hard < info.device_memory
+                                  ? ", or raise --memory-cap (up to the device memory)"
+                                  : "")
                 : plan_fix;
     return r;
   }

@@ -192,7 +192,10 @@ Infeasibility diagnose_infeasible(const model::CostModel& model, const TuneReque
         "margin)",
         head, format_bytes(need), at_p, format_bytes(l.limit), format_bytes(l.cap), r.margin * 100);
     const Bytes cap_needed = smallest_cap_keeping(need, r.margin);
-    if (cap_needed > 0) out.changes.push_back(fmt::format("raise --memory-cap to {}", cap_flag(cap_needed)));
+    // A cap above the device's memory is no fix (the device still runs out): offered only when
+    // the device memory is unknown or holds it.
+    if (cap_needed > 0 && (l.device_memory == 0 || cap_needed <= l.device_memory))
+      out.changes.push_back(fmt::format("raise --memory-cap to {}", cap_flag(cap_needed)));
     if (need <= l.cap && r.margin > 0)
       out.changes.push_back(fmt::format("lower --margin to {:.1f}%", largest_margin_percent(l.cap, need)));
     if (l.device_memory > 0 && need > l.device_memory)

@@ -227,6 +227,15 @@ TEST_CASE("no feasible config: memory names the need and the cap that fixes it",
   // With a cap above the need, lowering the margin is offered too: 110/115 -> 4.3%.
   auto r2 = base_request(115'000'000, 0.10);
   CHECK_THAT(infeasible_message(m, r2), Catch::Contains("lower --margin to 4.3%"));
+  // A cap the device cannot hold is no fix: with a 100 MB device the 117 MiB cap is not offered,
+  // a device with more than 110 MB is.
+  FakeParams small;
+  small.device_memory = 100'000'000;
+  FakeCostModel m3(small);
+  auto r3 = base_request(50'000'000, 0.10);
+  const auto msg3 = infeasible_message(m3, r3);
+  CHECK_THAT(msg3, !Catch::Contains("raise --memory-cap") &&
+                       Catch::Contains("a device with more than " + format_bytes(110'000'000)));
 }
 
 TEST_CASE("no feasible config: accumulation limit with every smallest change", "[tuner][infeasible]") {
