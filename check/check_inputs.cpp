@@ -177,7 +177,7 @@ ResolvedJob resolve(const CheckInputs& merged) {
              "world_size = global_batch / (micro_batch x accum_steps)");
     } else {
       throw InputError(
-          "world_size: not given; pass --world-size, set world_size in the job file, or run under "
+          "world_size: not given; pass --world-size (or --cluster: its GPU count), set world_size in the job file, or run under "
           "torchrun/Slurm (WORLD_SIZE / SLURM_NTASKS)");
     }
   } else if (!b && !B) {
@@ -264,6 +264,7 @@ nlohmann::ordered_json inputs_json(const CheckInputs& in) {
   });
   add("noise_scale", in.noise_scale, real);
   add("memory_cap", in.memory_cap, [](const MemoryCap& c) { return c.to_string(); });
+  add("device_memory", in.device_memory, same);
   add("margin", in.margin, real);
   add("tolerance", in.tolerance, real);
   add("lr_tolerance", in.lr_tolerance, real);

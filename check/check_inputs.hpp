@@ -55,6 +55,7 @@ struct CheckInputs {
   Sourced<tuner::LrReference> lr_ref;
   Sourced<double> noise_scale;
   Sourced<MemoryCap> memory_cap;
+  Sourced<Bytes> device_memory;    // what a percentage cap is of (the model's device; printed, not merged)
   Sourced<double> margin, tolerance, lr_tolerance;
   // What is trained and where its measurements come from.
   Sourced<std::string> workload, workload_hash, profile, spec, cluster;

@@ -60,8 +60,8 @@ DeepSpeedConfig deepspeed_from_json(const json& doc, const std::string& what) {
   c.train_batch_size = batch_field(f, kTrain, c.auto_fields);
   c.train_micro_batch_size_per_gpu = batch_field(f, kMicro, c.auto_fields);
   c.gradient_accumulation_steps = batch_field(f, kGas, c.auto_fields);
-  for (const auto& a : c.auto_fields)
-    c.warnings.push_back(fmt::format("{}.{}: \"auto\": filled from the flags or the job file when they give it, else by DeepSpeed's rule", what, a));
+  // "auto" batch fields are not warned about: the inputs block says where each value came from
+  // (a flag, the job file or DeepSpeed's rule), and an unfillable one is an error naming the flags.
   if (const json* opt = f.opt_object("optimizer")) {
     JsonFields o(*opt, f.child("optimizer"));
     c.optimizer_type = o.opt_str("type");
@@ -70,7 +70,9 @@ DeepSpeedConfig deepspeed_from_json(const json& doc, const std::string& what) {
       if (p.has("lr")) {
         const json& lr = p.any("lr");
         if (lr.is_string() && lower(lr.get<std::string>()) == "auto")
-          c.warnings.push_back(fmt::format("{}: \"auto\" counts as not given", p.child("lr")));
+          c.warnings.push_back(fmt::format("{}: \"auto\" (the HF Trainer fills it from --learning_rate): the learning-rate "
+                                           "check needs --lr (or lr in the job file)",
+                                           p.child("lr")));
         else
           c.lr = read_positive_number(lr, p.child("lr"));
       }
@@ -102,8 +104,8 @@ DeepSpeedConfig deepspeed_from_json(const json& doc, const std::string& what) {
     if (!o || !o->contains("enabled")) continue;
     const json& en = o->at("enabled");
     if (en.is_string() && lower(en.get<std::string>()) == "auto") {
-      c.warnings.push_back(fmt::format("{}.{}.enabled: \"auto\" counts as not given", what, key));
       c.precision_auto = true;
+      c.precision_auto_keys.push_back(key);
       continue;
     }
     if (!en.is_boolean())
@@ -241,6 +243,17 @@ DeepSpeedPlan deepspeed_plan(const DeepSpeedConfig& ds) {
   if (ds.precision) {
     p.precision = *ds.precision;
     p.precision_source = src + " " + ds.precision_source;
+  } else if (ds.precision_auto) {
+    // "auto" is filled by the HF Trainer from --bf16 / --fp16: a config that carries the section is
+    // written for a 16-bit run. Priced as that run (fp16 and bf16 cost the same memory and time);
+    // --precision fp32 says otherwise.
+    const bool bf16 = std::find(ds.precision_auto_keys.begin(), ds.precision_auto_keys.end(), "bf16") !=
+                      ds.precision_auto_keys.end();
+    p.precision = bf16 ? Precision::bf16 : Precision::fp16;
+    p.precision_assumed = true;
+    p.precision_source = fmt::format("{} {}.enabled \"auto\" (assumed on: the HF Trainer fills it from --{}; pass "
+                                     "--precision fp32 if the run trains in fp32)",
+                                     src, bf16 ? "bf16" : "fp16", bf16 ? "bf16" : "fp16");
   }
   if (ds.activation_checkpointing) {
     p.checkpointing = Checkpointing::full;

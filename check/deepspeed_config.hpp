@@ -15,8 +15,10 @@
 //   offload_optimizer.device / offload_param.device, bf16.enabled, fp16.enabled,
 //   activation_checkpointing (present: full recomputation assumed), dataloader_drop_last.
 //   ZeRO stage s is sharding zero<s> (0: none); stages 2 and 3 reduce-scatter gradients on every
-//   micro-step (strategy every-step); "auto" in bf16/fp16.enabled counts as not given. Other top-level keys DeepSpeed knows are accepted silently; a key it
-//   does not know is a warning (usually a typo that DeepSpeed would silently ignore).
+//   micro-step (strategy every-step); "auto" in bf16/fp16.enabled is a 16-bit run assumed (the HF
+//   Trainer fills it from --bf16/--fp16; DeepSpeedPlan::precision_assumed says so). Other top-level
+//   keys DeepSpeed knows are accepted silently; a key it does not know is a warning (usually a
+//   typo that DeepSpeed would silently ignore).
 // Why: platform teams gate launches on the DeepSpeed config they will actually run; an
 //      inconsistent one is bad input (exit 2) naming the fields, as DeepSpeed would refuse it.
 // Strategy: DeepSpeed accumulates locally and reduces gradients at the accumulation boundary:
@@ -50,6 +52,7 @@ struct DeepSpeedConfig {
   std::optional<Precision> precision;  // bf16.enabled / fp16.enabled; nullopt: neither (fp32)
   std::string precision_source;        // e.g. "bf16.enabled"
   bool precision_auto = false;         // bf16.enabled or fp16.enabled is "auto" (to be filled)
+  std::vector<std::string> precision_auto_keys;  // "bf16", "fp16": the sections whose enabled is "auto"
   bool activation_checkpointing = false;  // an activation_checkpointing section is present
   bool offload_optimizer = false, offload_params = false;  // device "cpu" or "nvme"
   std::optional<bool> dataloader_drop_last;
@@ -84,6 +87,9 @@ struct DeepSpeedPlan {
   std::optional<Precision> precision;
   std::optional<Checkpointing> checkpointing;
   std::string sharding_source, strategy_source, precision_source, checkpointing_source;
+  // precision is bf16/fp16 assumed from an "auto" enabled (the HF Trainer fills it): a flag may
+  // override it without a clash, and a profile that measured only fp32 prices the run at fp32.
+  bool precision_assumed = false;
 };
 DeepSpeedPlan deepspeed_plan(const DeepSpeedConfig& c);
 

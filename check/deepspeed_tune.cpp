@@ -57,6 +57,7 @@ DeepSpeedTunePins deepspeed_tune_pins(const DeepSpeedConfig& c) {
   if (p.plan.precision) {
     p.precision = p.plan.precision;
     p.precision_source = p.plan.precision_source;
+    p.precision_assumed = p.plan.precision_assumed;
   } else if (!c.precision_auto) {
     p.precision = Precision::fp32;
     p.precision_source = src + " (neither bf16.enabled nor fp16.enabled: DeepSpeed trains in fp32)";
@@ -72,12 +73,14 @@ DeepSpeedTunePins deepspeed_tune_pins(const DeepSpeedConfig& c) {
   return p;
 }
 
-nlohmann::ordered_json complete_deepspeed_config(nlohmann::ordered_json doc, const model::Config& pick) {
+nlohmann::ordered_json complete_deepspeed_config(nlohmann::ordered_json doc, const model::Config& pick,
+                                                 bool fill_precision) {
   if (!doc.is_object()) throw InputError("DeepSpeed config: expected a JSON object");
   doc[kTrain] = pick.global_batch();
   doc[kMicro] = pick.micro_batch;
   doc[kGas] = pick.accum_steps;
   for (const char* key : {"bf16", "fp16"}) {
+    if (!fill_precision) break;
     if (!doc.contains(key) || !doc[key].is_object() || !doc[key].contains("enabled") || !is_auto(doc[key]["enabled"]))
       continue;
     const Precision mine = std::string(key) == "bf16" ? Precision::bf16 : Precision::fp16;

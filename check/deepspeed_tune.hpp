@@ -34,6 +34,7 @@ struct DeepSpeedTunePins {
   DeepSpeedPlan plan;
   std::optional<Precision> precision;  // nullopt: "auto", searched
   std::string precision_source;
+  bool precision_assumed = false;  // from an "auto" enabled (DeepSpeedPlan::precision_assumed)
   Checkpointing checkpointing = Checkpointing::none;
   std::string checkpointing_source;
   bool offload_optimizer = false, offload_params = false;
@@ -42,7 +43,10 @@ struct DeepSpeedTunePins {
 DeepSpeedTunePins deepspeed_tune_pins(const DeepSpeedConfig& c);
 
 // The user's document (parsed in key order) completed with `pick` (see the file comment).
-nlohmann::ordered_json complete_deepspeed_config(nlohmann::ordered_json doc, const model::Config& pick);
+// fill_precision false: bf16/fp16.enabled "auto" stay "auto" (the pick was priced at another
+// precision than the run's, e.g. a profile that measured fp32 only, so it says nothing of them).
+nlohmann::ordered_json complete_deepspeed_config(nlohmann::ordered_json doc, const model::Config& pick,
+                                                 bool fill_precision = true);
 
 // The config file parsed in key order (after load_deepspeed_config has validated it).
 nlohmann::ordered_json load_deepspeed_document(const std::string& path);

@@ -47,6 +47,7 @@ std::string input_text(const std::string& key, const oj& v) {
   if (key == "lr_ref" && v.is_object() && v.contains("lr") && v.contains("global_batch"))
     return fmt::format("{:g}@{}", v["lr"].get<double>(), value_text(v["global_batch"]));
   if (key == "lr" && v.is_number()) return fmt::format("{:g}", v.get<double>());
+  if (key == "device_memory" && v.is_number_integer()) return format_bytes(v.get<Bytes>());
   return value_text(v);
 }
 
@@ -76,6 +77,12 @@ Verdict run_checks(const ResolvedJob& job, const model::CostModel* model, CheckR
   if (model) {
     v.model_info = model->info();
     v.prediction = model->predict(job_config(job));
+    const auto& u = v.prediction->unconfirmed;
+    if (!u.empty())
+      v.ctx.warnings.push_back(fmt::format(
+          "CAVEAT: the predicted time and memory of this job are priced from {} measurement(s) the profile could not "
+          "confirm ({}{}): profile again on a quiet machine (`profile --require-quiet`) before trusting the model checks",
+          u.size(), u.front(), u.size() > 1 ? "; ..." : ""));
   }
   v.checks.push_back(check_batch_arithmetic(job));
   v.checks.push_back(check_memory(job, model));

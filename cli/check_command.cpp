@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@
 #include "cli/noise_scale_cache.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/profile_source.hpp"
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/utc_time.hpp"
 #include "model/cluster.hpp"
@@ -171,9 +173,23 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
 
   CheckInputs merged = check::default_inputs();
   check::overlay(merged, env);
+  // The cluster's GPU count: the world size when nothing else gives or determines it (a world size
+  // given by a flag, the job file or the launcher, or derived from b, k and B, wins).
+  Sourced<Count> cluster_world;
+  {
+    const Sourced<std::string>& cl = flags.cluster ? flags.cluster : from_job.cluster;
+    if (cl) {
+      const model::Cluster c = model::load_cluster(*cl);
+      const Count gpus = checked_mul(c.nodes, c.gpus_per_node).value_or(0);
+      if (gpus > 0)
+        cluster_world.set(gpus, fmt::format("cluster {} ({} node{} x {} GPUs; from {})", *cl, c.nodes,
+                                            c.nodes == 1 ? "" : "s", c.gpus_per_node, cl.source));
+    }
+  }
   std::string ds_path = o.deepspeed_config;
   if (ds_path.empty() && job && job->deepspeed_config) ds_path = *job->deepspeed_config;
   std::string ds_hash;
+  std::string ds_assumed_precision;  // the source of a precision assumed from "auto" (DeepSpeedPlan)
   if (!ds_path.empty()) {
     // "auto" batch fields are filled from the flags, else the job file (the HF Trainer's way).
     auto above = [&](const Sourced<Count>& flag, const Sourced<Count>& jobv) {
@@ -193,15 +209,19 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
                                     "gradient_accumulation_steps)",
                                     ds_path));
         from_ds.world_size = p;
+      } else if (cluster_world) {
+        p = cluster_world;
+        from_ds.world_size = p;
       } else {
         throw InputError(fmt::format(
-            "world_size: needed to apply DeepSpeed's batch rule to {}: pass --world-size, set world_size in the job "
-            "file, or run under torchrun/Slurm (WORLD_SIZE / SLURM_NTASKS)",
+            "world_size: needed to apply DeepSpeed's batch rule to {}: pass --world-size or --cluster, set world_size "
+            "in the job file, or run under torchrun/Slurm (WORLD_SIZE / SLURM_NTASKS)",
             ds_path));
       }
     }
     const check::DeepSpeedBatch batch = check::derive_deepspeed_batch(ds, *p, p.source);
     CheckInputs ds_in = check::inputs_from_deepspeed(ds, batch);
+    if (const auto plan = check::deepspeed_plan(ds); plan.precision_assumed) ds_assumed_precision = plan.precision_source;
     check::overlay(ds_in, from_ds);
     check::overlay(merged, ds_in);
     if (ds.offload_optimizer || ds.offload_params)
@@ -212,6 +232,8 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
   }
   check::overlay(merged, from_job);
   check::overlay(merged, flags);
+  if (!merged.world_size && cluster_world && !(merged.micro_batch && merged.accum_steps && merged.global_batch))
+    merged.world_size = cluster_world;
   out.job = check::resolve(merged);
   const CheckInputs& in = out.job.inputs;
 
@@ -275,6 +297,31 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
                                 in.workload_hash.source);
     }
     out.model = std::move(l);
+  }
+  if (out.model && in.precision && !ds_assumed_precision.empty() && in.precision.source == ds_assumed_precision) {
+    // "auto" assumed a 16-bit run: a profile that measured only another precision prices what it measured.
+    const auto& plans = out.model->model->info().plans;
+    if (std::find(plans.precisions.begin(), plans.precisions.end(), *in.precision) == plans.precisions.end()) {
+      out.job.precision = plans.own_precision();
+      out.job.inputs.precision.set(*out.job.precision,
+                                   fmt::format("{}; but {}: priced at {}", ds_assumed_precision, plans.limits,
+                                               to_string(plans.own_precision())));
+    }
+  }
+  if (out.model && !out.job.inputs.precision) {
+    // Nothing chose a precision: the model's own, printed with where it came from.
+    const auto& info = out.model->model->info();
+    out.job.precision = info.plans.own_precision();
+    out.job.inputs.precision.set(*out.job.precision,
+                                 info.source == "spec" ? fmt::format("the spec's dtype ({})", in.spec ? *in.spec : "spec")
+                                                       : std::string("the precision the profile measured"));
+  }
+  if (out.model && out.model->model->info().device_memory > 0) {
+    const auto& info = out.model->model->info();
+    std::string from = info.source == "spec" ? (cluster.empty() ? std::string("the spec") : "cluster " + cluster)
+                                             : std::string("the profile's device");
+    if (!o.device_memory.empty()) from = "flag --device-memory";
+    out.job.inputs.device_memory.set(info.device_memory, fmt::format("{} ({})", from, info.device_name.empty() ? info.device_kind : info.device_name));
   }
   if (out.model) {
     // B_noise: --noise-scale or the job file's, else a stronger one validate measured for this
@@ -421,7 +468,10 @@ int run_check_verdict(const CheckOptions& o) {
           ctx.world_size, probe_layout.nodes));
     }
   }
-  for (const auto& w : verdict->ctx.warnings) std::cerr << "gaccum-tune: warning: " << w << "\n";
+  // Each warning once: the table lists them in its "warnings:" block; beside JSON on stdout (which
+  // carries them too) they go to stderr, where a person reading a CI log sees them.
+  if (o.json)
+    for (const auto& w : verdict->ctx.warnings) std::cerr << "gaccum-tune: warning: " << w << "\n";
   std::cout << (o.json ? check::print_json(*verdict) : check::print_table(*verdict));
   std::cout.flush();
   return verdict->exit_code();

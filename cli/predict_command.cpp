@@ -338,6 +338,10 @@ int run_predict(const PredictOptions& o) {
     print_prediction(preds[i], info);
     const FitVerdict& v = fits[i];
     fmt::print("  {:<14} {}\n", v.known && !v.fits ? "DOES NOT FIT" : "fits", v.text);
+    if (!preds[i].unconfirmed.empty())
+      fmt::print("  {:<14} priced from {} measurement(s) the profile could not confirm: {}; profile again on a quiet "
+                 "machine before trusting it\n",
+                 "CAVEAT", preds[i].unconfirmed.size(), fmt::join(preds[i].unconfirmed, "; "));
   }
   if (vs && base.sharding.sharding == Sharding::none) {
     const auto& [ov, ev] = *vs;

@@ -69,6 +69,20 @@ static fs::path cached_profile_path(const WorkloadIdentity& id, const std::strin
          fmt::format("{}-{}.json", id.name, profile_cache_key(id, device, traits(optimizer).profiled_as, device_memory));
 }
 
+std::string cache_profile(const Profile& p, const std::string& device, Optimizer optimizer,
+                          std::optional<Bytes> device_memory) {
+  fs::path path;
+  try {
+    path = cached_profile_path(p.workload, device, optimizer, device_memory);
+  } catch (const InputError&) {
+    return "";  // no cache directory at all
+  }
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  save_profile(p, path.string());
+  return path.string();
+}
+
 std::string find_cached_profile(const workloads::WorkloadConfig& cfg, Optimizer optimizer,
                                 std::optional<Bytes> device_memory) {
   const auto workload = workloads::make_workload(cfg);

@@ -31,6 +31,12 @@ std::filesystem::path profile_cache_directory();
 Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, Optimizer optimizer, bool reprofile,
                               nlohmann::json& source, std::optional<Bytes> device_memory = std::nullopt);
 
+// Stores `p` (a profile `gaccum-tune profile` measured on this machine with optimizer `optimizer`
+// on device `device`, resolved) where obtain_cached_profile looks for its workload, so that tune,
+// check and validate --workload reuse it. Returns the path; "" when there is no cache directory.
+std::string cache_profile(const Profile& p, const std::string& device, Optimizer optimizer,
+                          std::optional<Bytes> device_memory = std::nullopt);
+
 // The cached profile obtain_cached_profile would read for (cfg, optimizer, device_memory), if
 // that file exists; never measures. "" when there is none.
 std::string find_cached_profile(const workloads::WorkloadConfig& cfg, Optimizer optimizer,

@@ -12,11 +12,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 
 #include <fmt/format.h>
 
 #include "cli/command.hpp"
 #include "cli/model_flags.hpp"
+#include "cli/profile_cache.hpp"
 #include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/host.hpp"
@@ -140,9 +142,19 @@ int run_profile_command(const ProfileOptions& o) {
   auto prof = profiler::run_profile(req, progress);
   save_profile(prof, o.output);
   progress.clear();
+  // The same profile where tune, check and validate --workload look for it (not a failure when
+  // there is no cache directory or it cannot be written: -o is what was asked for).
+  std::string cached;
+  try {
+    cached = cache_profile(prof, workloads::resolve_device(req.device), req.optimizer, req.device_memory);
+  } catch (const Error& e) {
+    std::cerr << fmt::format("gaccum-tune: profile not cached ({}); tune --profile {} reads it\n", e.what(), o.output);
+  }
   if (!o.quiet) {
     profiler::print_summary(prof, stdout);
     fmt::print("\nwrote {}\n", o.output);
+    if (!cached.empty())
+      fmt::print("cached as {} (tune, check and validate on this workload reuse it)\n", cached);
   }
   return kExitOk;
 }

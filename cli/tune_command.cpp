@@ -29,6 +29,7 @@
 #include <fmt/format.h>
 
 #include "check/deepspeed_tune.hpp"
+#include "cli/pick_cache.hpp"
 #include "cli/command.hpp"
 #include "cli/model_flags.hpp"
 #include "cli/model_source.hpp"
@@ -160,6 +161,7 @@ struct DeepSpeedInput {
   check::DeepSpeedConfig config;
   check::DeepSpeedTunePins pins;
   nlohmann::ordered_json document;
+  bool precision_priced = true;  // false: an assumed "auto" precision the profile cannot price (fp32 instead)
 };
 
 std::optional<DeepSpeedInput> load_deepspeed(const TuneOptions& o) {
@@ -174,7 +176,7 @@ std::optional<DeepSpeedInput> load_deepspeed(const TuneOptions& o) {
 }
 
 // What the config fixes joins the request; a flag that says otherwise is an InputError naming both.
-void apply_deepspeed(const TuneOptions& o, const DeepSpeedInput& d, tuner::TuneRequest& r,
+void apply_deepspeed(const TuneOptions& o, DeepSpeedInput& d, tuner::TuneRequest& r,
                      const model::ModelInfo* info) {
   const auto& p = d.pins;
   const std::string& path = d.config.path;
@@ -211,7 +213,7 @@ void apply_deepspeed(const TuneOptions& o, const DeepSpeedInput& d, tuner::TuneR
   if (o.sharding != "auto" && !(r.sharding && r.sharding->sharding == plan.sharding.sharding))
     clash("--sharding", o.sharding, "zero_optimization.stage", std::to_string(d.config.zero_stage));
   r.sharding = plan.sharding;
-  if (p.precision) {
+  if (p.precision && !(p.precision_assumed && o.precision != "auto")) {  // a flag overrides an assumed "auto"
     if (o.precision != "auto" && r.precision != p.precision)
       clash("--precision", o.precision, "bf16/fp16.enabled", std::string(to_string(*p.precision)));
     r.precision = p.precision;
@@ -226,20 +228,31 @@ void apply_deepspeed(const TuneOptions& o, const DeepSpeedInput& d, tuner::TuneR
   if (p.micro_batch) pinned += fmt::format("micro_batch {} (train_micro_batch_size_per_gpu), ", *p.micro_batch);
   if (p.accum_steps) pinned += fmt::format("accum_steps {} (gradient_accumulation_steps), ", *p.accum_steps);
   if (p.world_size) pinned += fmt::format("world_size {} (train / (micro x gas)), ", *p.world_size);
+  // The plan must be one the model prices; an assumed "auto" precision it cannot price falls back.
+  auto check_offered = [&](const model::ModelInfo& mi) {
+    const auto& plans = mi.plans;
+    const bool offered = !r.precision || std::find(plans.precisions.begin(), plans.precisions.end(), *r.precision) !=
+                                             plans.precisions.end();
+    if (!offered && p.precision_assumed && r.precision == p.precision) {
+      // "auto" assumed a 16-bit run the profile cannot price: the run is priced at what it measured.
+      r.notes.push_back(fmt::format("{}: precision {} was assumed from \"auto\", but {}: searched at {} instead", path,
+                                    to_string(*r.precision), plans.limits, to_string(plans.own_precision())));
+      r.precision = plans.own_precision();
+      d.precision_priced = false;
+    } else if (!offered)
+      throw InputError(fmt::format("{}: precision {} ({}) is not available for this model: {}", path,
+                                   to_string(*r.precision), p.precision_source, plans.limits));
+    if (std::find(plans.checkpointings.begin(), plans.checkpointings.end(), p.checkpointing) == plans.checkpointings.end())
+      throw InputError(fmt::format("{}: checkpointing {} ({}) is not available for this model: {}", path,
+                                   to_string(p.checkpointing), p.checkpointing_source, plans.limits));
+  };
+  if (info) check_offered(*info);
   r.notes.push_back(fmt::format(
       "{} pins {}sharding {} (zero_optimization.stage {}), strategy {}, precision {}, checkpointing {}{}; \"auto\" or "
       "absent fields were searched",
       path, pinned, to_string(plan.sharding), d.config.zero_stage, to_string(plan.strategy),
-      p.precision ? std::string(to_string(*p.precision)) : std::string("searched (\"auto\")"),
+      r.precision ? std::string(to_string(*r.precision)) : std::string("searched (\"auto\")"),
       to_string(p.checkpointing), p.offload_optimizer || p.offload_params ? ", offload (state off the device)" : ""));
-  if (!info) return;
-  const auto& plans = info->plans;
-  if (r.precision && std::find(plans.precisions.begin(), plans.precisions.end(), *r.precision) == plans.precisions.end())
-    throw InputError(fmt::format("{}: precision {} ({}) is not available for this model: {}", path,
-                                 to_string(*r.precision), p.precision_source, plans.limits));
-  if (std::find(plans.checkpointings.begin(), plans.checkpointings.end(), p.checkpointing) == plans.checkpointings.end())
-    throw InputError(fmt::format("{}: checkpointing {} ({}) is not available for this model: {}", path,
-                                 to_string(p.checkpointing), p.checkpointing_source, plans.limits));
 }
 
 // ---- next command ---------------------------------------------------------------------------
@@ -289,7 +302,7 @@ int run_tune(const TuneOptions& o) {
   std::vector<std::string> output_names = kOutputNames;
   if (!o.deepspeed_config.empty()) output_names.push_back(kDeepSpeedOutput);
   reports::check_outputs(out, output_names, o.force);  // refuse before any expensive work
-  const std::optional<DeepSpeedInput> ds = load_deepspeed(o);
+  std::optional<DeepSpeedInput> ds = load_deepspeed(o);
   {
     // Every flag that does not need the model is checked before profiling or loading.
     tuner::TuneRequest early = make_request(o, LoadedModel{});
@@ -326,8 +339,10 @@ int run_tune(const TuneOptions& o) {
       {"result.md", reports::print_markdown(result, ctx)},
       {"report.html", reports::print_html(result, ctx)},
   };
-  if (ds) files.push_back({kDeepSpeedOutput, check::complete_deepspeed_config(ds->document, result.best().config()).dump(2) + "\n"});
+  if (ds) files.push_back({kDeepSpeedOutput, check::complete_deepspeed_config(ds->document, result.best().config(), ds->precision_priced).dump(2) + "\n"});
   const auto written = reports::write_outputs(out, files, o.force);
+  // validate on this workload without -b/-k/-p runs this pick (cli/pick_cache.hpp).
+  if (l.profile) record_tune_pick(l.model->info().workload_hash, out / "result.json");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (o.json) {

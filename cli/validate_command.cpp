@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cli/model_flags.hpp"
+#include "cli/pick_cache.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/command.hpp"
 #include "cli/noise_scale_cache.hpp"
@@ -22,6 +23,7 @@
 #include "core/host.hpp"
 #include "core/json_fields.hpp"
 #include "core/parse.hpp"
+#include "core/rank_env.hpp"
 #include "runner/report.hpp"
 #include "runner/validate.hpp"
 #include "workloads/workload.hpp"
@@ -67,7 +69,14 @@ double parse_percent(const std::string& text, const char* flag) {
   throw InputError(fmt::format("{}: invalid percentage '{}': expected e.g. 10%", flag, text));
 }
 
-int run_validate(const ValidateCliOptions& c, bool world_size_given, bool workload_given) {
+// Which of the run's settings the command line gave (the rest may come from tune's pick).
+struct GivenFlags {
+  bool workload = false, world_size = false, micro_batch = false, accum_steps = false;
+  bool setting() const { return world_size || micro_batch || accum_steps; }
+};
+
+int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
+  const bool world_size_given = given.world_size, workload_given = given.workload;
   runner::ValidateOptions o;
   auto& s = o.spec;
   s.workload = workload_from_flags(workload_given ? c.workload : "", c.ts, c.workload);
@@ -123,17 +132,36 @@ int run_validate(const ValidateCliOptions& c, bool world_size_given, bool worklo
     return cfg;
   }())->identity().hash;  // unknown workloads and bad overrides fail here (exit 2)
 
+  // The journey connected (cli/pick_cache.hpp): without -b/-k/-p or --from-tune, the pick of the
+  // last tune on this workload; without --profile, the cached profile tune and check read. Their
+  // predictions are printed beside the measurements but only --profile / --from-tune make them
+  // part of the exit code.
+  const bool local = !detect_rank_context(false).distributed();
+  if (local && o.from_tune.empty() && !given.setting()) {
+    if (const auto pick = find_tune_pick(workload_hash)) {
+      o.from_tune = pick->string();
+      o.top = 1;
+      o.prediction_is_verdict = !o.profile_path.empty();
+      std::cout << fmt::format("validate: the pick of the last tune on this workload ({}); -b/-k/-p validate another\n",
+                               pick->string());
+    }
+  }
+  if (local && o.profile_path.empty() && o.from_tune.empty()) {
+    auto cfg = s.workload;
+    cfg.device = workloads::resolve_device(cfg.device);
+    if (const auto cached = find_cached_profile(cfg, s.optimizer); !cached.empty()) {
+      o.profile_path = cached;
+      o.prediction_is_verdict = false;
+      std::cout << fmt::format("validate: predictions from the cached profile {} (informational; --profile FILE makes "
+                               "them a verdict)\n",
+                               cached);
+    }
+  }
+  std::cout.flush();
+
   auto outcome = runner::validate(o);
   if (!outcome.wrote_output) return outcome.exit_code;  // a rank other than 0 of a joined job
   for (const auto& run : outcome.runs) std::cout << runner::format_run(run);
-  if (o.profile_path.empty() && o.from_tune.empty() && !outcome.runs.empty()) {
-    // The profile tune/predict/check would use for this workload, if one is cached: say how to
-    // compare with it (not used silently: a prediction verdict is asked for, not imposed).
-    auto cfg = s.workload;
-    cfg.device = workloads::resolve_device(cfg.device);
-    if (const auto cached = find_cached_profile(cfg, s.optimizer); !cached.empty())
-      std::cout << fmt::format("hint: a profile of this workload is cached; compare with it: --profile {}\n", cached);
-  }
   std::cout << fmt::format("wrote {}\n", o.output);
   std::vector<nlohmann::json> runs;
   for (const auto& run : outcome.runs) runs.push_back(runner::to_json(run));
@@ -184,9 +212,12 @@ void add_validate_command(CLI::App& app, Action& action) {
   sub->add_option("-o,--output", o->output, "validation.json to write");
   ds->excludes(steps);
   sub->callback([o, ws, sub, &action] {
-    const bool ws_given = ws->count() > 0;
-    const bool wl_given = sub->get_option("--workload")->count() > 0;
-    action = [o, ws_given, wl_given] { return run_validate(*o, ws_given, wl_given); };
+    GivenFlags given;
+    given.world_size = ws->count() > 0;
+    given.workload = sub->get_option("--workload")->count() > 0;
+    given.micro_batch = sub->get_option("--micro-batch")->count() > 0;
+    given.accum_steps = sub->get_option("--accum-steps")->count() > 0;
+    action = [o, given] { return run_validate(*o, given); };
   });
 }
 

@@ -2,6 +2,8 @@
 // required field is checked and named in the error; unknown keys are tolerated (newer writers).
 #include "core/profile.hpp"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -61,6 +63,23 @@ std::pair<std::size_t, std::size_t> median_interval_ranks(std::size_t n) {
 }
 
 namespace {
+
+// An unconfirmed[] entry of a profile written before they were objects: its rank group and point
+// read back from the words the profiler wrote ("world_size 2 group (...)", "world_size 2
+// micro_batch 8: ..."); anything else covers every group.
+UnconfirmedMeasurement unconfirmed_from_text(const std::string& text) {
+  UnconfirmedMeasurement u;
+  u.what = text;
+  long long p = 0, b = 0;
+  if (std::sscanf(text.c_str(), "world_size %lld micro_batch %lld", &p, &b) == 2 && p > 0 && b > 0) {
+    u.world_size = p;
+    u.micro_batch = b;
+  } else if (char word[8] = {}; std::sscanf(text.c_str(), "world_size %lld %7s", &p, word) == 2 && p > 0 &&
+                                std::string(word) == "group") {
+    u.world_size = p;
+  }
+  return u;
+}
 
 json timing_json(const TimingStats& t) {
   return json{{"median", t.median}, {"p10", t.p10},     {"p90", t.p90},     {"mean", t.mean}, {"min", t.min},
@@ -248,7 +267,11 @@ json to_json(const Profile& p) {
   json cond = json::array();
   for (const auto& c : p.conditions) cond.push_back(to_json(c));
   j["conditions"] = cond;
-  j["unconfirmed"] = p.unconfirmed;
+  json unconf = json::array();
+  for (const auto& u : p.unconfirmed)
+    unconf.push_back({{"what", u.what}, {"world_size", u.world_size}, {"micro_batch", u.micro_batch}});
+  j["confirmed"] = p.confirmed();
+  j["unconfirmed"] = unconf;
   j["notes"] = p.notes;
   return j;
 }
@@ -492,8 +515,17 @@ Profile profile_from_json(const json& j, const std::string& what) {
         p.conditions.push_back(phase_conditions_from_json(arr[i], fmt::format("{}[{}]", f.child("conditions"), i)));
     }
     if (f.has("unconfirmed")) {
-      for (const auto& n : f.array("unconfirmed"))
-        if (n.is_string()) p.unconfirmed.push_back(n.get<std::string>());
+      for (const auto& n : f.array("unconfirmed")) {
+        if (n.is_string()) {
+          p.unconfirmed.push_back(unconfirmed_from_text(n.get<std::string>()));
+        } else if (n.is_object() && n.contains("what") && n["what"].is_string()) {
+          UnconfirmedMeasurement u;
+          u.what = n["what"].get<std::string>();
+          if (n.contains("world_size") && n["world_size"].is_number_integer()) u.world_size = std::max<Count>(0, n["world_size"].get<Count>());
+          if (n.contains("micro_batch") && n["micro_batch"].is_number_integer()) u.micro_batch = std::max<Count>(0, n["micro_batch"].get<Count>());
+          p.unconfirmed.push_back(u);
+        }
+      }
     }
     if (f.has("notes")) {
       for (const auto& n : f.array("notes"))

@@ -220,6 +220,21 @@ struct ProfileTopology {
   bool multi_node() const { return nodes > 1; }
 };
 
+// A measurement the profiler could not confirm: a rank group still disturbed after it was measured
+// again, or a compute point whose two measurements disagree (profile.json "unconfirmed[]").
+// world_size: the rank group it belongs to (the concurrency of its compute points, the world_size
+// of its collectives), 0 = every group (a launched job measures all in one phase); micro_batch:
+// the one compute point, 0 = every point of the group. Predictions priced from it say so
+// (model/prediction.hpp Prediction::unconfirmed).
+struct UnconfirmedMeasurement {
+  std::string what;  // e.g. "world_size 2 group (compute, optimizer, allreduce, overlap): measured while ..."
+  Count world_size = 0;
+  Count micro_batch = 0;
+  bool covers(Count concurrency, Count b) const {
+    return (world_size == 0 || world_size == concurrency) && (micro_batch == 0 || micro_batch == b);
+  }
+};
+
 struct Profile {
   int schema_version = kProfileSchemaVersion;
   std::string created_utc;              // ISO 8601
@@ -241,7 +256,8 @@ struct Profile {
   // profiler could not confirm (a phase still disturbed after its re-measurement, points that
   // disagreed with the physics): empty = every number was confirmed.
   std::vector<PhaseConditions> conditions;
-  std::vector<std::string> unconfirmed;
+  std::vector<UnconfirmedMeasurement> unconfirmed;
+  bool confirmed() const { return unconfirmed.empty(); }
   std::vector<std::string> notes;       // e.g. "one GPU: allreduce probed at world_size 1 only"
 };
 

@@ -107,6 +107,35 @@ TimeBand ComputeModel::micro_step(Count micro_batch, Count p) const {
   return t;
 }
 
+std::vector<std::pair<Count, Count>> ComputeModel::sources(Count micro_batch, Count p) const {
+  std::vector<const Curve*> used;
+  if (p >= curves_.back().concurrency) {
+    used.push_back(&curves_.back());
+  } else if (p <= curves_.front().concurrency) {
+    used.push_back(&curves_.front());
+  } else {
+    auto hi = std::lower_bound(curves_.begin(), curves_.end(), p, [](const Curve& c, Count q) { return c.concurrency < q; });
+    used.push_back(&*hi);
+    if (hi->concurrency != p) used.push_back(&*(hi - 1));
+  }
+  if (curves_.front().concurrency == 1 && p > 1 && used.front() != &curves_.front()) used.push_back(&curves_.front());
+  std::vector<std::pair<Count, Count>> out;
+  const double b = double(micro_batch);
+  for (const Curve* c : used) {
+    const auto& x = c->median.x;
+    // The knots the piecewise-linear rule reads at b (extend_time_curve): b itself when measured,
+    // else the two around it, or the last (first) two beyond the range.
+    std::size_t i = std::size_t(std::lower_bound(x.begin(), x.end(), b) - x.begin());
+    if (i < x.size() && x[i] == b) {
+      out.emplace_back(c->concurrency, Count(x[i]));
+      continue;
+    }
+    std::size_t lo = i == 0 ? 0 : (i >= x.size() ? x.size() - std::min<std::size_t>(2, x.size()) : i - 1);
+    for (std::size_t k = lo; k < std::min(x.size(), lo + 2); ++k) out.emplace_back(c->concurrency, Count(x[k]));
+  }
+  return out;
+}
+
 Seconds ComputeModel::backward(Count micro_batch, Count p) const {
   const Curve* c = &curves_.back();
   for (const auto& cur : curves_)

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -38,6 +39,11 @@ class ComputeModel {
   Count measured_max_micro_batch(Count world_size) const;
   Count measured_max_micro_batch() const;  // at every concurrency (the smallest of the maxima)
   Count max_concurrency() const { return curves_.back().concurrency; }
+  // The measured points (concurrency, micro_batch) whose medians t(b, p) is computed from, by the
+  // rules above: the knots around b (the last or first two beyond the range) on the curves used
+  // for p, and concurrency 1's when it bounds t from below. What a prediction depends on when a
+  // profile could not confirm some of its points.
+  std::vector<std::pair<Count, Count>> sources(Count micro_batch, Count world_size) const;
   nlohmann::json describe() const;
 
  private:

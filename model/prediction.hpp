@@ -127,6 +127,10 @@ struct Prediction {
   LinkSource intra_link = LinkSource::none;  // the intra-node level of the communication terms
   LinkSource inter_link = LinkSource::none;  // the inter-node level (none inside one node)
   double overlap_efficiency = 1;     // fraction of ideally overlappable comm the backward hides
+  // The profile's unconfirmed measurements (core/profile.hpp UnconfirmedMeasurement::what) this
+  // prediction is priced from: its compute points, its rank groups' optimizer and collectives.
+  // Empty: every number it rests on was confirmed (or it is an analytic prediction).
+  std::vector<std::string> unconfirmed;
 };
 
 }  // namespace gaccum::model

@@ -74,7 +74,9 @@ nlohmann::json to_json(const Prediction& p) {
           {"overlap_efficiency", p.overlap_efficiency},
           {"extrapolated", p.extrapolated},
           {"micro_batch_extrapolated", p.micro_batch_extrapolated},
-          {"world_size_extrapolated", p.world_size_extrapolated}};
+          {"world_size_extrapolated", p.world_size_extrapolated},
+          {"confirmed", p.unconfirmed.empty()},
+          {"unconfirmed", p.unconfirmed}};
   if (p.compute.gpu_model) {
     const auto& c = p.compute;
     j["compute_model"] = {{"kind", "gpu"},

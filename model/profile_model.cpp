@@ -104,6 +104,7 @@ class ProfileModel final : public CostModel {
   int passes_ = 21;
   Count max_profiled_p_ = 1;
   bool token_workload_ = false;
+  std::vector<UnconfirmedMeasurement> unconfirmed_;  // the profile's, by rank group and point
   StateSizes states_;  // measured weights, gradients, optimizer state; units = the DDP buckets
 };
 
@@ -135,10 +136,11 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
       info_.min_micro_batch_reason = fmt::format("the model raised at micro_batch {}: {}", f.micro_batch, f.message);
   info_.batch_statistics = prof.model.batch_statistics;
   info_.dropout = prof.model.dropout;
+  unconfirmed_ = prof.unconfirmed;
   if (!prof.unconfirmed.empty())
     notes.push_back(fmt::format("the profile lists {} measurement(s) it could not confirm, e.g. {}: predictions from "
                                 "them carry the machine's noise (profile again on a quiet machine)",
-                                prof.unconfirmed.size(), prof.unconfirmed.front()));
+                                prof.unconfirmed.size(), prof.unconfirmed.front().what));
   if (info_.min_micro_batch > 1)
     notes.push_back(fmt::format("micro_batch >= {} only: {} (measured by the profiler)", info_.min_micro_batch,
                                 info_.min_micro_batch_reason));
@@ -511,6 +513,25 @@ Prediction ProfileModel::predict(const Config& config) const {
       b > std::min(compute_.measured_max_micro_batch(p), memory_.measured_max_micro_batch());
   out.world_size_extrapolated = p > max_profiled_p_;
   out.extrapolated = out.micro_batch_extrapolated || out.world_size_extrapolated;
+  if (!unconfirmed_.empty()) {
+    // The rank groups this prediction reads: its compute points' concurrencies (and the optimizer
+    // step measured in the same groups) and, on p > 1, the group its collectives come from (p
+    // itself when measured, else the next larger measured one, else the largest).
+    const auto points = compute_.sources(b, p);
+    std::vector<Count> groups;
+    for (const auto& pt : points) groups.push_back(pt.first);
+    if (p > 1 && !measured_.empty()) {
+      auto m = std::lower_bound(measured_.begin(), measured_.end(), p, [](const MeasuredAt& x, Count q) { return x.p < q; });
+      groups.push_back(m != measured_.end() ? m->p : measured_.back().p);
+    }
+    for (const auto& u : unconfirmed_) {
+      const bool hit = u.micro_batch == 0
+                           ? (u.world_size == 0 || std::find(groups.begin(), groups.end(), u.world_size) != groups.end())
+                           : std::any_of(points.begin(), points.end(),
+                                         [&](const auto& pt) { return u.covers(pt.first, pt.second); });
+      if (hit) out.unconfirmed.push_back(u.what);
+    }
+  }
   return out;
 }
 

@@ -370,7 +370,7 @@ void refuse_unconfirmed(const Session& s) {
   if (s.req.require_quiet && !s.prof.unconfirmed.empty())
     throw RuntimeFailure(fmt::format("profile: not written (--require-quiet): {} measurement(s) not confirmed, e.g. {}; "
                                      "profile again on a quiet machine",
-                                     s.prof.unconfirmed.size(), s.prof.unconfirmed.front()));
+                                     s.prof.unconfirmed.size(), s.prof.unconfirmed.front().what));
 }
 
 RankPlan rank_plan(const Session& s, const std::vector<Count>& points) {
@@ -490,8 +490,9 @@ void run_rank_groups(Session& s, const RankPlan& rp, const CostEstimate& est) {
       }
     }
     if (cond.disturbed)
-      s.prof.unconfirmed.push_back(fmt::format("{} (compute, optimizer{}): measured while {}", phase,
-                                               p > 1 ? ", allreduce, overlap" : "", describe_disturbance(cond)));
+      s.prof.unconfirmed.push_back({fmt::format("{} (compute, optimizer{}): measured while {}", phase,
+                                                p > 1 ? ", allreduce, overlap" : "", describe_disturbance(cond)),
+                                    p, 0});
     merge_rank_group(s.prof, files, p, s.threads);
     s.lap(fmt::format("world_size {} group (planned {:.1f} s)", p, planned));
   }
@@ -557,7 +558,8 @@ void remeasure_suspects(Session& s, const RankPlan& rp) {
     else if (reproduced)
       s.prof.notes.push_back(fmt::format("{} ({}; reproduced, kept as measured)", what, sp.why));
     else
-      s.prof.unconfirmed.push_back(fmt::format("{} ({}; the two measurements disagree)", what, sp.why));
+      s.prof.unconfirmed.push_back({fmt::format("{} ({}; the two measurements disagree)", what, sp.why),
+                                    sp.concurrent_ranks, sp.micro_batch});
   }
   s.lap("re-measurement");
 }
@@ -779,7 +781,7 @@ void run_profile_as_rank(const ProfileRequest& req, const RankContext& ctx, Prog
       for (const auto& n : m.results.notes) prof.notes.push_back(n);
       prof.conditions.push_back(cond);
       if (cond.disturbed)
-        prof.unconfirmed.push_back(fmt::format("{}: measured while {}", cond.phase, describe_disturbance(cond)));
+        prof.unconfirmed.push_back({fmt::format("{}: measured while {}", cond.phase, describe_disturbance(cond)), 0, 0});
       prof.topology.nodes = lay.nodes;
       prof.topology.ranks_per_node = lay.ranks_per_node;
       prof.topology.hosts = lay.hosts;

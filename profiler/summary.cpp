@@ -139,7 +139,7 @@ void print_summary(const Profile& p, std::FILE* out) {
   if (!p.unconfirmed.empty()) {
     fmt::print(out, "\n# NOT CONFIRMED: these numbers were measured but could not be confirmed; predictions from them "
                     "carry the machine's noise (profile again on a quiet machine)\n");
-    for (const auto& u : p.unconfirmed) fmt::print(out, "#  - {}\n", u);
+    for (const auto& u : p.unconfirmed) fmt::print(out, "#  - {}\n", u.what);
   }
   if (!p.notes.empty()) {
     fmt::print(out, "\n# Notes\n");

@@ -25,6 +25,7 @@ h2{font-size:17px;margin:28px 0 10px;border-bottom:1px solid #ddd;padding-bottom
 h3{font-size:14.5px;margin:14px 0 4px}
 .headline{color:#444;margin:4px 0 12px}
 .lead{font-size:15px;background:#f3f7fb;border-left:4px solid #0072B2;padding:10px 14px;margin:10px 0}
+.caveat{font-size:15px;background:#fdf3e7;border-left:4px solid #D55E00;padding:10px 14px;margin:10px 0}
 .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(165px,1fr));gap:10px;margin:12px 0}
 .card{border:1px solid #ddd;border-radius:6px;padding:8px 10px}
 .card .v{font-size:18px;font-weight:600}
@@ -169,6 +170,7 @@ std::string summary_section(const tuner::TuneResult& r, const ReportContext& ctx
   const auto& cfg = best.config();
   const auto& e = r.picks.front();
   std::string o = fmt::format("<p class=\"lead\">{}</p>", xml_escape(recommendation(r)));
+  if (r.trust.applies) o += fmt::format("<p class=\"caveat\">{}</p>", xml_escape(r.trust.text));
   if (!ctx.deepspeed_config.empty()) o += fmt::format("<p>{}</p>", xml_escape(deepspeed_config_line(r, ctx)));
   o += "<div class=\"cards\">";
   o += card("pick", fmt::format("b={} k={} p={}", cfg.micro_batch, cfg.accum_steps, cfg.world_size));

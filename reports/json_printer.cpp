@@ -120,6 +120,16 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
 
   j["headline"] = headline(r);
   j["recommendation"] = recommendation(r);
+  {
+    const auto& t = r.trust;
+    j["trust"] = {{"ranking_confirmed", !t.applies},
+                  {"pick_confirmed", t.pick_confirmed},
+                  {"pick_unconfirmed", t.pick_unconfirmed},
+                  {"other", t.other ? model::to_ordered_json(r.search.candidates[*t.other].config()) : oj(nullptr)},
+                  {"other_unconfirmed", t.other_unconfirmed},
+                  {"lead", t.lead},
+                  {"caveat", t.applies ? oj(t.text) : oj(nullptr)}};
+  }
 
   oj cols = oj::array();
   for (const auto& c : columns()) cols.push_back({{"name", c.name}, {"description", c.description}});

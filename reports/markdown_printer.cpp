@@ -54,6 +54,7 @@ std::string print_markdown(const tuner::TuneResult& result, const ReportContext&
   std::string out = fmt::format("# gaccum-tune: {}\n\n", result.info.title_name());
   out += fmt::format("{}\n\n", headline(result));
   out += recommendation(result) + "\n\n";
+  if (result.trust.applies) out += "**" + result.trust.text + "**\n\n";
   if (!ctx.deepspeed_config.empty()) out += deepspeed_config_line(result, ctx) + "\n\n";
   std::vector<std::string> cols = summary_columns();
   if (plans_searched(result))  // the plan beside the strategy when more than DDP was searched

@@ -47,6 +47,7 @@ std::string print_terminal(const tuner::TuneResult& r, const ReportContext& ctx)
                      format_bytes(Bytes(std::max<std::int64_t>(0, e.headroom))), e.comm_exposed_share * 100, e.binding);
   }
   o += "\n" + wrap("Recommendation: " + recommendation(r), 100, 2) + "\n\n";
+  if (r.trust.applies) o += wrap(r.trust.text, 100, 2) + "\n\n";
   const auto& e = r.picks.front();
   o += "Why #1:\n";
   for (const auto* line : {&e.binding_text, &e.compute_text, &e.breakdown_text, &e.comm_text, &e.links_text, &e.headroom_text, &e.runner_up_text,

@@ -51,7 +51,7 @@ int runs_exit_code(const std::vector<RunRecord>& runs) {
   for (const auto& r : runs) {
     const auto v = run_verdicts(r);
     if (!v.accumulation_correct()) return 1;
-    if (v.prediction_held == false) code = kExitPredictionMissed;
+    if (v.prediction_held == false && r.comparison->verdict) code = kExitPredictionMissed;
   }
   return code;
 }
@@ -72,7 +72,7 @@ json validation_document(const std::vector<RunRecord>& runs, int exit_code) {
         not_run_reason = r.failure ? fmt::format("the run did not finish, so its checks never ran: {}", *r.failure)
                                    : std::string("the run recorded no checks");
     }
-    if (v.prediction_held) {
+    if (v.prediction_held && r.comparison->verdict) {
       any_prediction = true;
       held = held && *v.prediction_held;
     }
@@ -142,7 +142,8 @@ std::string format_measured(const RunSpec& spec, const Measured& m) {
 }
 
 std::string format_comparison(const Comparison& cmp) {
-  std::string out = fmt::format("predicted vs measured (tolerance {}%)\n", cmp.tolerance_pct);
+  std::string out = fmt::format("predicted vs measured (tolerance {}%){}\n", cmp.tolerance_pct,
+                                cmp.verdict ? "" : ": informational, from the cached profile (--profile FILE makes it a verdict)");
   out += fmt::format("  {:<22} {:>14} {:>14} {:>9}  {}\n", "figure", "measured", "predicted", "error", "status");
   for (const auto& r : cmp.rows)
     out += fmt::format("  {:<22} {:>14} {:>14} {:>9}  {}\n", r.figure, fmt_value(r.measured, r.unit),
@@ -193,9 +194,10 @@ std::string format_verdicts(const RunRecord& run) {
     const auto& cmp = *run.comparison;
     for (const auto& r : cmp.rows)
       if (r.status == Status::fail) missed_rows.push_back(fmt::format("{} {}", r.figure, error_text(r)));
-    out += *v.prediction_held ? fmt::format("prediction:   HELD (every gated figure within {}%)\n", cmp.tolerance_pct)
-                              : fmt::format("prediction:   MISSED ({}; tolerance {}%)\n", fmt::join(missed_rows, ", "),
+    out += *v.prediction_held ? fmt::format("prediction:   HELD (every gated figure within {}%)", cmp.tolerance_pct)
+                              : fmt::format("prediction:   MISSED ({}; tolerance {}%)", fmt::join(missed_rows, ", "),
                                             cmp.tolerance_pct);
+    out += cmp.verdict ? "\n" : " (informational: the cached profile; not in the exit code)\n";
   }
   auto failed = failed_items(run);
   out += failed.empty() ? "result: PASS\n" : fmt::format("result: FAIL ({})\n", fmt::join(failed, ", "));

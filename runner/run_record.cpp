@@ -113,7 +113,7 @@ json comparison_json(const Comparison& c) {
                         {"error_pct", r.error_pct ? json(*r.error_pct) : json(nullptr)},
                         {"gate", gate_name(r.gate)},
                         {"status", r.status ? std::string(record_name(*r.status)) : std::string("info")}});
-  json j{{"tolerance_pct", c.tolerance_pct}, {"ok", c.ok}, {"rows", rows}};
+  json j{{"tolerance_pct", c.tolerance_pct}, {"ok", c.ok}, {"verdict", c.verdict}, {"rows", rows}};
   if (c.band)
     j["band"] = {{"predicted_lo", c.band->predicted_lo}, {"predicted_hi", c.band->predicted_hi},
                  {"measured", c.band->measured},         {"measured_lo", c.band->measured_lo},
@@ -226,6 +226,7 @@ Comparison comparison_from(const Reader& r) {
   Comparison c;
   c.tolerance_pct = r.get<double>("tolerance_pct");
   c.ok = r.get<bool>("ok");
+  if (r.has("verdict")) c.verdict = r.get<bool>("verdict");
   for (std::size_t i = 0; i < r.size("rows"); ++i) {
     const Reader x = r.item("rows", i);
     ComparisonRow row;

@@ -164,6 +164,7 @@ struct BandCheck {
 struct Comparison {
   double tolerance_pct = 0;
   bool ok = true;
+  bool verdict = true;  // false: informational (a cached profile nobody asked to hold the run to)
   std::vector<ComparisonRow> rows;
   std::optional<BandCheck> band;  // absent: the prediction has no band
 };

@@ -46,7 +46,8 @@ int default_threads(int ranks_on_host, bool cuda) {
   return default_threads_per_rank(cores, most);
 }
 
-void add_prediction(RunRecord& run, const model::CostModel* model, const Profile* profile, double tolerance_pct) {
+void add_prediction(RunRecord& run, const model::CostModel* model, const Profile* profile, double tolerance_pct,
+                    bool verdict) {
   if (!model || !run.measured) return;
   model::Config mc;
   mc.micro_batch = run.spec.micro_batch;
@@ -57,6 +58,7 @@ void add_prediction(RunRecord& run, const model::CostModel* model, const Profile
   const auto pred = model->predict(mc);
   run.prediction = model::to_json(pred);
   run.comparison = compare_to_prediction(*run.measured, pred, tolerance_pct);
+  run.comparison->verdict = verdict;
   const int threads = run.environment ? run.environment->threads_per_rank : run.spec.threads_per_rank;
   if (profile && profile->hardware.threads_per_rank > 0 && profile->hardware.threads_per_rank != threads)
     run.warnings.push_back(fmt::format("the profile was measured with {} thread(s) per rank, this run used {}",
@@ -78,8 +80,8 @@ void add_prediction(RunRecord& run, const model::CostModel* model, const Profile
   if (profile && !profile->unconfirmed.empty())
     run.warnings.push_back(fmt::format("the profile lists {} measurement(s) it could not confirm (e.g. {}): the "
                                        "prediction carries that noise",
-                                       profile->unconfirmed.size(), profile->unconfirmed.front()));
-  run.ok = run.ok && run.comparison->ok;
+                                       profile->unconfirmed.size(), profile->unconfirmed.front().what));
+  if (verdict) run.ok = run.ok && run.comparison->ok;
 }
 
 }  // namespace
@@ -244,7 +246,7 @@ struct Validation {
   int launch_code = 0;  // the first failed launch's exit code (engine::launch_exit_code)
 
   void predict(RunRecord& run) const {
-    add_prediction(run, model.get(), profile ? &*profile : nullptr, o.tolerance_pct);
+    add_prediction(run, model.get(), profile ? &*profile : nullptr, o.tolerance_pct, o.prediction_is_verdict);
   }
   void write_doc() {
     out.exit_code = runs_exit_code(out.runs);

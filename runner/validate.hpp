@@ -32,6 +32,9 @@ struct ValidateOptions {
   bool world_size_given = true;    // false: take WORLD_SIZE from the job (distributed) or spec's
   bool tolerances_given = false;   // false: default_tolerances(dtype)
   std::string profile_path;
+  // false: the profile was not asked for (the cached one of this workload): its prediction is
+  // printed beside each figure but does not decide the exit code (--profile makes it a verdict).
+  bool prediction_is_verdict = true;
   double tolerance_pct = 10;
   std::string from_tune;
   Count top = 3;

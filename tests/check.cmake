@@ -35,7 +35,7 @@ gaccum_cli_test(check-json 0 "\"schema\": \"gaccum-tune/check\"" --
 gaccum_cli_test(check-help 0 "Exit codes: 0 no check failed, 1 a check failed" -- ${G} check --help)
 
 # Job files (JSON and YAML give the same verdict), sources in the JSON, flags over the job file.
-gaccum_cli_test(check-job-yaml 0 "micro_batch   8 +job file .*gpt-tiny-cpu.yaml" --
+gaccum_cli_test(check-job-yaml 0 "micro_batch +8 +job file .*gpt-tiny-cpu.yaml" --
   ${G} check --job ${X}/jobs/gpt-tiny-cpu.yaml --profile ${P})
 gaccum_cli_test(check-job-json-same 0 "JOBS-SAME" -- sh -c
   "\"$0\" check --job \"$1/jobs/gpt-tiny-cpu.yaml\" --profile \"$2\" --json | grep -v gpt-tiny-cpu > \"$3/check-y.json\" && \"$0\" check --job \"$1/jobs/gpt-tiny-cpu.json\" --profile \"$2\" --json | grep -v gpt-tiny-cpu > \"$3/check-j.json\" && cmp \"$3/check-y.json\" \"$3/check-j.json\" && echo JOBS-SAME"
@@ -43,8 +43,12 @@ gaccum_cli_test(check-job-json-same 0 "JOBS-SAME" -- sh -c
 gaccum_cli_test(check-flag-over-job 0 "FLAG-OVER-JOB-OK" -- sh -c
   "\"$0\" check --job \"$1\" --profile \"$2\" -k 2 --global-batch 32 --json | grep -A2 '\"accum_steps\": {' | tr -d '\\n ' | grep -q '\"value\":2,\"source\":\"flag--accum-steps\"' && echo FLAG-OVER-JOB-OK"
   ${G} ${X}/jobs/gpt-tiny-cpu.yaml ${P})
-gaccum_cli_test(check-unknown-key-warns 0 "warning: .*job-unknown-key.yaml: unknown key 'micro_bach' ignored \\(did you mean 'micro_batch'\\?\\)" --
+gaccum_cli_test(check-unknown-key-warns 0 "^  .*job-unknown-key.yaml: unknown key 'micro_bach' ignored \\(did you mean 'micro_batch'\\?\\)" --
   ${G} check --job ${C}/job-unknown-key.yaml)
+# A warning is printed once: in the table's "warnings:" block, or on stderr beside --json.
+gaccum_cli_test(check-warning-once 0 "^TABLE 1 JSON-STDERR 1 JSON 1$" -- sh -c
+  "t=$(\"$0\" check --job \"$1\" 2>&1 | grep -c \"unknown key 'micro_bach'\") && e=$(\"$0\" check --job \"$1\" --json 2>&1 >/dev/null | grep -c \"unknown key 'micro_bach'\") && j=$(\"$0\" check --job \"$1\" --json 2>/dev/null | grep -c \"unknown key 'micro_bach'\") && echo TABLE $t JSON-STDERR $e JSON $j"
+  ${G} ${C}/job-unknown-key.yaml)
 
 # DeepSpeed: the world size from a flag or the launcher's environment, DeepSpeed's own rule.
 gaccum_cli_test(check-deepspeed 0 "accum_steps +16 +deepspeed .*ds_config.json gradient_accumulation_steps" --
@@ -183,3 +187,23 @@ gaccum_cli_test(check-json-bad-flag 2 "\"verdict\": \"error\".*\"error\": \"unex
   ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh ${G} check --json --bogus 1)
 gaccum_cli_test(validate-extras-in-order 2 "unexpected arguments: --bogus x extra \\(see gaccum-tune validate --help\\)" --one-line-stderr --
   ${G} validate --bogus x -b 2 extra)
+
+# Nothing silent: the world size comes from the cluster when nothing else gives it, an "auto"
+# bf16 is a 16-bit run assumed (with its source), and the device memory is an input with its
+# source; a profile that measured only fp32 prices it at fp32 and says so.
+gaccum_cli_test(check-world-size-from-cluster 0 "world_size +64 +cluster .*h100-8node-ib400.json \\(8 nodes x 8 GPUs; from flag --cluster\\)" --
+  ${G} check --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8 --precision bf16
+  --sharding zero1)
+gaccum_cli_test(check-deepspeed-auto-bf16 0 "precision +bf16 +deepspeed .*ds-hf-auto.json bf16.enabled \"auto\" \\(assumed on" --
+  ${G} check --deepspeed-config ${C}/ds-hf-auto.json --spec ${X}/specs/llama2-7b.json
+  --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8)
+gaccum_cli_test(check-deepspeed-auto-fp32-flag 0 "precision +fp32 +flag --precision" --
+  ${G} check --deepspeed-config ${C}/ds-hf-auto.json --spec ${X}/specs/llama2-7b.json
+  --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8 --precision fp32)
+gaccum_cli_test(check-deepspeed-auto-fp32-profile 0 "precision +fp32 +deepspeed .*\"auto\" \\(assumed on.*; but this profile measured fp32 .*: priced at fp32" --
+  ${G} check --deepspeed-config ${C}/ds-hf-auto.json --profile ${P} -b 4 -k 8 -p 2)
+gaccum_cli_test(check-device-memory-input 0 "device_memory +79.6 GiB +cluster .*h100-8node-ib400.json \\(NVIDIA H100" --
+  ${G} check --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8 -p 64
+  --precision bf16 --sharding zero1)
+gaccum_cli_test(check-unconfirmed-caveat 0 "CAVEAT: the predicted time and memory of this job are priced from 1 measurement" --
+  ${G} check --profile ${D}/disturbed-profile.json -b 32 -k 8 -p 2)

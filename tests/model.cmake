@@ -126,3 +126,12 @@ gaccum_cli_test(predict-fits-yes 0 "fits +yes: .* headroom on the 79.6 GiB devic
 gaccum_cli_test(predict-fits-json 0 "\"fits\": false" -- ${G} predict --spec ${L7} --cluster ${DGX} -b 8 -k 1 -p 8 --json)
 gaccum_cli_test(predict-bad-margin 2 "--margin" --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json -b 4 --margin 150%)
 gaccum_cli_test(predict-bad-memory-cap 2 "--memory-cap" --one-line-stderr -- ${G} predict --profile ${D}/small-profile.json -b 4 --memory-cap lots)
+
+# A prediction priced from a point the profile could not confirm says so on its own line and in
+# JSON; one priced from confirmed points does not.
+gaccum_cli_test(predict-unconfirmed-caveat 0 "CAVEAT +priced from 1 measurement\\(s\\) the profile could not confirm: world_size 2 group" --
+  ${G} predict --profile ${D}/disturbed-profile.json -b 32 -k 8 -p 2)
+gaccum_cli_test(predict-unconfirmed-json 0 "\"confirmed\": false, .*\"unconfirmed\": \\[ +\"world_size 2 group" --
+  ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh ${G} predict --profile ${D}/disturbed-profile.json -b 32 -k 8 -p 2 --json)
+gaccum_cli_test(predict-confirmed-no-caveat 0 "^NO-CAVEAT$" -- sh -c
+  "\"$0\" predict --profile \"$1/disturbed-profile.json\" -b 32 -k 16 -p 1 | grep -q CAVEAT || echo NO-CAVEAT" ${G} ${D})

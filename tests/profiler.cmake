@@ -87,10 +87,10 @@ gaccum_cli_test(cluster-fit-predict 0 "links intra described, inter measured|lin
                 -- sh -c "\"$0\" cluster fit --nccl-tests \"$1/h100-1node-all_reduce.txt\" --nccl-tests \"$1/h100-2node-all_reduce.txt\" --nodes 16 --device-memory 80GiB -o \"$2/fit-pred.json\" >/dev/null && \"$0\" predict --profile \"$3/small-profile.json\" --cluster \"$2/fit-pred.json\" -b 4 -k 2 -p 64"
                 ${G} ${NT} ${CMAKE_CURRENT_BINARY_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/data)
 # check's drift warning: a fitted cluster dated 2020 (tests/data/cluster-fitted-2020.json).
-gaccum_cli_test(check-cluster-age 0 "warning: cluster .*cluster-fitted-2020.json: its numbers are [0-9]+ days old" -- sh -c
+gaccum_cli_test(check-cluster-age 0 "^  cluster .*cluster-fitted-2020.json: its numbers are [0-9]+ days old" -- sh -c
   "\"$0\" check --profile \"$1/small-profile.json\" --cluster \"$1/cluster-fitted-2020.json\" -b 4 -k 2 -p 8 --noise-scale 1000 2>&1"
   ${G} ${CMAKE_CURRENT_SOURCE_DIR}/data)
-gaccum_cli_test(check-cluster-undated 0 "warning: cluster .*has no date" -- sh -c
+gaccum_cli_test(check-cluster-undated 0 "^  cluster .*has no date" -- sh -c
   "\"$0\" check --profile \"$1/small-profile.json\" --cluster \"$2/clusters/dgx-h100-1node.json\" --cluster-max-age 30d -b 4 -k 2 -p 8 --noise-scale 1000 2>&1"
   ${G} ${CMAKE_CURRENT_SOURCE_DIR}/data ${PROJECT_SOURCE_DIR}/examples)
 # The drift probe (the 2 x 2 run is in tests/multinode/two_nodes.sh): it needs every rank and a

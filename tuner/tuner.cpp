@@ -2,6 +2,7 @@
 #include "tuner/tuner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -157,6 +158,51 @@ std::vector<std::string> plan_relaxations(const model::CostModel& model, const T
 
 }  // namespace
 
+TrustCaveat trust_caveat(const SearchResult& res) {
+  TrustCaveat t;
+  if (res.ranking.empty()) return t;
+  const Candidate& pick = res.candidates[res.ranking.front()];
+  t.pick_unconfirmed = pick.prediction.unconfirmed;
+  t.pick_confirmed = t.pick_unconfirmed.empty();
+  for (std::size_t r = 1; r < res.ranking.size() && !t.other; ++r) {
+    const Candidate& c = res.candidates[res.ranking[r]];
+    if (c.prediction.unconfirmed.empty() == t.pick_confirmed) continue;
+    t.other = res.ranking[r];
+    if (t.pick_confirmed) t.other_unconfirmed = c.prediction.unconfirmed;
+  }
+  if (t.pick_confirmed && !t.other) return t;  // nothing the ranking read was unconfirmed
+  t.applies = true;
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (std::size_t i = 0; i < v.size() && i < 3; ++i) s += (i ? "; " : "") + v[i];
+    if (v.size() > 3) s += fmt::format("; and {} more", v.size() - 3);
+    return s;
+  };
+  std::string other_text;
+  if (t.other) {
+    const Candidate& o = res.candidates[*t.other];
+    // score: lower is better (objective_score); the lead in the objective's own direction.
+    t.lead = o.score != 0 ? std::abs(o.score - pick.score) / std::abs(o.score) : 0;
+    other_text = fmt::format("#{} {} ({:.4g} samples/s, peak {})", o.rank, short_config(o.config()),
+                             o.prediction.throughput, format_bytes(o.prediction.memory.peak));
+  }
+  if (!t.pick_confirmed) {
+    t.text = fmt::format("CAVEAT: the pick is priced from measurements the profile could not confirm ({}).", list(t.pick_unconfirmed));
+    t.text += t.other ? fmt::format(" The best config priced from confirmed measurements only is {}, {:.1f}% behind the "
+                                    "pick on the objective: if the unconfirmed numbers are off by more than that, it is "
+                                    "the better choice.",
+                                    other_text, 100 * t.lead)
+                      : std::string(" No ranked config is priced from confirmed measurements only.");
+  } else {
+    t.text = fmt::format("CAVEAT: the pick beat configs priced from measurements the profile could not confirm ({}); the "
+                         "best of them is {}, {:.1f}% behind the pick on the objective: if the disturbance slowed those "
+                         "measurements by more than that, it is the better choice.",
+                         list(t.other_unconfirmed), other_text, 100 * t.lead);
+  }
+  t.text += " Profile again on a quiet machine (`profile --require-quiet` refuses to write a profile like this one).";
+  return t;
+}
+
 TuneResult tune(const model::CostModel& model, TuneRequest request) {
   validate(request);
   TuneResult r;
@@ -186,6 +232,7 @@ TuneResult tune(const model::CostModel& model, TuneRequest request) {
   r.memory_curve = memory_curve(model, r.search, r.best().config());
   r.plan_alternatives = plan_alternatives(r.search);
   r.strategy_prices = strategy_prices(model, r.search, 6);
+  r.trust = trust_caveat(r.search);
 
   r.notes = limits.notes;
   if (r.info.device_kind == "cpu")

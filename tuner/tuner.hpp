@@ -45,6 +45,24 @@ struct PlanAlternative {
   std::string text;
 };
 
+// How far the pick rests on measurements the profile could not confirm (model Prediction::
+// unconfirmed). With the pick priced from some: the best ranked config priced from confirmed ones
+// only. With the pick confirmed: the best ranked config it beat that is priced from unconfirmed
+// ones (a disturbance that slowed those can have handed the pick its place). `lead`: how much
+// better the pick's objective is than the other's (0.16 = 16%).
+struct TrustCaveat {
+  bool applies = false;
+  bool pick_confirmed = true;
+  std::vector<std::string> pick_unconfirmed;   // what the pick is priced from
+  std::optional<std::uint32_t> other;          // candidate index (see above)
+  std::vector<std::string> other_unconfirmed;  // what `other` is priced from (pick confirmed)
+  double lead = 0;
+  std::string text;  // one paragraph, "" when !applies
+};
+
+// Builds the caveat from a search's ranked candidates (exposed for tests).
+TrustCaveat trust_caveat(const SearchResult& res);
+
 struct TuneResult {
   TuneRequest request;
   model::ModelInfo info;
@@ -56,6 +74,7 @@ struct TuneResult {
   std::vector<MemoryCurvePoint> memory_curve;
   std::vector<PricedSetting> strategy_prices;  // distinct settings with world_size > 1, best first
   std::vector<PlanAlternative> plan_alternatives;
+  TrustCaveat trust;
   std::vector<std::string> notes;              // limits, CPU-as-GPU, extrapolation, strategy notes
 
   const Candidate& best() const { return search.candidates[search.ranking.front()]; }

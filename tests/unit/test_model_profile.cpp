@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "model/cluster.hpp"
+#include "model/compute_fit.hpp"
 #include "model/profile_model.hpp"
 #include "model/spec_model.hpp"
 #include "model_fixture.hpp"
@@ -349,4 +350,55 @@ TEST_CASE("a checkpointed profile prices checkpointed plans only", "[model][prof
   // Without the hyper-parameter: none, as every profile before it.
   CHECK(make_profile_model(synthetic_profile())->info().plans.checkpointings ==
         std::vector<Checkpointing>{Checkpointing::none});
+}
+
+TEST_CASE("a prediction names the unconfirmed measurements it is priced from", "[model][profile][trust]") {
+  // Compute knots b in {1,2,3,4,6,8,12,16} at concurrencies 1 and 2 (model_fixture.hpp).
+  auto prof = synthetic_profile();
+  prof.unconfirmed = {{"group two", 2, 0}, {"point (1, 3)", 1, 3}};
+  auto m = make_profile_model(prof);
+  auto names = [&](Count b, Count p) { return m->predict(cfg(b, 2, p)).unconfirmed; };
+  CHECK(names(4, 1).empty());                                     // knot 4 at concurrency 1
+  CHECK(names(5, 1).empty());                                     // knots 4 and 6
+  CHECK(names(3, 1) == std::vector<std::string>{"point (1, 3)"});  // the point itself
+  CHECK(names(20, 1).empty());                                    // beyond: knots 12 and 16
+  // p = 2: concurrency 2's knots, concurrency 1's lower bound and group 2's collectives.
+  CHECK(names(4, 2) == std::vector<std::string>{"group two"});
+  CHECK(names(3, 2) == std::vector<std::string>{"group two", "point (1, 3)"});
+  // Beyond the profiled world sizes: the largest group prices compute and collectives.
+  CHECK(names(4, 8) == std::vector<std::string>{"group two"});
+  // A launched job's phase (world_size 0) covers every prediction.
+  prof.unconfirmed = {{"launched job", 0, 0}};
+  CHECK(make_profile_model(prof)->predict(cfg(4, 1, 1)).unconfirmed == std::vector<std::string>{"launched job"});
+}
+
+TEST_CASE("ComputeModel::sources: the knots a micro-step time is read from", "[model][profile][trust]") {
+  std::vector<std::string> notes;
+  const auto cm = ComputeModel::fit(synthetic_profile().compute, notes);
+  using P = std::vector<std::pair<Count, Count>>;
+  CHECK(cm.sources(4, 1) == P{{1, 4}});
+  CHECK(cm.sources(5, 1) == P{{1, 4}, {1, 6}});
+  CHECK(cm.sources(20, 1) == P{{1, 12}, {1, 16}});
+  CHECK(cm.sources(1, 2) == P{{2, 1}, {1, 1}});
+  CHECK(cm.sources(7, 3) == P{{2, 6}, {2, 8}, {1, 6}, {1, 8}});  // beyond concurrency 2: the largest
+}
+
+TEST_CASE("unconfirmed[] of an older profile: strings read back with their group and point", "[model][profile][trust]") {
+  auto j = to_json(synthetic_profile());
+  j["unconfirmed"] = nlohmann::json::array({"world_size 2 micro_batch 8: 3.00 ms, measured again 4.00 ms (x)",
+                                            "world_size 1 group (compute, optimizer): measured while busy",
+                                            "launched job: measured while busy"});
+  const Profile p = profile_from_json(j, "test");
+  REQUIRE(p.unconfirmed.size() == 3);
+  CHECK(p.unconfirmed[0].world_size == 2);
+  CHECK(p.unconfirmed[0].micro_batch == 8);
+  CHECK(p.unconfirmed[1].world_size == 1);
+  CHECK(p.unconfirmed[1].micro_batch == 0);
+  CHECK(p.unconfirmed[2].world_size == 0);
+  CHECK(p.unconfirmed[2].what == "launched job: measured while busy");
+  CHECK_FALSE(p.confirmed());
+  // Written back as objects, read back the same.
+  const Profile q = profile_from_json(to_json(p), "test");
+  CHECK(q.unconfirmed[0].micro_batch == 8);
+  CHECK(q.unconfirmed[1].what == p.unconfirmed[1].what);
 }
