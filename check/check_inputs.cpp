@@ -43,6 +43,7 @@ void overlay(CheckInputs& b, const CheckInputs& t) {
   take(b.max_accum_steps, t.max_accum_steps);
   take(b.dataset_size, t.dataset_size);
   take(b.strategy, t.strategy);
+  take(b.framework, t.framework);
   take(b.sharding, t.sharding);
   take(b.precision, t.precision);
   take(b.checkpointing, t.checkpointing);
@@ -138,6 +139,7 @@ CheckInputs inputs_from_deepspeed(const DeepSpeedConfig& ds, const DeepSpeedBatc
   if (ds.lr) in.lr.set(*ds.lr, src + " optimizer.params.lr");
   const DeepSpeedPlan plan = deepspeed_plan(ds);
   in.strategy.set(plan.strategy, plan.strategy_source);
+  in.framework.set(Framework::deepspeed, src + " (the engine that reads it)");
   in.sharding.set(plan.sharding, plan.sharding_source);
   if (plan.precision) in.precision.set(*plan.precision, plan.precision_source);
   if (plan.checkpointing) in.checkpointing.set(*plan.checkpointing, plan.checkpointing_source);
@@ -249,6 +251,7 @@ nlohmann::ordered_json inputs_json(const CheckInputs& in) {
   add("world_size", in.world_size, same);
   add("global_batch", in.global_batch, same);
   add("strategy", in.strategy, [](Strategy s) { return std::string(to_string(s)); });
+  add("framework", in.framework, [](Framework f) { return std::string(to_string(f)); });
   add("sharding", in.sharding, [](const ShardingChoice& s) { return to_string(s); });
   add("precision", in.precision, [](Precision p) { return std::string(to_string(p)); });
   add("checkpointing", in.checkpointing, [](Checkpointing c) { return std::string(to_string(c)); });

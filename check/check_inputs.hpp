@@ -17,6 +17,7 @@
 
 #include "check/deepspeed_config.hpp"
 #include "check/job.hpp"
+#include "core/framework.hpp"
 #include "core/optimizer.hpp"
 #include "core/parse.hpp"
 #include "core/plan.hpp"
@@ -45,6 +46,7 @@ struct Sourced {
 struct CheckInputs {
   Sourced<Count> micro_batch, accum_steps, world_size, global_batch, max_accum_steps, dataset_size;
   Sourced<Strategy> strategy;
+  Sourced<Framework> framework;      // --framework, or deepspeed from a DeepSpeed config; unset: any
   Sourced<ShardingChoice> sharding;  // none = DDP (the default)
   Sourced<Precision> precision;      // unset: the model's own
   Sourced<Checkpointing> checkpointing;

@@ -116,6 +116,12 @@ CheckResult check_batch_arithmetic(const ResolvedJob& j) {
   return r;
 }
 
+// The job's framework (--framework, or DeepSpeed from its config): comparisons and fixes stay
+// among the plans it runs (core/framework.hpp).
+std::optional<Framework> job_framework(const ResolvedJob& j) {
+  return j.inputs.framework ? std::optional<Framework>(*j.inputs.framework) : std::nullopt;
+}
+
 // ---- 2 ------------------------------------------------------------------------------------------
 
 CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
@@ -195,14 +201,13 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
       c.sharding = {o.sharding, 0};
       c.strategy = o.strategy;
       if (model::plan_rejection(c)) continue;
+      const auto fw = job_framework(j);
+      if (fw && !framework_runs(*fw, model::framework_plan(c))) continue;  // not a plan the job's framework runs
       const model::Prediction alt = m->predict(c);
       if (alt.memory.peak <= limit) {
-        const auto& t = traits(o.sharding);
-        plan_fix = fmt::format("shard the model: {} (DeepSpeed zero_optimization.stage {}{}) with {} predicts {} per "
-                               "rank <= {}",
-                               to_string(o.sharding), t.deepspeed,
-                               std::string(t.fsdp_name) == "-" ? std::string() : fmt::format(", FSDP {}", t.fsdp_name),
-                               to_string(o.strategy), format_bytes(alt.memory.peak), format_bytes(limit));
+        plan_fix = fmt::format("shard the model: {} with {} predicts {} per rank <= {} ({})", to_string(o.sharding),
+                               to_string(o.strategy), format_bytes(alt.memory.peak), format_bytes(limit),
+                               tuner::runs_on_text(c, fw));
         r.data["plan_suggestion"] = model::to_ordered_json(c);
         break;
       }
@@ -312,10 +317,6 @@ CheckResult check_epoch_remainder(const ResolvedJob& j) {
 
 // ---- 5 ------------------------------------------------------------------------------------------
 
-// The strategy comes from a DeepSpeed config: the engine decides how gradients are synchronised
-// (stage 2/3 reduce into partitions on every micro-step and have no no_sync), so a fix may not
-// change it.
-bool engine_pins_strategy(const ResolvedJob& j) { return j.inputs.strategy.source.rfind("deepspeed ", 0) == 0; }
 
 CheckResult check_efficiency(const ResolvedJob& j, const model::CostModel* m) {
   CheckResult r = make(5, "efficiency", "throughput vs best");
@@ -338,7 +339,8 @@ CheckResult check_efficiency(const ResolvedJob& j, const model::CostModel* m) {
   req.sharding = resolved.sharding;
   req.precision = resolved.precision;
   req.checkpointing = resolved.checkpointing;
-  if (engine_pins_strategy(j)) req.strategy = j.strategy;
+  req.framework = job_framework(j);
+  if (req.framework) req.framework_source = j.inputs.framework.source;
   req.allow_cap_above_device = true;
   tuner::TuneResult res;
   try {
@@ -399,8 +401,43 @@ CheckResult check_strategy(const ResolvedJob& j, const model::CostModel* m) {
     r.reason = "accum_steps 1: one micro-step per optimizer step, so every-step and overlap are the same run";
     return r;
   }
+  // The job's framework: a plan it refuses fails here (the job cannot run as described), and the
+  // strategies it does not run are never the fix.
+  const auto fw = job_framework(j);
+  auto runs = [&](Strategy s) {
+    model::Config d = c;
+    d.strategy = s;
+    return !fw || framework_runs(*fw, model::framework_plan(d));
+  };
+  if (fw) r.data["framework"] = std::string(to_string(*fw));
+  if (fw && !runs(j.strategy)) {
+    r.status = Status::fail;
+    r.reason = fmt::format("{} cannot run strategy {} under {}: {}", traits(*fw).display, to_string(j.strategy),
+                           to_string(j.sharding), *framework_refusal(*fw, model::framework_plan(c)));
+    for (Strategy s : kAllStrategies)
+      if (runs(s)) {
+        model::Config d = c;
+        d.strategy = s;
+        r.fix = fmt::format("strategy {}: {}", to_string(s), framework_setting(*fw, model::framework_plan(d)));
+        break;
+      }
+    if (r.fix.empty())
+      r.fix = fmt::format("a sharding {} runs (core/framework.hpp), or another framework", traits(*fw).display);
+    return r;
+  }
+  // The job's framework reduces this way only: a cost to know, not a setting to change.
+  const bool only_way = fw && j.strategy == Strategy::every_step && !runs(Strategy::overlap) && !runs(Strategy::fused);
+  auto only_way_text = [&] {
+    model::Config d = c;
+    d.strategy = Strategy::overlap;
+    return fmt::format("{}'s only way: {}; a cost to know, not a setting to change", traits(*fw).display,
+                       *framework_refusal(*fw, model::framework_plan(d)));
+  };
   if (!m) {
-    if (j.strategy == Strategy::every_step) {
+    if (only_way) {
+      r.status = Status::pass;
+      r.reason = fmt::format("every-step ({}); {} to price it", only_way_text(), "pass --profile or --spec");
+    } else if (j.strategy == Strategy::every_step) {
       r.status = Status::warn;
       r.reason = fmt::format("every-step (DDP without no_sync) allreduces on each of the {} micro-steps; {} to price it",
                              j.accum_steps, "pass --profile or --spec");
@@ -420,13 +457,12 @@ CheckResult check_strategy(const ResolvedJob& j, const model::CostModel* m) {
     r.data["overlap_step_time"] = round_sig(sp.overlap_step);
     r.data["every_step_step_time"] = round_sig(sp.every_step_step);
     r.status = Status::pass;
-    if (sp.applicable && j.strategy == Strategy::every_step && engine_pins_strategy(j)) {
-      r.reason = fmt::format("{} under {} (DeepSpeed's own choice: it has no no_sync under ZeRO stage 2/3, "
-                             "so this is a cost to know, not a setting to change): {}",
-                             to_string(j.strategy), to_string(j.sharding), sp.text);
+    if (sp.applicable && only_way) {
+      r.reason = fmt::format("{} under {} ({}): {}", to_string(j.strategy), to_string(j.sharding), only_way_text(), sp.text);
       return r;
     }
-    if (sp.applicable && j.strategy == Strategy::every_step && sp.overlap_fits && sp.throughput_lost > j.tolerance) {
+    if (sp.applicable && j.strategy == Strategy::every_step && runs(Strategy::overlap) && sp.overlap_fits &&
+        sp.throughput_lost > j.tolerance) {
       r.status = Status::warn;
       r.fix = fmt::format("no_sync over the first {} micro-steps fits in memory under {} and is {} faster",
                           j.accum_steps - 1, to_string(j.sharding), pct(sp.throughput_lost));
@@ -452,12 +488,30 @@ CheckResult check_strategy(const ResolvedJob& j, const model::CostModel* m) {
                            to_string(j.strategy), numbers);
     return r;
   }
+  if (only_way) {
+    r.status = Status::pass;
+    r.reason = fmt::format("every-step allreduces on each of the {} micro-steps ({}): {}", j.accum_steps,
+                           only_way_text(), numbers);
+    return r;
+  }
   r.status = sp.throughput_lost > j.tolerance ? Status::fail : Status::warn;
   r.reason = fmt::format("every-step (DDP without no_sync) allreduces on each of the {} micro-steps: {}", j.accum_steps,
                          numbers);
-  r.fix =
-      "wrap the first accum_steps - 1 micro-steps in `with model.no_sync():` (strategy overlap), or accumulate "
-      "locally and reduce once (fused)";
+  if (fw) {
+    // The framework's own setting for each strategy it runs instead.
+    std::vector<std::string> ways;
+    for (Strategy s : {Strategy::overlap, Strategy::fused})
+      if (runs(s)) {
+        model::Config d = c;
+        d.strategy = s;
+        ways.push_back(fmt::format("{} (strategy {})", framework_setting(*fw, model::framework_plan(d)), to_string(s)));
+      }
+    r.fix = fmt::format("reduce once per optimizer step: {}", fmt::join(ways, ", or "));
+  } else {
+    r.fix =
+        "wrap the first accum_steps - 1 micro-steps in `with model.no_sync():` (strategy overlap), or accumulate "
+        "locally and reduce once (fused)";
+  }
   return r;
 }
 

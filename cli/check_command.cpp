@@ -63,6 +63,7 @@ struct CheckOptions {
   TorchScriptFlags ts;  // --torchscript and its inputs
   std::string micro_batch, accum_steps, world_size, global_batch, strategy, optimizer;
   std::string sharding, precision, checkpointing;
+  std::string framework;  // --framework
   std::string lr, lr_ref, dataset_size, memory_cap, margin, tolerance, lr_tolerance, max_accum_steps, noise_scale;
   bool drop_last = false;
   bool strict = false;
@@ -91,6 +92,7 @@ CheckInputs flag_inputs(const CheckOptions& o) {
   count(in.max_accum_steps, o.max_accum_steps, "--max-accum-steps");
   count(in.dataset_size, o.dataset_size, "--dataset-size");
   if (!o.strategy.empty()) in.strategy.set(parse_strategy(o.strategy, "--strategy"), "flag --strategy");
+  if (!o.framework.empty()) in.framework.set(parse_framework(o.framework, "--framework"), "flag --framework");
   if (!o.sharding.empty()) in.sharding.set(parse_sharding(o.sharding, "--sharding"), "flag --sharding");
   if (!o.precision.empty()) in.precision.set(parse_precision(o.precision, "--precision"), "flag --precision");
   if (!o.checkpointing.empty())
@@ -505,6 +507,10 @@ void add_check_command(CLI::App& app, Action& action) {
                   "none | zero1 | zero2 | zero3 | hsdp:G (FSDP: no_shard, shard_grad_op, full_shard, hybrid_shard:G) "
                   "[default: none, or the DeepSpeed config's zero_optimization.stage]");
   sub->add_option("--precision", o->precision, "fp32 | bf16 | fp16 [default: the model's own, or the DeepSpeed config's]");
+  sub->add_option("--framework", o->framework,
+                  "the framework the job runs on: ddp | fsdp | fsdp2 | deepspeed | megatron | torchtitan | horovod: "
+                  "a plan it refuses fails, fixes and comparisons stay within it [default: deepspeed with "
+                  "--deepspeed-config, else any]");
   sub->add_option("--checkpointing", o->checkpointing, "activation checkpointing: none | selective | full [default: the model's own]");
   sub->add_option("--optimizer", o->optimizer, "sgd (linear LR scaling) | adam | adamw | lamb (square-root)");
   sub->add_option("--lr", o->lr, "Learning rate the job uses");

@@ -47,9 +47,15 @@ struct PredictOptions {
   std::string checkpointing;         // default: the model's own
   std::string memory_cap;            // default: the device memory
   std::string margin = "10%";        // the safety margin tune and check keep
+  std::string framework;          // ddp | fsdp | fsdp2 | deepspeed | megatron | torchtitan | horovod; "": any
   bool extrapolate = false;       // allow micro_batch above the measured range
   bool json = false;
 };
+
+std::optional<Framework> framework_of(const PredictOptions& o) {
+  if (o.framework.empty()) return std::nullopt;
+  return parse_framework(o.framework, "--framework");
+}
 
 // Does the prediction fit? Against the device memory (or --memory-cap, never above the device)
 // and the margin tune and check keep below it. A plan over the hard limit gets the layout
@@ -161,6 +167,7 @@ FitVerdict fit_verdict(const model::CostModel& m, const model::Prediction& p, co
         c.accum_steps = local / b;
         try {
           if (model::plan_rejection(c)) break;
+          if (const auto fw = framework_of(o); fw && !framework_runs(*fw, model::framework_plan(c))) break;
           const model::Prediction q = m.predict(c);
           if (q.micro_batch_extrapolated && !extrapolate) continue;
           if (q.memory.peak <= v.limit) {
@@ -200,7 +207,7 @@ std::unique_ptr<model::CostModel> make_model(const PredictOptions& o) {
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
 
-void print_prediction(const model::Prediction& p, const model::ModelInfo& info) {
+void print_prediction(const model::Prediction& p, const model::ModelInfo& info, std::optional<Framework> fw) {
   const auto& c = p.config;
   const auto& t = p.time;
   const auto& m = p.memory;
@@ -208,6 +215,7 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info) 
              c.micro_batch, c.accum_steps, c.world_size, c.global_batch(), p.extrapolated ? "  (extrapolated)" : "");
   if (c.sharding.sharding != Sharding::none || c.precision != Precision::fp32 || c.checkpointing != Checkpointing::none)
     fmt::print("  plan           {}\n", tuner::plan_words(c));
+  if (const std::string on = tuner::runs_on_text(c, fw); !on.empty()) fmt::print("  frameworks     {}\n", on);
   fmt::print("  step time      {}  [{} .. {}]\n", format_seconds(t.step_time), format_seconds(p.step_time_lo),
              format_seconds(p.step_time_hi));
   fmt::print("    compute      {}  ({} x {} per micro-step)\n", format_seconds(t.compute), c.accum_steps,
@@ -278,14 +286,27 @@ int run_predict(const PredictOptions& o) {
       throw InputError("--sharding hsdp: give the group size, e.g. --sharding hsdp:8 (no --cluster gives GPUs per node)");
     base.sharding.group = info.plans.gpus_per_node;
   }
+  const std::optional<Framework> fw = framework_of(o);
   std::vector<model::Prediction> preds;
   for (Strategy s : strategies) {
     model::Config c = base;
     c.strategy = s;
     if (all && model::plan_rejection(c)) continue;  // e.g. zero1 with every-step
+    if (fw) {
+      // A plan the job's framework refuses is not predicted as if it could run.
+      if (auto why = framework_refusal(*fw, model::framework_plan(c))) {
+        if (all) continue;
+        throw InputError(fmt::format("--framework {}: {} (--strategy {}, --sharding {}); predict a plan it runs, e.g. "
+                                     "--strategy all lists them",
+                                     to_string(*fw), *why, to_string(s), to_string(c.sharding)));
+      }
+    }
     preds.push_back(m->predict(c));
   }
-  if (!preds.empty() && preds.front().memory.peak >= model::kMaxPredictedBytes)
+  if (preds.empty())
+    throw InputError(fmt::format("--framework {}: runs no strategy with --sharding {}", to_string(*fw),
+                                 to_string(base.sharding)));
+  if (preds.front().memory.peak >= model::kMaxPredictedBytes)
     throw InputError(fmt::format("--micro-batch {}: the predicted peak memory is beyond 2^60 bytes (an exabyte) per rank; "
                                  "no device holds it: use a smaller micro_batch",
                                  base.micro_batch));
@@ -297,7 +318,13 @@ int run_predict(const PredictOptions& o) {
   // every-step priced against overlap (both with the same b, k, p).
   std::optional<std::pair<model::Prediction, model::Prediction>> vs;
   const tuner::StrategyPrice price = tuner::price_every_step(*m, base);
-  if (base.world_size > 1 && price.applicable) {
+  auto framework_runs_it = [&](Strategy s) {
+    model::Config c = base;
+    c.strategy = s;
+    return !fw || framework_runs(*fw, model::framework_plan(c));
+  };
+  if (base.world_size > 1 && price.applicable && framework_runs_it(Strategy::overlap) &&
+      framework_runs_it(Strategy::every_step)) {
     model::Config c = base;
     c.strategy = Strategy::overlap;
     auto ov = m->predict(c);
@@ -335,7 +362,7 @@ int run_predict(const PredictOptions& o) {
   fmt::print("gaccum-tune predict: {} ({} model, {} {}{})\n", info.workload_name, info.source, info.device_kind,
              info.device_name, info.threads_per_rank > 0 ? fmt::format(", {} threads/rank", info.threads_per_rank) : "");
   for (std::size_t i = 0; i < preds.size(); ++i) {
-    print_prediction(preds[i], info);
+    print_prediction(preds[i], info, fw);
     const FitVerdict& v = fits[i];
     fmt::print("  {:<14} {}\n", v.known && !v.fits ? "DOES NOT FIT" : "fits", v.text);
     if (!preds[i].unconfirmed.empty())
@@ -348,6 +375,11 @@ int run_predict(const PredictOptions& o) {
     fmt::print("every-step vs overlap: {} vs {} per step ({}; {} vs {} allreduces per step)\n",
                format_seconds(ev.time.step_time), format_seconds(ov.time.step_time),
                pct(ev.time.step_time / ov.time.step_time - 1), ev.collectives_per_step, ov.collectives_per_step);
+  } else if (base.world_size > 1 && !(framework_runs_it(Strategy::overlap) && framework_runs_it(Strategy::every_step))) {
+    model::Config c = base;
+    c.strategy = framework_runs_it(Strategy::overlap) ? Strategy::every_step : Strategy::overlap;
+    fmt::print("sync choice: {}: not a choice on {}\n", *framework_refusal(*fw, model::framework_plan(c)),
+               traits(*fw).display);
   } else if (base.world_size > 1) {
     fmt::print("sync choice: {}\n", price.text);
   }
@@ -374,6 +406,9 @@ void add_predict_command(CLI::App& app, Action& action) {
                   "[default: none]");
   sub->add_option("--precision", o->precision, "fp32 | bf16 | fp16 [default: the model's own]");
   sub->add_option("--checkpointing", o->checkpointing, "activation checkpointing: none | selective | full [default: the model's own]");
+  sub->add_option("--framework", o->framework,
+                  "the framework the job runs on: ddp | fsdp | fsdp2 | deepspeed | megatron | torchtitan | horovod "
+                  "(a plan it refuses is an error; fixes stay within it) [default: any, each plan labelled]");
   sub->add_option("--memory-cap", o->memory_cap,
                   "per-rank memory limit the fits line checks: bytes (70GiB) or a share of the device (90%) "
                   "[default: the device memory]");

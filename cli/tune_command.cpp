@@ -71,6 +71,7 @@ struct TuneOptions {
   std::string margin = "10%";
   std::string max_accum_steps = "64";
   std::string strategy = "auto";
+  std::string framework;  // "": any (each plan labelled with the frameworks that run it)
   std::string sharding = "auto";       // auto: what the model offers (spec: none, zero1-3, hsdp:GPUs per node)
   std::string precision = "auto";
   std::string checkpointing = "auto";
@@ -131,6 +132,10 @@ tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {
   r.margin = parse_fraction(o.margin, "--margin");
   r.max_accum_steps = parse_count_at_most(o.max_accum_steps, "--max-accum-steps");
   if (o.strategy != "auto") r.strategy = parse_strategy(o.strategy, "--strategy");
+  if (!o.framework.empty()) {
+    r.framework = parse_framework(o.framework, "--framework");
+    r.framework_source = "flag --framework";
+  }
   if (o.sharding != "auto") r.sharding = parse_sharding(o.sharding, "--sharding");
   if (o.precision != "auto") r.precision = parse_precision(o.precision, "--precision");
   if (o.checkpointing != "auto") r.checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
@@ -210,6 +215,10 @@ void apply_deepspeed(const TuneOptions& o, DeepSpeedInput& d, tuner::TuneRequest
                       d.config.overlap_comm ? " with overlap_comm" : ""),
           fmt::format("runs strategy {}", to_string(plan.strategy)));
   r.strategy = plan.strategy;
+  if (r.framework && *r.framework != Framework::deepspeed)
+    clash("--framework", o.framework, "the DeepSpeed config", "is run by DeepSpeed");
+  r.framework = Framework::deepspeed;
+  r.framework_source = "deepspeed " + path;
   if (o.sharding != "auto" && !(r.sharding && r.sharding->sharding == plan.sharding.sharding))
     clash("--sharding", o.sharding, "zero_optimization.stage", std::to_string(d.config.zero_stage));
   r.sharding = plan.sharding;
@@ -396,6 +405,10 @@ void add_tune_command(CLI::App& app, Action& action) {
   sub->add_option("--margin", o->margin, "Safety margin: peak memory <= cap x (1 - margin)");
   sub->add_option("--max-accum-steps", o->max_accum_steps, "Largest accum_steps allowed (at most 2^40)");
   sub->add_option("--strategy", o->strategy, "auto | overlap | fused | every-step (auto ranks overlap and fused)");
+  sub->add_option("--framework", o->framework,
+                  "the framework the job runs on: ddp | fsdp | fsdp2 | deepspeed | megatron | torchtitan | horovod: "
+                  "only the plans it runs are searched [default: any, each plan labelled with the frameworks that "
+                  "run it; deepspeed with --deepspeed-config]");
   sub->add_option("--sharding", o->sharding,
                   "auto | none | zero1 | zero2 | zero3 | hsdp[:G] (FSDP: shard_grad_op, full_shard, hybrid_shard) "
                   "[default: auto: spec none..zero3 and hsdp:GPUs-per-node; profile none]");

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "core/framework.hpp"
 #include "core/plan.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
@@ -31,6 +32,13 @@ struct Config {
   bool offload_params = false;     // DeepSpeed offload_param (zero3): the parameter shard off the device
   Count global_batch() const { return micro_batch * accum_steps * world_size; }  // B = b k p
 };
+
+// The plan as the framework table sees it (core/framework.hpp); a precision left to the model
+// counts as fp32 there (only fp8 and fp16 narrow the frameworks, and a model's own is neither).
+inline FrameworkPlan framework_plan(const Config& c) {
+  return FrameworkPlan{c.strategy, c.sharding, c.precision.value_or(Precision::fp32), c.offload_optimizer,
+                       c.offload_params, c.world_size};
+}
 
 struct StepBreakdown {
   Seconds compute = 0;       // k x t(b): forward + loss + backward of every micro-step

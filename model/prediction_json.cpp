@@ -21,6 +21,13 @@ void add_plan(J& j, const Config& c) {
   j["checkpointing"] = c.checkpointing ? J(std::string(to_string(*c.checkpointing))) : J(nullptr);
 }
 
+// The frameworks that run the plan (core/framework.hpp), by name.
+nlohmann::json frameworks_json(const Config& c) {
+  nlohmann::json a = nlohmann::json::array();
+  for (Framework f : frameworks_running(framework_plan(c))) a.push_back(std::string(to_string(f)));
+  return a;
+}
+
 }  // namespace
 
 nlohmann::ordered_json to_ordered_json(const Config& c) {
@@ -75,6 +82,7 @@ nlohmann::json to_json(const Prediction& p) {
           {"extrapolated", p.extrapolated},
           {"micro_batch_extrapolated", p.micro_batch_extrapolated},
           {"world_size_extrapolated", p.world_size_extrapolated},
+          {"frameworks", frameworks_json(p.config)},
           {"confirmed", p.unconfirmed.empty()},
           {"unconfirmed", p.unconfirmed}};
   if (p.compute.gpu_model) {

@@ -68,6 +68,9 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
   in["margin"] = round_sig(q.margin);
   in["max_accum_steps"] = q.max_accum_steps;
   in["strategy"] = q.strategy ? std::string(to_string(*q.strategy)) : std::string("auto");
+  in["framework"] = q.framework ? nlohmann::ordered_json{{"value", std::string(to_string(*q.framework))},
+                                                         {"source", q.framework_source}}
+                                : nlohmann::ordered_json("any");
   in["sharding"] = q.sharding ? to_string(*q.sharding) : std::string("auto");
   in["precision"] = q.precision ? std::string(to_string(*q.precision)) : std::string("auto");
   in["checkpointing"] = q.checkpointing ? std::string(to_string(*q.checkpointing)) : std::string("auto");

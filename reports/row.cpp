@@ -85,6 +85,8 @@ const std::vector<Column>& columns() {
        [](const Row& r) { return integer(r.gradient_syncs); }},
       {"comm_links", "where each link level of the communication comes from: intra/inter measured or described",
        [](const Row& r) { return text(r.comm_links); }},
+      {"frameworks", "the frameworks that run this plan: ddp fsdp fsdp2 deepspeed megatron torchtitan horovod",
+       [](const Row& r) { return text(r.frameworks); }},
   };
   return cols;
 }
@@ -132,6 +134,7 @@ Row make_row(const tuner::TuneResult& result, std::size_t i) {
   r.gathered_bytes = p.memory.gathered;
   r.gradient_syncs = p.gradient_syncs;
   r.comm_links = model::link_sources_text(p.intra_link, p.inter_link);
+  r.frameworks = framework_names(frameworks_running(model::framework_plan(p.config)));
   return r;
 }
 

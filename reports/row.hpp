@@ -44,6 +44,7 @@ struct Row {
   Bytes gathered_bytes = 0;  // zero3/hsdp: all-gathered parameters of the units in use
   Count gradient_syncs = 0;  // micro-steps per optimizer step that reduce gradients
   std::string comm_links;    // "intra measured, inter described" (model::link_sources_text)
+  std::string frameworks;    // "ddp fsdp megatron": the frameworks that run the plan (core/framework.hpp)
 };
 
 // A typed cell value: printers format by kind (CSV text, JSON types).

@@ -53,11 +53,13 @@ std::string headline(const tuner::TuneResult& r) {
   std::string device = r.info.device_kind.empty() ? std::string("unknown device") : r.info.device_kind;
   if (!r.info.device_name.empty()) device += fmt::format(" ({})", r.info.device_name);
   return fmt::format(
-      "{} on {}: {}, {}, memory limit {} (cap {} minus {:g}% margin), accum_steps <= {}, strategy {}, objective {}; {} "
+      "{} on {}: {}, {}, memory limit {} (cap {} minus {:g}% margin), accum_steps <= {}, strategy {}{}, objective {}; {} "
       "configs evaluated, {} feasible, {} ranked.",
       r.info.title_name().empty() ? std::string("workload") : r.info.title_name(), device, target,
       world_sizes_text(l.world_sizes), format_bytes(l.limit), format_bytes(l.cap), q.margin * 100, l.max_accum_steps,
-      q.strategy ? std::string(to_string(*q.strategy)) : std::string("auto"), to_string(q.objective),
+      q.strategy ? std::string(to_string(*q.strategy)) : std::string("auto"),
+      q.framework ? fmt::format(", framework {} (plans it runs only)", traits(*q.framework).display) : std::string(),
+      to_string(q.objective),
       r.search.candidates.size(), feasible, r.search.ranking.size());
 }
 
@@ -90,10 +92,20 @@ std::string recommendation(const tuner::TuneResult& r) {
   if (r.search.objective != tuner::Objective::throughput)
     s += fmt::format(" Objective {}: {}.", to_string(r.search.objective), objective_value_text(r, best));
   if (plans_searched(r)) s += fmt::format(" Plan: {}.", tuner::plan_words(cfg));
+  if (const std::string on = tuner::runs_on_text(cfg, r.request.framework); !on.empty())
+    s += fmt::format(" {}.", capitalised(on));
   s += fmt::format(" Why: {}. {}.", e.binding_text, capitalised(e.comm_text));
   if (!e.compute_text.empty()) s += fmt::format(" {}.", e.compute_text);
   if (e.runner_up) s += fmt::format(" {}.", capitalised(e.runner_up_text));
-  if (e.every_step.applicable && cfg.accum_steps > 1 && cfg.sharding.sharding == Sharding::none)
+  // The sync alternatives are the framework's to offer: none where it reduces one way only.
+  const bool overlap_runs = [&] {
+    model::Config o = cfg;
+    o.strategy = Strategy::overlap;
+    return !r.request.framework || framework_runs(*r.request.framework, model::framework_plan(o));
+  }();
+  if (!overlap_runs || cfg.world_size == 1) {
+    // nothing to add
+  } else if (e.every_step.applicable && cfg.accum_steps > 1 && cfg.sharding.sharding == Sharding::none)
     s += fmt::format(" Beware DDP without no_sync: every-step would cost {} more per step ({:.1f}% of throughput).",
                      format_seconds(e.every_step.extra_s), e.every_step.throughput_lost * 100);
   else if (e.every_step.applicable && cfg.accum_steps > 1)

@@ -98,7 +98,7 @@ std::vector<std::string> failed_items(const RunRecord& run) {
   if (run.failure) out.push_back("run");
   for (const auto& c : run.checks)
     if (c.status == Status::fail) out.push_back(c.name);
-  if (run.comparison)
+  if (run.comparison && run.comparison->verdict)  // an informational prediction (cached profile) fails nothing
     for (const auto& r : run.comparison->rows)
       if (r.status == Status::fail) out.push_back("prediction:" + r.figure);
   return out;

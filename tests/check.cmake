@@ -166,7 +166,7 @@ endif()
 set(F ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh)
 gaccum_cli_test(check-deepspeed-zero3 0 "peak memory +PASS .*throughput vs best +WARN .*global_batch 1024 on 64 ranks.*fix: use micro_batch [0-9]+, accum_steps [0-9]+.*sharding +zero3 .*verdict: WARN" -- ${F} ${G} check --deepspeed-config
   ${X}/deepspeed/llama2-7b-zero3.json --world-size 64 --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json)
-gaccum_cli_test(check-deepspeed-stage0 1 "peak memory +FAIL .*fix: shard the model: zero[123] \\(DeepSpeed zero_optimization.stage [123]" --
+gaccum_cli_test(check-deepspeed-stage0 1 "peak memory +FAIL .*fix: shard the model: zero[123] with .* \\(run as: DeepSpeed ZeRO stage [123]" --
   ${F} ${G} check --deepspeed-config ${C}/ds-llama2-7b-stage0.json --world-size 64 --spec ${X}/specs/llama2-7b.json
   --cluster ${X}/clusters/h100-8node-ib400.json)
 gaccum_cli_test(check-sharding-flag 0 "sharding +zero3 +flag --sharding" --
@@ -207,3 +207,17 @@ gaccum_cli_test(check-device-memory-input 0 "device_memory +79.6 GiB +cluster .*
   --precision bf16 --sharding zero1)
 gaccum_cli_test(check-unconfirmed-caveat 0 "CAVEAT: the predicted time and memory of this job are priced from 1 measurement" --
   ${G} check --profile ${D}/disturbed-profile.json -b 32 -k 8 -p 2)
+
+# The job's framework: a DeepSpeed config means DeepSpeed (its ZeRO 2 every-step is its only way,
+# not a FAIL, and no no_sync fix); --framework refuses a plan the framework cannot run, with its fix.
+gaccum_cli_test(check-framework-deepspeed-config 0 "FRAMEWORK-DS-OK" -- sh -c
+  "\"$0\" check --deepspeed-config \"$1\" --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" -b 1 -k 8 > \"$3/check-fw-ds.txt\" && grep -Eq 'framework +deepspeed +deepspeed .*ds-hf-auto.json \\(the engine that reads it\\)' \"$3/check-fw-ds.txt\" && grep -q 'PASS    every-step under zero2 (DeepSpeed.s only way: DeepSpeed has no no_sync()' \"$3/check-fw-ds.txt\" && ! grep -q 'fix: no_sync' \"$3/check-fw-ds.txt\" && echo FRAMEWORK-DS-OK"
+  ${G} ${C}/ds-hf-auto.json ${X} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-framework-refuses 1 "FAIL    DeepSpeed cannot run strategy overlap under zero3: DeepSpeed has no no_sync\\(\\)" --
+  ${G} check --framework deepspeed --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8
+  --sharding zero3 --strategy overlap --precision bf16)
+gaccum_cli_test(check-framework-refuses-fix 1 "fix: strategy every-step: DeepSpeed ZeRO stage 3$" --
+  ${G} check --framework deepspeed --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8
+  --sharding zero3 --strategy overlap --precision bf16)
+gaccum_cli_test(check-framework-horovod-fix 1 "fix: reduce once per optimizer step: Horovod backward_passes_per_step=k \\(strategy fused\\)$" --
+  ${G} check --framework horovod --profile ${P} -b 4 -k 8 -p 2 --strategy every-step)

@@ -45,8 +45,18 @@ gaccum_cli_test(predict-bad-cluster 2 "gpus_per_node" --one-line-stderr -- ${G} 
 # Plans: sharding, precision and checkpointing (model/plan_cost.hpp).
 set(L7 ${X}/specs/llama2-7b.json)
 set(C64 ${X}/clusters/h100-8node-ib400.json)
-gaccum_cli_test(predict-zero3 0 "plan +zero3 \\(FULL_SHARD, DeepSpeed ZeRO stage 3\\), bf16" -- ${G} predict --spec ${L7} --cluster ${C64}
+gaccum_cli_test(predict-zero3 0 "plan +zero3 \\(parameters, gradients and optimizer state sharded\\), bf16" -- ${G} predict --spec ${L7} --cluster ${C64}
                 -b 1 -k 16 -p 64 --sharding zero3 --strategy every-step)
+# Plans carry the frameworks that run them (core/framework.hpp); a framework that refuses the plan
+# is bad input naming its rule, and its fixes stay among its plans.
+gaccum_cli_test(predict-frameworks 0 "frameworks +runs on FSDP FULL_SHARD. fully_shard\\(reshard_after_forward=True\\). DeepSpeed ZeRO stage 3. torchtitan data_parallel_shard_degree$" --
+  ${G} predict --spec ${L7} --cluster ${C64} -b 1 -k 16 -p 64 --sharding zero3 --strategy every-step)
+gaccum_cli_test(predict-framework-refuses 2 "--framework deepspeed: DeepSpeed has no no_sync\\(\\) under ZeRO stage 2/3.*\\(--strategy overlap, --sharding zero3\\)" --one-line-stderr --
+  ${G} predict --spec ${L7} --cluster ${C64} -b 1 -k 16 -p 64 --sharding zero3 --strategy overlap --framework deepspeed)
+gaccum_cli_test(predict-framework-run-as 0 "frameworks +run as: DeepSpeed ZeRO stage 3$" --
+  ${G} predict --spec ${L7} --cluster ${C64} -b 1 -k 16 -p 64 --sharding zero3 --strategy every-step --framework deepspeed)
+gaccum_cli_test(predict-framework-sync-choice 0 "sync choice: DeepSpeed has no no_sync\\(\\) under ZeRO stage 2/3.*: not a choice on DeepSpeed" --
+  ${G} predict --spec ${L7} --cluster ${C64} -b 1 -k 16 -p 64 --sharding zero3 --strategy every-step --framework deepspeed)
 gaccum_cli_test(predict-zero3-sync-choice 0 "sync choice: no_sync \\(overlap\\) under zero3 would save 15 of 16" -- ${G} predict
                 --spec ${L7} --cluster ${C64} -b 1 -k 16 -p 64 --sharding full_shard --strategy every-step)
 gaccum_cli_test(predict-zero1-every-step 2 "zero1 keeps full gradients" --one-line-stderr -- ${G} predict --spec ${L7}
@@ -80,7 +90,7 @@ gaccum_cli_test(predict-spec-gpu-json 0 "\"kind\": \"gpu\"" -- ${G} predict --sp
                 --cluster ${NA} -b 8 -k 4 -p 16 --json)
 gaccum_cli_test(predict-spec-mfu-override 0 "at 45% MFU" -- ${G} predict --spec ${X}/specs/gpt2-small.json
                 --cluster ${NA} -b 8 -k 4 -p 16 --mfu 0.45)
-gaccum_cli_test(predict-spec-fp8-h100 0 "plan +DDP \\(no sharding\\), fp8" -- ${G} predict --spec ${X}/specs/gpt2-small.json
+gaccum_cli_test(predict-spec-fp8-h100 0 "plan +no sharding, fp8" -- ${G} predict --spec ${X}/specs/gpt2-small.json
                 --cluster ${X}/clusters/dgx-h100-1node.json -b 8 -p 8 --precision fp8)
 gaccum_cli_test(predict-spec-fp8-a100 2 "fp8" --one-line-stderr -- ${G} predict --spec ${X}/specs/gpt2-small.json
                 --cluster ${NA} -b 8 -p 8 --precision fp8)

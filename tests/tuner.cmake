@@ -133,3 +133,14 @@ gaccum_cli_test(tune-trust-caveat 0 "TRUST-OK" -- sh -c
 gaccum_cli_test(tune-quiet-profile-no-caveat 0 "NO-CAVEAT-OK" -- sh -c
   "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --memory-cap 15MiB --out \"$1\" > \"$1/stdout.txt\" && ! grep -q CAVEAT \"$1/stdout.txt\" && tr -d '\\n ' < \"$1/result.json\" | grep -q '\"caveat\":null' && echo NO-CAVEAT-OK"
   ${G} ${T}/quiet ${D})
+
+# Plans carry their frameworks (CSV column, the recommendation); --framework narrows the search to
+# the plans the framework runs, and a DeepSpeed config means DeepSpeed.
+gaccum_cli_test(tune-frameworks-64 0 "FRAMEWORKS-OK" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch 512 --out \"$1\" > \"$1/stdout.txt\" && tr -s '\\n ' ' ' < \"$1/stdout.txt\" | grep -q 'Runs on DDP + ZeroRedundancyOptimizer + no_sync() on the first k-1 micro-steps. DeepSpeed ZeRO stage 1 + overlap_comm. Megatron-LM --use-distributed-optimizer --overlap-grad-reduce' && head -1 \"$1/result.csv\" | grep -q ',frameworks$' && grep -q ',ddp deepspeed megatron$' \"$1/result.csv\" && echo FRAMEWORKS-OK"
+  ${G} ${T}/frameworks ${X})
+gaccum_cli_test(tune-framework-torchtitan 0 "TORCHTITAN-OK" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch 512 --framework torchtitan --out \"$1\" > \"$1/stdout.txt\" && grep -q 'framework torchtitan' \"$1/stdout.txt\" && tr -s '\\n ' ' ' < \"$1/stdout.txt\" | grep -q 'Run as: torchtitan data_parallel_shard_degree' && ! tr -s '\\n ' ' ' < \"$1/stdout.txt\" | grep -q 'Sync choice: no_sync' && ! awk -F, 'NR > 1 && $3 > 1 && $5 != \"every-step\"' \"$1/result.csv\" | grep -q . && tr -d '\\n ' < \"$1/result.json\" | grep -q '\"framework\":{\"value\":\"torchtitan\",\"source\":\"flag--framework\"}' && echo TORCHTITAN-OK"
+  ${G} ${T}/torchtitan ${X})
+gaccum_cli_test(tune-framework-bad 2 "--framework: unknown framework 'jax': expected ddp, fsdp, fsdp2, deepspeed, megatron, torchtitan or horovod" --one-line-stderr --
+  ${G} tune --profile ${D}/small-profile.json --framework jax --out ${T}/jax)

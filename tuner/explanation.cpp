@@ -51,15 +51,30 @@ std::string short_config(const model::Config& c) {
 }
 
 std::string plan_words(const model::Config& c) {
-  const auto& t = traits(c.sharding.sharding);
+  static const char* kWhat[] = {"-", "optimizer state sharded", "gradients and optimizer state sharded",
+                                "parameters, gradients and optimizer state sharded",
+                                "parameters, gradients and optimizer state sharded in groups, replicated across them"};
   std::string s = c.sharding.sharding == Sharding::none
-                      ? std::string("DDP (no sharding)")
-                      : fmt::format("{} ({}{})", to_string(c.sharding), t.fsdp_name,
-                                    std::string(t.deepspeed) != "-" ? fmt::format(", DeepSpeed ZeRO stage {}", t.deepspeed) : "");
+                      ? std::string("no sharding")
+                      : fmt::format("{} ({})", to_string(c.sharding), kWhat[static_cast<int>(c.sharding.sharding)]);
   if (c.precision) s += fmt::format(", {}", to_string(*c.precision));
   if (c.checkpointing)
     s += *c.checkpointing == Checkpointing::none ? std::string(", no activation checkpointing")
                                                  : fmt::format(", {} activation checkpointing", to_string(*c.checkpointing));
+  return s;
+}
+
+std::string runs_on_text(const model::Config& c, std::optional<Framework> framework) {
+  const FrameworkPlan fp = model::framework_plan(c);
+  if (framework) {
+    if (auto why = framework_refusal(*framework, fp)) return fmt::format("{} cannot run it: {}", traits(*framework).display, *why);
+    return fmt::format("run as: {}", framework_setting(*framework, fp));
+  }
+  if (c.world_size <= 1) return "";
+  const auto fs = frameworks_running(fp);
+  if (fs.empty()) return "no framework in the table runs it (core/framework.hpp)";
+  std::string s = "runs on ";
+  for (std::size_t i = 0; i < fs.size(); ++i) s += (i ? "; " : "") + framework_setting(fs[i], fp);
   return s;
 }
 

@@ -68,8 +68,14 @@ struct Explanation {
 // `limit` 0: no memory limit known (fits always true).
 StrategyPrice price_every_step(const model::CostModel& model, const model::Config& config, Bytes limit = 0);
 
-// "zero3 (FULL_SHARD), bf16, full checkpointing".
+// "zero3 (parameters, gradients and optimizer state sharded), bf16, full activation checkpointing".
 std::string plan_words(const model::Config& c);
+
+// Which frameworks run the plan and how each spells it (core/framework.hpp), e.g. "runs on DDP +
+// no_sync() on the first k-1 micro-steps; FSDP NO_SHARD + no_sync() ...; Megatron-LM
+// --overlap-grad-reduce"; with the job's framework known, "run as: DeepSpeed ZeRO stage 2";
+// "" at world_size 1 without a framework (every framework runs it).
+std::string runs_on_text(const model::Config& c, std::optional<Framework> framework = std::nullopt);
 
 Explanation explain(const model::CostModel& model, const SearchResult& result, const std::vector<ParetoPoint>& pareto,
                     std::size_t rank_index, double margin);

@@ -97,6 +97,7 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
             c.checkpointing = ck;
             c.offload_optimizer = limits.offload_optimizer;
             c.offload_params = limits.offload_params;
+            if (limits.framework && !framework_runs(*limits.framework, model::framework_plan(c))) continue;
             shapes.push_back(c);
           }
       return shapes;

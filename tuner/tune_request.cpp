@@ -169,11 +169,31 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
     l.noise_scale_source = "the profile's gradient statistics";
   l.offload_optimizer = r.offload_optimizer;
   l.offload_params = r.offload_params;
+  l.framework = r.framework;
+  if (r.framework && r.strategy && l.shardings.size() == 1) {
+    // A pinned plan the framework refuses is bad input naming both, not an empty search.
+    FrameworkPlan fp{*r.strategy, l.shardings.front(), l.precisions.size() == 1 ? l.precisions.front() : Precision::fp32,
+                     r.offload_optimizer, r.offload_params, 2};
+    if (auto refusal = framework_refusal(*r.framework, fp))
+      throw InputError(fmt::format("--strategy {} with sharding {} on {} ({}): {}", to_string(*r.strategy),
+                                   to_string(l.shardings.front()), traits(*r.framework).display,
+                                   r.framework_source.empty() ? std::string("--framework") : r.framework_source,
+                                   *refusal));
+  }
   return l;
 }
 
 bool strategy_rankable(const Limits& l, Strategy s, Sharding sharding) {
   if (l.strategy_pinned) return true;
+  if (l.framework && s == Strategy::every_step) {
+    FrameworkPlan fp;
+    fp.sharding = {sharding, 0};
+    auto runs = [&](Strategy x) {
+      fp.strategy = x;
+      return framework_runs(*l.framework, fp);
+    };
+    if (!runs(Strategy::overlap) && !runs(Strategy::fused)) return true;  // the framework's only way
+  }
   if (std::find(l.ranked.begin(), l.ranked.end(), s) != l.ranked.end()) return true;
   return s == Strategy::every_step && traits(sharding).shards_gradients;
 }
@@ -191,6 +211,7 @@ std::vector<model::Config> plan_shapes(const Limits& l, Count p, bool ranked_onl
           c.offload_optimizer = l.offload_optimizer;
           c.offload_params = l.offload_params;
           if (model::plan_rejection(c)) continue;
+          if (l.framework && !framework_runs(*l.framework, model::framework_plan(c))) continue;
           if (ranked_only && !strategy_rankable(l, s, sh.sharding)) continue;
           out.push_back(c);
         }

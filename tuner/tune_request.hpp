@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/framework.hpp"
 #include "core/optimizer.hpp"
 #include "core/parse.hpp"
 #include "core/plan.hpp"
@@ -50,6 +51,11 @@ struct TuneRequest {
   // gradient_accumulation_steps); nullopt: searched.
   std::optional<Count> micro_batch;
   std::optional<Count> accum_steps;
+  // The framework the job runs on (--framework, or a DeepSpeed config): only plans it runs are
+  // searched, compared and suggested (core/framework.hpp); nullopt: every plan, each labelled
+  // with the frameworks that run it.
+  std::optional<Framework> framework;
+  std::string framework_source;  // e.g. "flag --framework", "deepspeed ds.json"
   bool offload_optimizer = false;  // DeepSpeed offload_optimizer (model/prediction.hpp Config)
   bool offload_params = false;     // DeepSpeed offload_param
   bool allow_cap_above_device = false;  // --memory-cap above the device's memory (--force-memory-cap)
@@ -96,6 +102,7 @@ struct Limits {
   std::vector<Precision> precisions;
   std::vector<Checkpointing> checkpointings;
   bool strategy_pinned = false;
+  std::optional<Framework> framework;  // TuneRequest::framework
   std::optional<double> noise_scale;  // request override or ModelInfo::noise_scale
   std::string noise_scale_source;     // the request's source, or "the profile's gradient statistics"
   bool offload_optimizer = false, offload_params = false;  // every plan shape carries them
@@ -104,12 +111,14 @@ struct Limits {
 Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r);
 
 // May `s` be picked under `sharding`? Under --strategy auto: overlap and fused everywhere, and
-// every-step too where it buys memory (zero2, zero3, hsdp: sharded gradients); DDP's and zero1's
-// every-step is priced, not ranked. A pinned strategy is always rankable.
+// every-step too where it buys memory (zero2, zero3, hsdp: sharded gradients) or where the
+// framework runs nothing else (torchtitan); DDP's and zero1's every-step is priced, not ranked.
+// A pinned strategy is always rankable.
 bool strategy_rankable(const Limits& l, Strategy s, Sharding sharding);
 
 // Every plan shape the limits allow at world_size p (micro_batch = accum_steps = 1), the
-// rejected ones (model/plan_cost.hpp plan_rejection) left out; ranked_only: rankable strategies.
+// rejected ones (model/plan_cost.hpp plan_rejection) and those the framework refuses left out;
+// ranked_only: rankable strategies.
 std::vector<model::Config> plan_shapes(const Limits& l, Count world_size, bool ranked_only);
 
 }  // namespace gaccum::tuner

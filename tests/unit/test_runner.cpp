@@ -331,6 +331,15 @@ TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
   CHECK_THAT(format_run(good), Catch::Contains("accumulation: CORRECT (2 checks pass, 1 n/a)") &&
                                    Catch::Contains("prediction:   MISSED (step_time +50.0%; tolerance 10%)"));
   CHECK(runs_exit_code({good, run}) == 1);  // an incorrect accumulation outranks a missed prediction
+  {
+    // A prediction from the cached profile is informational: it fails neither the exit code nor the result line.
+    RunRecord info = good;
+    info.comparison->verdict = false;
+    CHECK(runs_exit_code({info}) == 0);
+    CHECK(failed_items(info).empty());
+    CHECK_THAT(format_run(info), Catch::Contains("(informational: the cached profile; not in the exit code)") &&
+                                     Catch::Contains("result: PASS"));
+  }
   good.comparison->rows[0].status = Status::pass;
   CHECK(run_verdicts(good).prediction_held == true);
   CHECK(runs_exit_code({good}) == 0);

@@ -470,3 +470,28 @@ TEST_CASE("critical batch: the noise scale's source, or the command that measure
   CHECK(res.search.limits.noise_scale_source == "a test");
   CHECK_THAT(res.critical.text, Catch::Contains("B_noise ~ 500 (McCandlish et al. 2018; B_noise from a test)"));
 }
+
+TEST_CASE("a framework narrows the search to the plans it runs", "[tuner][framework]") {
+  FakeCostModel m;
+  auto r = base_request();
+  // torchtitan reduces on every micro-batch: every-step is its only strategy, so it is ranked.
+  r.framework = Framework::torchtitan;
+  auto res = tune(m, r);
+  for (auto i : res.search.ranking)
+    if (res.search.candidates[i].config().world_size > 1)
+      CHECK(res.search.candidates[i].config().strategy == Strategy::every_step);
+  for (const auto& c : res.search.candidates)
+    if (c.config().world_size > 1) CHECK(c.config().strategy == Strategy::every_step);
+  // Horovod accumulates with backward_passes_per_step=k (fused) or reduces every step; never no_sync.
+  r.framework = Framework::horovod;
+  res = tune(m, r);
+  for (const auto& c : res.search.candidates)
+    if (c.config().world_size > 1) CHECK(c.config().strategy != Strategy::overlap);
+  CHECK((res.best().config().world_size == 1 || res.best().config().strategy == Strategy::fused));
+  // A pinned plan the framework refuses is bad input naming both.
+  r.framework = Framework::deepspeed;
+  r.framework_source = "deepspeed ds.json";
+  r.strategy = Strategy::every_step;
+  CHECK_THROWS_WITH(tune(m, r), Catch::Contains("--strategy every-step with sharding none on DeepSpeed (deepspeed ds.json): "
+                                                "DeepSpeed reduces gradients once"));
+}

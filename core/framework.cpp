@@ -1,0 +1,199 @@
+// What/why: the framework table of framework.hpp: which plans each framework runs and how it
+// spells them. Each rule is a framework's own documented behaviour (docs/DESIGN.md, Frameworks).
+#include "core/framework.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace gaccum {
+namespace {
+
+constexpr FrameworkTraits kFrameworks[] = {
+    {Framework::ddp, "ddp", "DDP"},
+    {Framework::fsdp, "fsdp", "FSDP"},
+    {Framework::fsdp2, "fsdp2", "FSDP2"},
+    {Framework::deepspeed, "deepspeed", "DeepSpeed"},
+    {Framework::megatron, "megatron", "Megatron-LM"},
+    {Framework::torchtitan, "torchtitan", "torchtitan"},
+    {Framework::horovod, "horovod", "Horovod"},
+};
+
+bool sharded(Sharding s, std::initializer_list<Sharding> allowed) {
+  return std::find(allowed.begin(), allowed.end(), s) != allowed.end();
+}
+
+}  // namespace
+
+const FrameworkTraits& traits(Framework f) { return kFrameworks[static_cast<int>(f)]; }
+std::string_view to_string(Framework f) { return traits(f).name; }
+
+std::optional<std::string> framework_refusal(Framework f, const FrameworkPlan& p) {
+  const Sharding sh = p.sharding.sharding;
+  const Strategy st = p.strategy;
+  const bool single = p.world_size <= 1;  // nothing synchronised or sharded: any strategy is the same run
+  const bool fp8 = p.precision == Precision::fp8;
+  const bool offload = p.offload_optimizer || p.offload_params;
+  switch (f) {
+    case Framework::ddp:
+      if (!single && !sharded(sh, {Sharding::none, Sharding::zero1}))
+        return fmt::format("DDP replicates gradients and parameters ({} needs FSDP, FSDP2, torchtitan or DeepSpeed)",
+                           to_string(p.sharding));
+      if (!single && st == Strategy::fused)
+        return std::string("DDP reduces from autograd hooks during backward (one allreduce after the last backward "
+                           "is Horovod's backward_passes_per_step, DeepSpeed's or Megatron-LM's default)");
+      if (fp8) return std::string("DDP has no fp8 training (TransformerEngine: Megatron-LM; torchao: FSDP2, torchtitan)");
+      if (offload) return std::string("DDP keeps the optimizer state on the device (offload is DeepSpeed's or FSDP's)");
+      return std::nullopt;
+    case Framework::fsdp:
+      if (!single && sh == Sharding::zero1)
+        return std::string("FSDP has no optimizer-only sharding (zero1 is DDP + ZeroRedundancyOptimizer, DeepSpeed "
+                           "stage 1 or Megatron-LM's distributed optimizer)");
+      if (!single && st == Strategy::fused)
+        return std::string("FSDP reduces from autograd hooks during backward (no single allreduce after it)");
+      if (fp8) return std::string("FSDP has no fp8 training (torchao's float8 runs with FSDP2)");
+      if (p.offload_optimizer && !p.offload_params)
+        return std::string("FSDP offloads the parameters with the optimizer (CPUOffload(offload_params=True)), not "
+                           "the optimizer alone");
+      return std::nullopt;
+    case Framework::fsdp2:
+      if (!single && sharded(sh, {Sharding::none, Sharding::zero1}))
+        return fmt::format("fully_shard shards gradients and parameters ({} is DDP's)", to_string(p.sharding));
+      if (!single && st == Strategy::fused)
+        return std::string("FSDP2 reduce-scatters from backward hooks (no single allreduce after backward)");
+      if (p.offload_optimizer && !p.offload_params)
+        return std::string("FSDP2 offloads the parameters with the optimizer (CPUOffloadPolicy), not the optimizer "
+                           "alone");
+      return std::nullopt;
+    case Framework::deepspeed:
+      if (!single && sharded(sh, {Sharding::zero2, Sharding::zero3, Sharding::hsdp}) && st != Strategy::every_step)
+        return std::string("DeepSpeed has no no_sync() under ZeRO stage 2/3: it reduce-scatters the gradients into "
+                           "their partitions on every micro-step (strategy every-step)");
+      if (!single && sharded(sh, {Sharding::none, Sharding::zero1}) && st == Strategy::every_step)
+        return std::string("DeepSpeed reduces gradients once, at the accumulation boundary, under ZeRO stage 0/1 (not "
+                           "on every micro-step)");
+      if (fp8) return std::string("DeepSpeed's engine has no fp8 training (TransformerEngine: Megatron-LM)");
+      if (p.offload_optimizer && sh == Sharding::none)
+        return std::string("DeepSpeed offloads the optimizer from ZeRO stage 1 on");
+      if (p.offload_params && sh != Sharding::zero3)
+        return std::string("DeepSpeed offloads the parameters at ZeRO stage 3 only");
+      return std::nullopt;
+    case Framework::megatron:
+      if (!single && !sharded(sh, {Sharding::none, Sharding::zero1}))
+        return fmt::format("Megatron-LM's data parallelism shards at most the optimizer state "
+                           "(--use-distributed-optimizer); {} needs FSDP, FSDP2, torchtitan or DeepSpeed",
+                           to_string(p.sharding));
+      if (!single && st == Strategy::every_step)
+        return std::string("Megatron-LM accumulates into its main_grad buffers and reduces once per batch (not on "
+                           "every micro-batch)");
+      if (offload) return std::string("Megatron-LM keeps the optimizer state on the device here (offload is DeepSpeed's or FSDP's)");
+      return std::nullopt;
+    case Framework::torchtitan:
+      if (!single && sh == Sharding::zero1)
+        return std::string("torchtitan has no optimizer-only sharding (it shards with FSDP2)");
+      if (!single && st != Strategy::every_step)
+        return std::string("torchtitan's gradient accumulation reduces on every micro-batch (strategy every-step)");
+      if (p.precision == Precision::fp16) return std::string("torchtitan trains in bf16 or fp32 (fp8 via torchao), not fp16");
+      if (p.offload_optimizer && !p.offload_params)
+        return std::string("torchtitan offloads the parameters with the optimizer (FSDP2 CPUOffloadPolicy), not the "
+                           "optimizer alone");
+      return std::nullopt;
+    case Framework::horovod:
+      if (!single && sh != Sharding::none) return std::string("Horovod does not shard (no ZeRO / FSDP)");
+      if (!single && st == Strategy::overlap)
+        return std::string("Horovod has no no_sync(): it accumulates with backward_passes_per_step=k (strategy fused)");
+      if (fp8) return std::string("Horovod has no fp8 training");
+      if (offload) return std::string("Horovod keeps the optimizer state on the device");
+      return std::nullopt;
+  }
+  return std::string("unknown framework");
+}
+
+std::vector<Framework> frameworks_running(const FrameworkPlan& p) {
+  std::vector<Framework> out;
+  for (Framework f : kAllFrameworks)
+    if (framework_runs(f, p)) out.push_back(f);
+  return out;
+}
+
+std::string framework_setting(Framework f, const FrameworkPlan& p) {
+  const Sharding sh = p.sharding.sharding;
+  const Strategy st = p.strategy;
+  const bool single = p.world_size <= 1;
+  const std::string group = sh == Sharding::hsdp && p.sharding.group > 0 ? fmt::format(" {}", p.sharding.group) : "";
+  switch (f) {
+    case Framework::ddp:
+      if (single) return "DDP (one rank)";
+      return fmt::format("DDP{}{}", sh == Sharding::zero1 ? " + ZeroRedundancyOptimizer" : "",
+                         st == Strategy::overlap ? " + no_sync() on the first k-1 micro-steps" : " without no_sync()");
+    case Framework::fsdp: {
+      static const char* kName[] = {"NO_SHARD", "-", "SHARD_GRAD_OP", "FULL_SHARD", "HYBRID_SHARD"};
+      if (single) return "FSDP (one rank)";
+      return fmt::format("FSDP {}{}", kName[static_cast<int>(sh)],
+                         st == Strategy::overlap ? " + no_sync() on the first k-1 micro-steps" : "");
+    }
+    case Framework::fsdp2:
+      if (single) return "fully_shard (one rank)";
+      return fmt::format("fully_shard({}){}",
+                         sh == Sharding::zero2   ? "reshard_after_forward=False"
+                         : sh == Sharding::hsdp ? fmt::format("2-D mesh, shard group{}", group)
+                                                 : std::string("reshard_after_forward=True"),
+                         st == Strategy::overlap ? " + set_requires_gradient_sync(False) on the first k-1 micro-steps"
+                                                 : "");
+    case Framework::deepspeed: {
+      if (single) return "DeepSpeed (one rank)";
+      std::string s = sh == Sharding::hsdp ? fmt::format("DeepSpeed ZeRO stage 3 + mics_shard_size{}", group)
+                                           : fmt::format("DeepSpeed ZeRO stage {}", traits(sh).deepspeed);
+      if (st == Strategy::overlap) s += " + overlap_comm";
+      if (p.offload_optimizer) s += " + offload_optimizer";
+      if (p.offload_params) s += " + offload_param";
+      return s;
+    }
+    case Framework::megatron:
+      if (single) return "Megatron-LM (one rank)";
+      return fmt::format("Megatron-LM{}{}", sh == Sharding::zero1 ? " --use-distributed-optimizer" : "",
+                         st == Strategy::overlap ? " --overlap-grad-reduce" : "");
+    case Framework::torchtitan:
+      if (single) return "torchtitan (one rank)";
+      return sh == Sharding::none   ? std::string("torchtitan data_parallel_replicate_degree")
+             : sh == Sharding::hsdp ? fmt::format("torchtitan data_parallel_shard_degree{} x replicate_degree", group)
+             : sh == Sharding::zero2 ? std::string("torchtitan data_parallel_shard_degree, fsdp_reshard_after_forward never")
+                                     : std::string("torchtitan data_parallel_shard_degree");
+    case Framework::horovod:
+      if (single) return "Horovod (one rank)";
+      return st == Strategy::fused ? "Horovod backward_passes_per_step=k" : "Horovod backward_passes_per_step=1";
+  }
+  return "";
+}
+
+std::string framework_names(const std::vector<Framework>& fs) {
+  std::string s;
+  for (Framework f : fs) s += (s.empty() ? "" : " ") + std::string(traits(f).name);
+  return s;
+}
+
+std::string framework_displays(const std::vector<Framework>& fs) {
+  std::string s;
+  for (Framework f : fs) s += (s.empty() ? "" : ", ") + std::string(traits(f).display);
+  return s;
+}
+
+Framework parse_framework(std::string_view text, std::string_view field) {
+  std::string t(text);
+  for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& f : kFrameworks)
+    if (t == f.name) return f.value;
+  if (t == "pytorch-ddp") return Framework::ddp;
+  if (t == "fsdp1") return Framework::fsdp;
+  if (t == "fully_shard") return Framework::fsdp2;
+  if (t == "ds") return Framework::deepspeed;
+  if (t == "megatron-lm" || t == "megatron-core") return Framework::megatron;
+  throw InputError(fmt::format("{}: unknown framework '{}': expected ddp, fsdp, fsdp2, deepspeed, megatron, torchtitan "
+                               "or horovod",
+                               field, text));
+}
+
+}  // namespace gaccum
