@@ -293,6 +293,7 @@ std::string next_command(const TuneOptions& o, const tuner::TuneResult& r, const
                        to_string(c.strategy), to_string(c.sharding));
     if (c.precision) cmd += fmt::format(" --precision {}", to_string(*c.precision));
     if (c.checkpointing) cmd += fmt::format(" --checkpointing {}", to_string(*c.checkpointing));
+    if (r.request.framework) cmd += fmt::format(" --framework {}", to_string(*r.request.framework));
     return cmd;
   }
   std::string cmd = "gaccum-tune validate --from-tune " + shell_word((out / "result.json").string()) + " --top 1";

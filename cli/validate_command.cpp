@@ -118,6 +118,16 @@ int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
   if (!c.from_tune.empty() && !workload_given && !c.ts.given()) {
     // The tune result names its workload; --workload overrides it.
     const auto result = parse_json_text(read_file(c.from_tune, "--from-tune"), c.from_tune);
+    if (result.contains("source") && result["source"].is_object() && result["source"].value("kind", "") == "spec") {
+      // A spec prices a model that does not exist here: nothing to run, but its launch can be gated.
+      const std::string next = result.value("next_command", std::string());
+      throw InputError(fmt::format(
+          "--from-tune {}: the picks were priced from the spec {} (a model description, no weights or code to run "
+          "here); gate the launch with `{}`, or validate a model you can run at the pick's micro_batch and "
+          "accum_steps (--workload / --torchscript with -b/-k/-p)",
+          c.from_tune, result["source"].value("path", std::string("?")),
+          next.empty() ? std::string("gaccum-tune check --spec ... --cluster ...") : next));
+    }
     const auto name = runner::tune_workload_name(result);
     if (!name.empty()) {
       auto cfg = workloads::parse_workload_arg(name);

@@ -1,0 +1,15 @@
+# The user's journeys end to end (included from tests/CMakeLists.txt; tests/journeys/*.sh say what
+# each asserts): a causal LM of one's own through profile -> tune -> validate; a 64-GPU plan of a
+# spec through tune -> check; a HuggingFace-style DeepSpeed config with "auto" everywhere through
+# check and tune.
+set(G $<TARGET_FILE:gaccum-tune>)
+set(J "${CMAKE_CURRENT_BINARY_DIR}/journeys")
+set(JX "${PROJECT_SOURCE_DIR}/examples")
+gaccum_cli_test(journey-own-causal-lm 0 "JOURNEY-OWN-LM-OK" --
+  "${CMAKE_CURRENT_SOURCE_DIR}/journeys/own_causal_lm.sh" ${G} ${J}/own-lm "${GACCUM_FIXTURE_DIR}/causal_lm.pt")
+set_tests_properties("cli: journey-own-causal-lm" PROPERTIES FIXTURES_REQUIRED torchscript TIMEOUT 600)
+gaccum_cli_test(journey-64-gpus 0 "JOURNEY-64-GPUS-OK" --
+  "${CMAKE_CURRENT_SOURCE_DIR}/journeys/plan_64_gpus.sh" ${G} ${J}/64-gpus ${JX})
+gaccum_cli_test(journey-hf-deepspeed 0 "JOURNEY-HF-DEEPSPEED-OK" --
+  "${CMAKE_CURRENT_SOURCE_DIR}/journeys/hf_deepspeed.sh" ${G} ${J}/hf-ds ${JX}
+  "${CMAKE_CURRENT_SOURCE_DIR}/data/check/ds-hf-auto.json")
