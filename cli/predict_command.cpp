@@ -216,8 +216,11 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info, 
   if (c.sharding.sharding != Sharding::none || c.precision != Precision::fp32 || c.checkpointing != Checkpointing::none)
     fmt::print("  plan           {}\n", tuner::plan_words(c));
   if (const std::string on = tuner::runs_on_text(c, fw); !on.empty()) fmt::print("  frameworks     {}\n", on);
-  fmt::print("  step time      {}  [{} .. {}]\n", format_seconds(t.step_time), format_seconds(p.step_time_lo),
-             format_seconds(p.step_time_hi));
+  if (format_seconds(p.step_time_lo) == format_seconds(p.step_time_hi))  // a spec's band is a point
+    fmt::print("  step time      {}\n", format_seconds(t.step_time));
+  else
+    fmt::print("  step time      {}  [{} .. {}]\n", format_seconds(t.step_time), format_seconds(p.step_time_lo),
+               format_seconds(p.step_time_hi));
   fmt::print("    compute      {}  ({} x {} per micro-step)\n", format_seconds(t.compute), c.accum_steps,
              format_seconds(t.compute / double(c.accum_steps)));
   if (c.world_size > 1)

@@ -19,8 +19,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -65,6 +67,7 @@ struct TuneOptions {
   ModelSourceFlags source;  // cli/model_source.hpp; no source: the cached profile of kDefaultWorkload
   std::string global_batch;        // default kDefaultGlobalBatch
   std::string global_batch_range;  // "256-1024"
+  std::string global_batch_tokens; // "1M": the global batch in tokens (also --global-batch "1M tokens")
   std::string max_world_size;      // default: see the file comment
   std::string world_sizes;         // "1,2,4,8"
   std::string memory_cap = "100%";
@@ -102,11 +105,69 @@ LoadedModel load_model(const TuneOptions& o) {
   return load_model_source(src);
 }
 
+// A token count as LLM papers give batches: "4M" = 4 x 2^20 = 4194304 tokens (K, M, G binary,
+// as "Llama 2: 4M tokens" = 1024 x 4096), "1.5M", or a plain integer; an optional "tokens" word.
+Count parse_token_count(const std::string& text, const std::string& flag) {
+  std::string t;
+  for (char ch : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* word : {"tokens", "token", "tok"})
+    if (t.size() >= std::strlen(word) && t.compare(t.size() - std::strlen(word), std::string::npos, word) == 0) {
+      t.resize(t.size() - std::strlen(word));
+      break;
+    }
+  while (!t.empty() && (t.back() == ' ' || t.back() == '-' || t.back() == '_')) t.pop_back();
+  double mult = 1;
+  if (!t.empty() && std::string_view("kmg").find(t.back()) != std::string_view::npos) {
+    mult = t.back() == 'k' ? 1024.0 : t.back() == 'm' ? 1048576.0 : 1073741824.0;
+    t.pop_back();
+  }
+  char* end = nullptr;
+  const double v = t.empty() ? -1 : std::strtod(t.c_str(), &end);
+  const double n = v * mult;
+  if (t.empty() || end != t.c_str() + t.size() || !(n >= 1) || n > double(kMaxCount) * 65536.0 || n != std::floor(n))
+    throw InputError(fmt::format("{}: invalid token count '{}': expected a whole number of tokens such as 1M tokens "
+                                 "(K, M, G = 2^10, 2^20, 2^30) or 4194304",
+                                 flag, text));
+  return Count(n);
+}
+
 tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {
   tuner::TuneRequest r;
   if (!o.global_batch.empty() && !o.global_batch_range.empty())
     throw InputError("pass --global-batch or --global-batch-range, not both");
-  if (!o.global_batch_range.empty()) {
+  // The global batch in tokens: --global-batch-tokens N, or --global-batch "N tokens".
+  std::string token_flag, token_text = o.global_batch_tokens;
+  if (!token_text.empty()) {
+    token_flag = "--global-batch-tokens";
+    if (!o.global_batch.empty() || !o.global_batch_range.empty())
+      throw InputError("--global-batch-tokens: pass it or --global-batch / --global-batch-range, not both");
+  } else if (o.global_batch.find_first_of("tT") != std::string::npos) {
+    token_flag = "--global-batch";
+    token_text = o.global_batch;
+  }
+  if (!token_flag.empty()) {
+    const Count tokens = parse_token_count(token_text, token_flag);
+    r.global_batch_min = r.global_batch_max = kDefaultGlobalBatch;  // until the model says its tokens per sample
+    if (l.model) {
+      const double tps = l.model->info().tokens_per_sample;
+      if (!(tps > 0))
+        throw InputError(fmt::format("{}: '{}' is a batch in tokens, but this model has no tokens per sample (not a "
+                                     "sequence model); give the global batch in samples (--global-batch N)",
+                                     token_flag, token_text));
+      const double exact = double(tokens) / tps;
+      const Count samples = std::max<Count>(1, Count(std::llround(exact)));
+      if (samples > kMaxCount)
+        throw InputError(fmt::format("{}: {} tokens is {} samples, above the largest accepted global batch {}",
+                                     token_flag, tokens, samples, kMaxCountText));
+      r.global_batch_min = r.global_batch_max = samples;
+      r.notes.push_back(fmt::format(
+          "global_batch {} samples from {} {}: {} tokens / {:g} tokens per sample{}", samples, token_flag, token_text,
+          tokens, tps,
+          double(samples) == exact
+              ? std::string()
+              : fmt::format(" = {:.2f}, rounded to {} samples ({:.0f} tokens per step)", exact, samples, double(samples) * tps)));
+    }
+  } else if (!o.global_batch_range.empty()) {
     auto [lo, hi] = parse_count_range(o.global_batch_range, "--global-batch-range");
     if (hi > kMaxCount)
       throw InputError(fmt::format("--global-batch-range: {} is above the largest accepted value {}", hi, kMaxCountText));
@@ -397,7 +458,12 @@ void add_tune_command(CLI::App& app, Action& action) {
   sub->add_option("--deepspeed-config", o->deepspeed_config,
                   "DeepSpeed config: its numeric batch fields, ZeRO stage, bf16/fp16, activation_checkpointing and "
                   "offload pin the search; \"auto\" fields are filled with the pick in --out/deepspeed_config.json");
-  sub->add_option("--global-batch", o->global_batch, "Target global batch B = b*k*p, at most 2^40 [default: 512]");
+  sub->add_option("--global-batch", o->global_batch,
+                  "Target global batch B = b*k*p in samples, at most 2^40, or in tokens for a sequence model (\"1M "
+                  "tokens\") [default: 512]");
+  sub->add_option("--global-batch-tokens", o->global_batch_tokens,
+                  "Target global batch in tokens (sequence models): 1M = 2^20 tokens, divided by the model's tokens "
+                  "per sample (rounded to whole samples, with a note)");
   sub->add_option("--global-batch-range", o->global_batch_range, "Target range LO-HI, e.g. 256-1024 (HI at most 2^40)");
   sub->add_option("--max-world-size", o->max_world_size,
                   "World sizes 1..N [default: cluster size; CPU: cores / threads per rank; GPU: ranks profiled]");

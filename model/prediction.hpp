@@ -111,6 +111,7 @@ struct ComputeDetail {
   double mfu = 0;               // model FLOPs (6 N T + 12 L s^2 h per sample, no recompute) over the
                                 // peak, for the whole step (communication and optimizer included)
   double flops_per_micro_step = 0;  // executed (recompute included)
+  double model_flops_per_s = 0;     // the model FLOPs of mfu's count per second of the step, one GPU
   Seconds gemm = 0, attention = 0, memory_bound = 0, overhead = 0;  // one micro-step's time by kind
 };
 

@@ -391,6 +391,7 @@ Prediction SpecModel::predict(const Config& config) const {
     const double model_flops = training_flops(shape_, b, Checkpointing::none) * double(c.accum_steps);
     const double peak = *c.precision == Precision::fp32 ? gpu_->device().tf32_flops : gpu_->device().bf16_flops;
     detail.mfu = out.time.step_time > 0 ? model_flops / (out.time.step_time * peak) : 0;
+    detail.model_flops_per_s = out.time.step_time > 0 ? model_flops / out.time.step_time : 0;
   }
   out.compute = detail;
   return out;

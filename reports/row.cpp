@@ -85,6 +85,12 @@ const std::vector<Column>& columns() {
        [](const Row& r) { return integer(r.gradient_syncs); }},
       {"comm_links", "where each link level of the communication comes from: intra/inter measured or described",
        [](const Row& r) { return text(r.comm_links); }},
+      {"tokens_per_s_per_gpu", "throughput_tokens_s / world_size (sequence workloads; 0 otherwise)",
+       [](const Row& r) { return real(r.tokens_per_s_per_gpu); }},
+      {"model_tflops_per_gpu", "model FLOPs (6 N + 12 L s h per token, no recompute) per second per GPU; GPU compute model only",
+       [](const Row& r) { return opt_real(r.model_tflops_per_gpu); }},
+      {"mfu", "model FLOPs utilisation: model_tflops_per_gpu over the device's peak; GPU compute model only",
+       [](const Row& r) { return opt_real(r.mfu); }},
       {"frameworks", "the frameworks that run this plan: ddp fsdp fsdp2 deepspeed megatron torchtitan horovod",
        [](const Row& r) { return text(r.frameworks); }},
   };
@@ -134,6 +140,11 @@ Row make_row(const tuner::TuneResult& result, std::size_t i) {
   r.gathered_bytes = p.memory.gathered;
   r.gradient_syncs = p.gradient_syncs;
   r.comm_links = model::link_sources_text(p.intra_link, p.inter_link);
+  r.tokens_per_s_per_gpu = p.config.world_size > 0 ? p.tokens_per_s / double(p.config.world_size) : 0;
+  if (p.compute.gpu_model) {
+    r.model_tflops_per_gpu = p.compute.model_flops_per_s / 1e12;
+    r.mfu = p.compute.mfu;
+  }
   r.frameworks = framework_names(frameworks_running(model::framework_plan(p.config)));
   return r;
 }

@@ -44,6 +44,9 @@ struct Row {
   Bytes gathered_bytes = 0;  // zero3/hsdp: all-gathered parameters of the units in use
   Count gradient_syncs = 0;  // micro-steps per optimizer step that reduce gradients
   std::string comm_links;    // "intra measured, inter described" (model::link_sources_text)
+  double tokens_per_s_per_gpu = 0;          // throughput_tokens_s / world_size
+  std::optional<double> model_tflops_per_gpu;  // GPU compute model only (model/prediction.hpp ComputeDetail)
+  std::optional<double> mfu;                   // 〃
   std::string frameworks;    // "ddp fsdp megatron": the frameworks that run the plan (core/framework.hpp)
 };
 

@@ -76,6 +76,15 @@ std::string plan_cell(const model::Config& c) {
                      c.checkpointing ? to_string(*c.checkpointing) : "-");
 }
 
+std::string llm_units_text(const model::Prediction& p) {
+  if (p.tokens_per_s <= 0) return "";
+  std::string s = fmt::format("{:.0f} tokens/s, {:.0f} tokens/s/GPU", p.tokens_per_s,
+                              p.tokens_per_s / double(std::max<Count>(1, p.config.world_size)));
+  if (p.compute.gpu_model)
+    s += fmt::format(", {:.0f} TFLOP/s/GPU, MFU {:.0f}%", p.compute.model_flops_per_s / 1e12, 100 * p.compute.mfu);
+  return s;
+}
+
 std::string recommendation(const tuner::TuneResult& r) {
   const auto& best = r.best();
   const auto& cfg = best.config();
@@ -83,10 +92,14 @@ std::string recommendation(const tuner::TuneResult& r) {
   const auto& e = r.picks.front();
   std::string s = fmt::format(
       "Use micro_batch {} with accum_steps {} on {} rank{} ({}), global_batch {}: predicted {:.1f} samples/s{} at {} "
-      "per step (band {}-{}), peak memory {} per rank with {} headroom under the {} limit.",
+      "per step{}, peak memory {} per rank with {} headroom under the {} limit.",
       cfg.micro_batch, cfg.accum_steps, cfg.world_size, cfg.world_size == 1 ? "" : "s", to_string(cfg.strategy),
-      cfg.global_batch(), p.throughput, p.tokens_per_s > 0 ? fmt::format(" ({:.0f} tokens/s)", p.tokens_per_s) : "",
-      format_seconds(p.time.step_time), format_seconds(p.step_time_lo), format_seconds(p.step_time_hi),
+      cfg.global_batch(), p.throughput, llm_units_text(p).empty() ? std::string() : " (" + llm_units_text(p) + ")",
+      format_seconds(p.time.step_time),
+      // A band only where measurements give one (a spec's is a point: nothing to print).
+      format_seconds(p.step_time_lo) == format_seconds(p.step_time_hi)
+          ? std::string()
+          : fmt::format(" (band {}-{})", format_seconds(p.step_time_lo), format_seconds(p.step_time_hi)),
       format_bytes(p.memory.peak), format_bytes(Bytes(std::max<std::int64_t>(0, e.headroom))),
       format_bytes(r.search.limits.limit));
   if (r.search.objective != tuner::Objective::throughput)

@@ -16,6 +16,9 @@ namespace gaccum::reports {
 //  24 feasible."
 std::string headline(const tuner::TuneResult& result);
 std::string recommendation(const tuner::TuneResult& result);
+// The units LLM users read: "640065 tokens/s, 10001 tokens/s/GPU, 405 TFLOP/s/GPU, MFU 41%" (the
+// FLOP figures with the GPU compute model only); "" for a model without tokens.
+std::string llm_units_text(const model::Prediction& p);
 // "world_size 1, 2, 4, 8" or "world_size 1..8" for a contiguous list.
 std::string world_sizes_text(const std::vector<Count>& ps);
 std::string objective_value_text(const tuner::TuneResult& result, const tuner::Candidate& c);

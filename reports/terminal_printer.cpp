@@ -34,18 +34,38 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent)
 std::string print_terminal(const tuner::TuneResult& r, const ReportContext& ctx) {
   std::string o = wrap(headline(r), 100, 2) + "\n\n";
   const bool plans = plans_searched(r);
-  o += fmt::format("{:>4} {:>6} {:>5} {:>3} {:>6} {:<10} {}{:>10} {:>11} {:>11} {:>10} {:>8}  {}\n", "rank", "b", "k",
-                   "p", "B", "strategy", plans ? fmt::format("{:<22} ", "plan") : "", "step", "samples/s", "peak mem",
-                   "headroom", "comm", "binding");
+  // Sequence models also in the units LLM users read: tokens/s per GPU, and MFU where the GPU
+  // compute model prices the step.
+  const auto& best_pred = r.best().prediction;
+  const bool tokens = best_pred.tokens_per_s > 0;
+  const bool mfu = best_pred.compute.gpu_model;
+  // B only for a range of global batches (an exact target is in the headline).
+  const bool range = !r.request.exact();
+  o += fmt::format("{:>4} {:>6} {:>5} {:>3}{} {:<10} {}{:>10} {:>11}{}{} {:>11} {:>10} {:>8}  {}\n", "rank", "b", "k",
+                   "p", range ? fmt::format(" {:>6}", "B") : "", "strategy", plans ? fmt::format("{:<22} ", "plan") : "", "step", "samples/s",
+                   tokens ? fmt::format(" {:>10}", "tok/s/GPU") : "", mfu ? fmt::format(" {:>5}", "MFU") : "",
+                   "peak mem", "headroom", "comm", "binding");
   for (const auto& e : r.picks) {
     const auto& c = r.search.candidates[e.candidate];
     const auto& cfg = c.config();
-    o += fmt::format("{:>4} {:>6} {:>5} {:>3} {:>6} {:<10} {}{:>10} {:>11.1f} {:>11} {:>10} {:>7.1f}%  {}\n", e.rank,
-                     cfg.micro_batch, cfg.accum_steps, cfg.world_size, cfg.global_batch(), to_string(cfg.strategy),
+    const auto& pr = c.prediction;
+    o += fmt::format("{:>4} {:>6} {:>5} {:>3}{} {:<10} {}{:>10} {:>11.1f}{}{} {:>11} {:>10} {:>7.1f}%  {}\n", e.rank,
+                     cfg.micro_batch, cfg.accum_steps, cfg.world_size,
+                     range ? fmt::format(" {:>6}", cfg.global_batch()) : "", to_string(cfg.strategy),
                      plans ? fmt::format("{:<22} ", plan_cell(cfg)) : "", format_seconds(c.prediction.time.step_time),
-                     c.prediction.throughput, format_bytes(c.prediction.memory.peak),
+                     c.prediction.throughput,
+                     tokens ? fmt::format(" {:>10.0f}", pr.tokens_per_s / double(std::max<Count>(1, cfg.world_size))) : "",
+                     mfu ? fmt::format(" {:>4.0f}%", 100 * pr.compute.mfu) : "", format_bytes(c.prediction.memory.peak),
                      format_bytes(Bytes(std::max<std::int64_t>(0, e.headroom))), e.comm_exposed_share * 100, e.binding);
   }
+  o += wrap("  strategy: overlap = reduce once per step, overlapped with the last backward (DDP no_sync, DeepSpeed "
+            "overlap_comm); fused = reduce once after the last backward, nothing overlapped (Horovod "
+            "backward_passes_per_step); every-step = reduce on every micro-step. comm = exposed communication's "
+            "share of the step. binding = what stops the next larger micro_batch: memory, measured-range (not "
+            "profiled), divisibility (no divisor of the per-rank batch fits), whole-batch (accum_steps 1), "
+            "objective (it fits but scores lower).",
+            100, 4) +
+       "\n";
   o += "\n" + wrap("Recommendation: " + recommendation(r), 100, 2) + "\n\n";
   if (r.trust.applies) o += wrap(r.trust.text, 100, 2) + "\n\n";
   const auto& e = r.picks.front();

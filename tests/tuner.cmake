@@ -55,7 +55,7 @@ set_tests_properties("cli: tune-profile-first-cached" PROPERTIES TIMEOUT 900)
 # DDP needs ~130 GiB per rank, so the pick is a sharded plan, explained against the others.
 set(L7 ${X}/specs/llama2-7b.json)
 set(C64 ${X}/clusters/h100-8node-ib400.json)
-gaccum_cli_test(tune-llama2-7b 0 "Plan: (zero[123]|hsdp:8) .*Other plans.*sharding none: nothing feasible" --
+gaccum_cli_test(tune-llama2-7b 0 "Plan: +(zero[123]|hsdp:8) .*Other plans.*sharding none: nothing feasible" --
   ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh ${G} tune --spec ${L7} --cluster ${C64} --global-batch 1024 --force --out ${T}/llama2-7b)
 gaccum_cli_test(tune-llama2-7b-ddp-pinned 1 "memory cap binds.*smallest change: --sharding (zero[123]|hsdp:8)" --one-line-stderr --
   ${G} tune --spec ${L7} --cluster ${C64} --global-batch 1024 --sharding none --out ${T}/llama2-7b-ddp)
@@ -144,3 +144,17 @@ gaccum_cli_test(tune-framework-torchtitan 0 "TORCHTITAN-OK" -- sh -c
   ${G} ${T}/torchtitan ${X})
 gaccum_cli_test(tune-framework-bad 2 "--framework: unknown framework 'jax': expected ddp, fsdp, fsdp2, deepspeed, megatron, torchtitan or horovod" --one-line-stderr --
   ${G} tune --profile ${D}/small-profile.json --framework jax --out ${T}/jax)
+
+# The units LLM users read: the global batch in tokens (K/M/G binary, rounded to whole samples
+# with a note), tokens/s/GPU and MFU in the table, TFLOP/s/GPU and MFU in the recommendation and
+# the CSV; the table's words (strategy, comm, binding) explained under it.
+gaccum_cli_test(tune-global-batch-tokens 0 "TOKENS-OK" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch '4M tokens' --out \"$1\" > \"$1/stdout.txt\" && f=$(tr -s '\\n ' ' ' < \"$1/stdout.txt\") && echo \"$f\" | grep -q 'global_batch 1024, world_size' && echo \"$f\" | grep -q 'global_batch 1024 samples from --global-batch 4M tokens: 4194304 tokens / 4096 tokens per sample' && echo \"$f\" | grep -q 'samples/s tok/s/GPU MFU peak mem' && echo \"$f\" | grep -Eq 'tokens/s/GPU, [0-9]+ TFLOP/s/GPU, MFU [0-9]+%' && echo \"$f\" | grep -q 'binding = what stops the next larger micro_batch' && head -1 \"$1/result.csv\" | grep -q ',tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,frameworks$' && echo TOKENS-OK"
+  ${G} ${T}/tokens ${X})
+gaccum_cli_test(tune-global-batch-tokens-rounded 0 "global_batch 244 samples from --global-batch-tokens 1000000: 1000000 tokens / 4096 tokens per sample = 244.14, rounded to 244 samples \\(999424 tokens per step\\)" -- sh -c
+  "\"$0\" tune --spec \"$1/specs/llama2-7b.json\" --cluster \"$1/clusters/h100-8node-ib400.json\" --global-batch-tokens 1000000 --out \"$2\" --force | tr -s '\\n ' ' '"
+  ${G} ${X} ${T}/tokens-rounded)
+gaccum_cli_test(tune-global-batch-tokens-bad 2 "--global-batch-tokens: invalid token count '1.5x': expected a whole number of tokens" --one-line-stderr --
+  ${G} tune --spec ${X}/specs/llama2-7b.json --global-batch-tokens 1.5x --out ${T}/tokens-bad)
+gaccum_cli_test(tune-global-batch-tokens-twice 2 "--global-batch-tokens: pass it or --global-batch" --one-line-stderr --
+  ${G} tune --spec ${X}/specs/llama2-7b.json --global-batch-tokens 1M --global-batch 64 --out ${T}/tokens-twice)

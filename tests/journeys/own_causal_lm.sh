@@ -45,7 +45,12 @@ grep -q 'informational, from the cached profile' v.txt || fail "the cached profi
 grep -q '^result: PASS' v.txt || fail "result not PASS" v.txt
 
 # 4. The printed next command, as printed.
-run_next tune.txt v-next.txt -o v-next.json || fail "the next command exit $?" v-next.txt
+# --from-tune makes the prediction a verdict, and timing under a parallel test suite is not a quiet
+# machine's: exit 3 (correct accumulation, missed prediction) is accepted here, accuracy is
+# bench/'s business; the accumulation must be CORRECT.
+run_next tune.txt v-next.txt -o v-next.json
+rc=$?
+[ $rc = 0 ] || [ $rc = 3 ] || fail "the next command exit $rc" v-next.txt
 grep -q '^accumulation: CORRECT' v-next.txt || fail "the next command's accumulation" v-next.txt
 
 # 5. A deliberately wrong normalisation (each micro-batch's mean / accum_steps) on padded input FAILs.
