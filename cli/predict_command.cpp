@@ -30,6 +30,7 @@
 #include "model/profile_model.hpp"
 #include "model/plan_cost.hpp"
 #include "model/spec_model.hpp"
+#include "reports/summary.hpp"
 #include "tuner/explanation.hpp"
 #include "tuner/tune_request.hpp"
 
@@ -213,8 +214,17 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info, 
   const auto& m = p.memory;
   fmt::print("strategy {}: micro_batch {}, accum_steps {}, world_size {}, global_batch {}{}\n", to_string(c.strategy),
              c.micro_batch, c.accum_steps, c.world_size, c.global_batch(), p.extrapolated ? "  (extrapolated)" : "");
-  if (c.sharding.sharding != Sharding::none || c.precision != Precision::fp32 || c.checkpointing != Checkpointing::none)
-    fmt::print("  plan           {}\n", tuner::plan_words(c));
+  {
+    // The plan, always: with the model's own precision and checkpointing named as such.
+    model::Config shown = c;
+    std::string own;
+    if (!shown.precision) {
+      shown.precision = info.plans.own_precision();
+      own = info.source == "spec" ? " (precision: the spec's dtype)" : " (precision: as profiled)";
+    }
+    if (!shown.checkpointing && !info.plans.checkpointings.empty()) shown.checkpointing = info.plans.own_checkpointing();
+    fmt::print("  plan           {}{}\n", tuner::plan_words(shown), own);
+  }
   if (const std::string on = tuner::runs_on_text(c, fw); !on.empty()) fmt::print("  frameworks     {}\n", on);
   if (format_seconds(p.step_time_lo) == format_seconds(p.step_time_hi))  // a spec's band is a point
     fmt::print("  step time      {}\n", format_seconds(t.step_time));
@@ -229,7 +239,14 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info, 
                c.sharding.sharding == Sharding::none ? "allreduce(s)" : "collectives (all-gather, reduce-scatter)",
                fmt::format("{}, links {}", model::to_string(p.comm_source),
                            model::link_sources_text(p.intra_link, p.inter_link)),
-               c.strategy == Strategy::fused ? "" : fmt::format("; overlap efficiency {:.2f}", p.overlap_efficiency));
+               c.strategy == Strategy::fused ? std::string()
+               : p.overlap_efficiency < 0
+                   ? fmt::format("; overlap efficiency {:.2f}: overlapping slowed the backward it ran beside by more "
+                                 "than it hid, so more is exposed than issued",
+                                 p.overlap_efficiency)
+                   : fmt::format("; overlap efficiency {:.2f}: the share of what the bucket schedule could hide "
+                                 "that backward does hide",
+                                 p.overlap_efficiency));
   else
     fmt::print("    comm exposed {}  (world_size 1: no communication)\n", format_seconds(t.comm_exposed));
   fmt::print("    optimizer    {}\n", format_seconds(t.optimizer));
@@ -240,7 +257,7 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info, 
                format_seconds(p.compute.attention), format_seconds(p.compute.memory_bound),
                format_seconds(p.compute.overhead));
   if (p.tokens_per_s > 0)
-    fmt::print("  throughput     {:.1f} samples/s, {:.0f} tokens/s\n", p.throughput, p.tokens_per_s);
+    fmt::print("  throughput     {:.1f} samples/s, {}\n", p.throughput, reports::llm_units_text(p));
   else
     fmt::print("  throughput     {:.1f} samples/s\n", p.throughput);
   fmt::print("  peak memory    {} per rank{}\n", format_bytes(m.peak),

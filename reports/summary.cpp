@@ -53,12 +53,17 @@ std::string headline(const tuner::TuneResult& r) {
   std::string device = r.info.device_kind.empty() ? std::string("unknown device") : r.info.device_kind;
   if (!r.info.device_name.empty()) device += fmt::format(" ({})", r.info.device_name);
   return fmt::format(
-      "{} on {}: {}, {}, memory limit {} (cap {} minus {:g}% margin), accum_steps <= {}, strategy {}{}, objective {}; {} "
+      "{} on {}: {}, {}, memory limit {} (cap {} minus {:g}% margin), accum_steps <= {}, strategy {}{}{}, objective {}; {} "
       "configs evaluated, {} feasible, {} ranked.",
       r.info.title_name().empty() ? std::string("workload") : r.info.title_name(), device, target,
       world_sizes_text(l.world_sizes), format_bytes(l.limit), format_bytes(l.cap), q.margin * 100, l.max_accum_steps,
       q.strategy ? std::string(to_string(*q.strategy)) : std::string("auto"),
       q.framework ? fmt::format(", framework {} (plans it runs only)", traits(*q.framework).display) : std::string(),
+      // One precision searched: say which (the model's own unless --precision gave it).
+      l.precisions.size() == 1
+          ? fmt::format(", precision {}{}", to_string(l.precisions.front()),
+                        q.precision ? "" : (r.info.source == "spec" ? " (the spec's dtype)" : " (as profiled)"))
+          : std::string(),
       to_string(q.objective),
       r.search.candidates.size(), feasible, r.search.ranking.size());
 }
