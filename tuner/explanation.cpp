@@ -259,9 +259,16 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
                               pct(e.comm_exposed_share), format_seconds(t.comm_exposed), format_seconds(t.step_time),
                               pr.collectives_per_step);
   } else {
-    e.comm_text = fmt::format("exposed communication is {} of the step ({} of {} issued is hidden behind backward)",
-                              pct(e.comm_exposed_share), format_seconds(std::max(0.0, t.comm_total - t.comm_exposed)),
-                              format_seconds(t.comm_total));
+    const Seconds hidden = std::max(0.0, t.comm_total - t.comm_exposed);
+    e.comm_text =
+        cfg.strategy == Strategy::fused
+            ? fmt::format("exposed communication is {} of the step (fused: all {} issued runs after the last backward)",
+                          pct(e.comm_exposed_share), format_seconds(t.comm_total))
+        : hidden <= 0
+            ? fmt::format("exposed communication is {} of the step (none of the {} issued hides behind backward)",
+                          pct(e.comm_exposed_share), format_seconds(t.comm_total))
+            : fmt::format("exposed communication is {} of the step ({} of the {} issued hides behind backward)",
+                          pct(e.comm_exposed_share), format_seconds(hidden), format_seconds(t.comm_total));
   }
 
   // Where the communication comes from, and where the inter-node link binds.
