@@ -144,6 +144,39 @@ std::optional<Count> implied_world_size(const DeepSpeedConfig& c) {
   return *c.train_batch_size / per_rank;
 }
 
+namespace {
+
+// The largest divisor of n that is at most cap (1 when none larger), by trial up to sqrt(n).
+Count largest_divisor_at_most(Count n, Count cap) {
+  Count best = 1;
+  for (Count d = 1; d <= n / d && d <= 2'000'000; ++d)
+    if (n % d == 0) {
+      if (d <= cap) best = std::max(best, d);
+      if (n / d <= cap) best = std::max(best, n / d);
+    }
+  return best;
+}
+
+// The layout fix that keeps the user's global batch: train_batch_size T on p ranks is T/p samples
+// per rank, split into micro x gas keeping the given micro_batch when it divides, else the largest
+// gas up to the given one, else the largest micro_batch up to the given one. "" when p does not
+// divide T (no layout keeps it).
+std::string keep_global_batch_fix(std::optional<Count> T, std::optional<Count> M, std::optional<Count> G, Count p) {
+  if (!T || *T % p != 0) return "";
+  const Count per = *T / p;
+  Count micro = per;
+  if (M && per % *M == 0)
+    micro = *M;
+  else if (G)
+    micro = per / largest_divisor_at_most(per, *G);
+  else if (M)
+    micro = largest_divisor_at_most(per, *M);
+  return fmt::format("keep {} {} on world_size {} ({} sample{} per rank): set {} {} and {} {}", kTrain, *T, p, per,
+                     per == 1 ? "" : "s", kMicro, micro, kGas, per / micro);
+}
+
+}  // namespace
+
 DeepSpeedBatch derive_deepspeed_batch(const DeepSpeedConfig& c, Count p, const std::string& p_source) {
   if (p < 1) throw InputError(fmt::format("world_size: expected a positive integer, got {}", p));
   const auto& T = c.train_batch_size;
@@ -197,8 +230,6 @@ DeepSpeedBatch derive_deepspeed_batch(const DeepSpeedConfig& c, Count p, const s
     std::string unit_text;
     if (T && M && G) {
       if (!overflow) fix = fmt::format("; set {} {}", kTrain, product);
-      Count mp = 0;
-      if (checked_mul(*M, p, mp) && *T % mp == 0) fix += fmt::format(" or {} {}", kGas, *T / mp);
     } else if (M && checked_mul(*M, p, unit)) {
       unit_text = fmt::format("{} x world_size", kMicro);
     } else if (G && checked_mul(*G, p, unit)) {
@@ -212,6 +243,9 @@ DeepSpeedBatch derive_deepspeed_batch(const DeepSpeedConfig& c, Count p, const s
       fix = fmt::format("; set {} to a multiple of {} = {} (e.g. {})", kTrain, unit_text, unit,
                         below >= unit ? below : unit);
     }
+    // The layout first (the global batch and learning rate stay), the global batch second.
+    if (const std::string keep = keep_global_batch_fix(T, M, G, p); !keep.empty())
+      fix = "; " + keep + (fix.empty() ? std::string() : "; or change the global batch:" + fix.substr(1));
     throw InputError(fmt::format("{}: inconsistent batch fields: {} != {} x {} x world_size {} ({}){}{}", c.path,
                                  shown(kTrain, d.train_batch_size, d.train_batch_source),
                                  shown(kMicro, d.micro_batch, d.micro_batch_source),

@@ -197,7 +197,26 @@ TEST_CASE("inconsistent DeepSpeed batch fields are bad input naming the fields")
   });
   CHECK_THAT(m, Contains("ds.json: inconsistent batch fields: train_batch_size 512 != train_micro_batch_size_per_gpu 4 x "
                          "gradient_accumulation_steps 8 x world_size 8 (flag --world-size) = 256"));
-  CHECK_THAT(m, Contains("set train_batch_size 256 or gradient_accumulation_steps 16"));
+  // The layout that keeps train_batch_size first (the given micro_batch kept), the global batch second.
+  CHECK_THAT(m, Contains("; keep train_batch_size 512 on world_size 8 (64 samples per rank): set "
+                         "train_micro_batch_size_per_gpu 4 and gradient_accumulation_steps 16; or change the global batch: "
+                         "set train_batch_size 256"));
+  // micro 3 x gas 2 on 64 ranks for train 128: 2 samples per rank, so micro 1 x gas 2 (not train 384 first).
+  m = input_error([] {
+    derive_deepspeed_batch(
+        ds(R"({"train_batch_size": 128, "train_micro_batch_size_per_gpu": 3, "gradient_accumulation_steps": 2})"), 64,
+        "f");
+  });
+  CHECK_THAT(m, Contains("= 384; keep train_batch_size 128 on world_size 64 (2 samples per rank): set "
+                         "train_micro_batch_size_per_gpu 1 and gradient_accumulation_steps 2; or change the global batch: "
+                         "set train_batch_size 384"));
+  // gas 3 for 2 samples per rank: the largest gas up to 3 that divides 2.
+  m = input_error([] {
+    derive_deepspeed_batch(ds(R"({"train_batch_size": 128, "gradient_accumulation_steps": 3})"), 64, "f");
+  });
+  CHECK_THAT(m, Contains("keep train_batch_size 128 on world_size 64 (2 samples per rank): set "
+                         "train_micro_batch_size_per_gpu 1 and gradient_accumulation_steps 2; or change the global batch: "
+                         "set train_batch_size to a multiple of gradient_accumulation_steps x world_size = 192"));
   // train + micro that do not divide: gas = 100 // 3 // 4 = 8, 3 x 8 x 4 = 96 != 100 (DeepSpeed asserts too).
   m = input_error([] { derive_deepspeed_batch(ds(R"({"train_batch_size": 100, "train_micro_batch_size_per_gpu": 3})"), 4, "f"); });
   CHECK_THAT(m, Contains("gradient_accumulation_steps 8 (derived: train_batch_size // train_micro_batch_size_per_gpu // world_size)"));
