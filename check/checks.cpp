@@ -205,8 +205,9 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
       if (fw && !framework_runs(*fw, model::framework_plan(c))) continue;  // not a plan the job's framework runs
       const model::Prediction alt = m->predict(c);
       if (alt.memory.peak <= limit) {
-        plan_fix = fmt::format("shard the model: {} with {} predicts {} per rank <= {} ({})", to_string(o.sharding),
-                               to_string(o.strategy), format_bytes(alt.memory.peak), format_bytes(limit),
+        plan_fix = fmt::format("shard the model: {} with {} predicts {} per rank <= {} ({} below the {} hard limit; {})",
+                               to_string(o.sharding), to_string(o.strategy), format_bytes(alt.memory.peak),
+                               format_bytes(limit), format_bytes(hard - alt.memory.peak), format_bytes(hard),
                                tuner::runs_on_text(c, fw));
         r.data["plan_suggestion"] = model::to_ordered_json(c);
         break;
