@@ -132,7 +132,7 @@ DeepSpeedConfig deepspeed_from_json(const json& doc, const std::string& what) {
 }
 
 DeepSpeedConfig load_deepspeed_config(const std::string& path) {
-  const std::string text = read_file(path, "--deepspeed-config");
+  const std::string text = read_text_file(path, "--deepspeed-config");
   return deepspeed_from_json(parse_structured_text(text, TextFormat::json, path), path);
 }
 

@@ -90,7 +90,7 @@ nlohmann::ordered_json complete_deepspeed_config(nlohmann::ordered_json doc, con
 }
 
 nlohmann::ordered_json load_deepspeed_document(const std::string& path) {
-  const std::string text = read_file(path, "--deepspeed-config");
+  const std::string text = read_text_file(path, "--deepspeed-config");
   try {
     return nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {

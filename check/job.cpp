@@ -213,7 +213,7 @@ JobFile job_from_json(const json& doc, const std::string& what, const std::strin
 }
 
 JobFile load_job(const std::string& path) {
-  const std::string text = read_file(path, "--job");
+  const std::string text = read_text_file(path, "--job");
   const json doc = parse_structured_text(text, format_of_path(path), path);
   return job_from_json(doc, path, fs::path(path).parent_path().string());
 }

@@ -123,7 +123,7 @@ int run_calibrate(const CalibrateOptions& o) {
   nlohmann::json cj;
   const model::GpuDevice* gpu = nullptr;
   if (!o.cluster.empty()) {
-    cj = parse_json_text(read_file(o.cluster, "--cluster"), o.cluster);
+    cj = parse_json_text(read_text_file(o.cluster, "--cluster"), o.cluster);
     const model::Cluster cl = model::cluster_from_json(cj, o.cluster);
     gpu = cl.gpu();
     if (!gpu || !cl.gpu_named)
@@ -141,7 +141,7 @@ int run_calibrate(const CalibrateOptions& o) {
   if (o.evaluate) {
     std::vector<model::GpuCalibration> cals;
     if (!o.calibration.empty())
-      cals = model::calibrations_from_json(parse_json_text(read_file(o.calibration, "--calibration"), o.calibration),
+      cals = model::calibrations_from_json(parse_json_text(read_text_file(o.calibration, "--calibration"), o.calibration),
                                            o.calibration);
     else
       for (auto g : model::kAllGpuGenerations) cals.push_back(model::shipped_calibration(g));

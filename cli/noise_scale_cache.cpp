@@ -20,7 +20,7 @@ std::vector<tuner::MeasuredNoiseScale> read_record(const fs::path& path, const s
   std::error_code ec;
   if (!fs::exists(path, ec)) return {};
   try {
-    return tuner::read_noise_record(parse_json_text(read_file(path, "noise scale record"), path.string()),
+    return tuner::read_noise_record(parse_json_text(read_text_file(path, "noise scale record"), path.string()),
                                     path.string(), hash);
   } catch (const InputError& e) {
     std::cerr << fmt::format("gaccum-tune: warning: ignoring the noise scale record {} ({})\n", path.string(), e.what());

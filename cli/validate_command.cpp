@@ -117,7 +117,7 @@ int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
   o.output = c.output;
   if (!c.from_tune.empty() && !workload_given && !c.ts.given()) {
     // The tune result names its workload; --workload overrides it.
-    const auto result = parse_json_text(read_file(c.from_tune, "--from-tune"), c.from_tune);
+    const auto result = parse_json_text(read_text_file(c.from_tune, "--from-tune"), c.from_tune);
     if (result.contains("source") && result["source"].is_object() && result["source"].value("kind", "") == "spec") {
       // A spec prices a model that does not exist here: nothing to run, but its launch can be gated.
       const std::string next = result.value("next_command", std::string());

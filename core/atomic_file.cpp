@@ -2,6 +2,7 @@
 #include "core/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,7 +16,49 @@
 
 namespace gaccum {
 
+namespace {
+
+void write_all(int fd, std::string_view content, const std::filesystem::path& path) {
+  const char* p = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw RuntimeFailure(fmt::format("output: writing '{}' failed: {}", path.string(), std::strerror(err)));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+const char* kind_of(mode_t m) {
+  return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a directory" : "not a regular file";
+}
+
+}  // namespace
+
 void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // Written in place, never replaced: a device or a FIFO stays what it is.
+    if (S_ISDIR(st.st_mode))
+      throw InputError(fmt::format("output: '{}' is a directory: give a file path", path.string()));
+    if (S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
+      throw InputError(fmt::format("output: '{}' is {}: give a file path", path.string(), kind_of(st.st_mode)));
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+      throw RuntimeFailure(fmt::format("output: cannot write '{}' ({}): {}", path.string(), kind_of(st.st_mode),
+                                       errno == ENXIO ? "no reader on the FIFO" : std::strerror(errno)));
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    write_all(fd, content, path);
+    if (::close(fd) != 0)
+      throw RuntimeFailure(fmt::format("output: writing '{}' failed: {}", path.string(), std::strerror(errno)));
+    return;
+  }
   auto dir = path.parent_path();
   if (!dir.empty()) {
     std::error_code ec;
@@ -26,19 +69,11 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   tmp += fmt::format(".tmp.{}", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw InputError(fmt::format("output: cannot write '{}': {}", path.string(), std::strerror(errno)));
-  const char* p = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw RuntimeFailure(fmt::format("output: writing '{}' failed: {}", path.string(), std::strerror(err)));
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
+  try {
+    write_all(fd, content, path);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
@@ -52,17 +87,63 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
   }
 }
 
-std::string read_file(const std::filesystem::path& path, std::string_view field) {
-  // A directory opens as an ifstream and reads as empty ("not valid JSON ... unexpected end of
-  // input"); name the cause instead.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: '{}' is a directory, not a file", field, path.string()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read '{}': {}", field, path.string(), std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::string read_file(const std::filesystem::path& path, std::string_view field, std::uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO without a writer returns at once, so fstat can refuse it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(fmt::format("{}: cannot read '{}': {}", field, path.string(), std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const mode_t mode = st.st_mode;
+    ::close(fd);
+    if (S_ISDIR(mode)) throw InputError(fmt::format("{}: '{}' is a directory, not a file", field, path.string()));
+    throw InputError(fmt::format("{}: '{}' is {}, not a regular file: give the path of a file", field, path.string(),
+                                 kind_of(mode)));
+  }
+  if (std::uint64_t(st.st_size) > max_bytes) {
+    ::close(fd);
+    throw InputError(fmt::format("{}: '{}' is {} bytes, above the {}-byte limit of this reader: is it the right file?",
+                                 field, path.string(), std::uint64_t(st.st_size), max_bytes));
+  }
+  std::string out;
+  out.reserve(std::size_t(st.st_size));
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw InputError(fmt::format("{}: cannot read '{}': {}", field, path.string(), std::strerror(err)));
+    }
+    if (n == 0) break;
+    out.append(buf, std::size_t(n));
+    if (out.size() > max_bytes) {  // grew while read
+      ::close(fd);
+      throw InputError(fmt::format("{}: '{}' is above the {}-byte limit of this reader", field, path.string(),
+                                   max_bytes));
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+std::string read_text_file(const std::filesystem::path& path, std::string_view field) {
+  std::string s = read_file(path, field);
+  auto u8 = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  if (s.size() >= 2 && ((u8(0) == 0xFF && u8(1) == 0xFE) || (u8(0) == 0xFE && u8(1) == 0xFF)))
+    throw InputError(fmt::format("{}: '{}' is UTF-16 (byte-order mark {:02X} {:02X}): save it as UTF-8", field,
+                                 path.string(), u8(0), u8(1)));
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = u8(i);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size() && !(len == 2 && c < 0xC2);
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (u8(i + k) >> 6) == 0x2;
+    if (!ok)
+      throw InputError(fmt::format("{}: '{}' is not valid UTF-8 (byte {} is 0x{:02X}): save it as UTF-8", field,
+                                   path.string(), i, c));
+    i += len;
+  }
+  return s;
 }
 
 std::string read_file_if_present(const std::filesystem::path& path) {

@@ -548,7 +548,7 @@ Checkpointing measured_checkpointing(const WorkloadIdentity& w) {
 }
 
 Profile load_profile(const std::string& path, const std::string& expected_workload_hash) {
-  auto text = read_file(path, "profile");
+  auto text = read_text_file(path, "profile");
   Profile p = profile_from_json(parse_json_text(text, path), path);
   if (!expected_workload_hash.empty() && p.workload.hash != expected_workload_hash)
     throw ProfileError(fmt::format("{}: profile is for workload '{}' in {} (hash {}), not the requested one (hash {}); "

@@ -248,7 +248,7 @@ std::vector<double> nelder_mead(const std::function<double(const std::vector<dou
 }  // namespace
 
 std::vector<CalibrationRun> read_runs(const std::string& path) {
-  const nlohmann::json j = parse_json_text(read_file(path, "--runs"), path);
+  const nlohmann::json j = parse_json_text(read_text_file(path, "--runs"), path);
   std::vector<CalibrationRun> out;
   if (j.is_object()) {
     JsonFields f(j, path);

@@ -165,7 +165,7 @@ std::string cluster_age_warning(const Cluster& c, const std::string& path, std::
 }
 
 Cluster load_cluster(const std::string& path) {
-  return cluster_from_json(parse_json_text(read_file(path, "--cluster"), path), path);
+  return cluster_from_json(parse_json_text(read_text_file(path, "--cluster"), path), path);
 }
 
 nlohmann::json to_json(const Cluster& c) {

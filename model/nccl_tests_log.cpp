@@ -302,7 +302,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
 }
 
 NcclTestsLog load_nccl_tests_log(const std::string& path, std::optional<NcclTestsOp> op) {
-  return parse_nccl_tests_log(read_file(path, "--nccl-tests"), path, op);
+  return parse_nccl_tests_log(read_text_file(path, "--nccl-tests"), path, op);
 }
 
 }  // namespace gaccum::model

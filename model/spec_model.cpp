@@ -115,7 +115,7 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
 }
 
 TransformerSpec load_spec(const std::string& path) {
-  return spec_from_json(parse_json_text(read_file(path, "--spec"), path), path);
+  return spec_from_json(parse_json_text(read_text_file(path, "--spec"), path), path);
 }
 
 namespace {

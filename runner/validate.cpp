@@ -170,7 +170,7 @@ namespace {
 // profile then gives the predictions unless --profile is given).
 std::vector<RunSpec> configurations(ValidateOptions& o) {
   if (o.from_tune.empty()) return {o.spec};
-  const auto result = parse_json_text(read_file(o.from_tune, "--from-tune"), o.from_tune);
+  const auto result = parse_json_text(read_text_file(o.from_tune, "--from-tune"), o.from_tune);
   if (o.profile_path.empty()) o.profile_path = tune_profile_path(result, o.from_tune);
   std::vector<RunSpec> specs;
   for (const auto& pick : read_tune_picks(result, o.top, o.from_tune)) {

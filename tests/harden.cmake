@@ -163,3 +163,19 @@ gaccum_cli_test(harden-cluster-fit-times-fall 0 "warning: intra_node latency wri
   -- ${_log} ${H}/fall.txt ${_nt} "${_row8_slow}" "${_row2g_fast}" -- ${_fit})
 gaccum_cli_test(harden-cluster-fit-latency-bound 0 "warning: intra_node latency written as 0 us, a bound, not a measurement: the fit's latency came out negative"
   -- ${_log} ${H}/neg.txt ${_nt} "${_row128m_fast}" "${_row2g_neg}" -- ${_fit})
+
+# Every file reader goes through one guarded open (core/atomic_file.hpp): a FIFO, a device, a
+# UTF-16 or invalid-UTF-8 file is exit 2 at once with one line naming the file, never a read that
+# blocks forever or eats /dev/zero.
+gaccum_cli_test(harden-fifo-job 2 "--job: '.*fifo' is a FIFO, not a regular file" --one-line-stderr -- sh -c
+  "rm -f \"$1/fifo\" && mkfifo \"$1/fifo\" && exec timeout 10 \"$0\" check --job \"$1/fifo\"" ${G} ${H})
+gaccum_cli_test(harden-fifo-deepspeed 2 "--deepspeed-config: '.*fifo2' is a FIFO" --one-line-stderr -- sh -c
+  "rm -f \"$1/fifo2\" && mkfifo \"$1/fifo2\" && exec timeout 10 \"$0\" check --deepspeed-config \"$1/fifo2\" -p 2" ${G} ${H})
+gaccum_cli_test(harden-dev-zero-spec 2 "--spec: '/dev/zero' is a character device, not a regular file" --one-line-stderr --
+  timeout 10 ${G} predict --spec /dev/zero --cluster ${PROJECT_SOURCE_DIR}/examples/clusters/dgx-h100-1node.json -b 1)
+gaccum_cli_test(harden-dev-zero-profile 2 "profile: '/dev/zero' is a character device" --one-line-stderr --
+  timeout 10 ${G} predict --profile /dev/zero -b 1)
+gaccum_cli_test(harden-utf16-deepspeed 2 "--deepspeed-config: '.*u16.json' is UTF-16 \\(byte-order mark FF FE\\): save it as UTF-8" --one-line-stderr -- sh -c
+  "printf '\\377\\376{\\000}\\000' > \"$1/u16.json\" && exec \"$0\" check --deepspeed-config \"$1/u16.json\" -b 1 -k 1 -p 1" ${G} ${H})
+gaccum_cli_test(harden-bad-utf8-job 2 "--job: '.*bad8.yaml' is not valid UTF-8 \\(byte 13 is 0xC3\\)" --one-line-stderr -- sh -c
+  "printf 'micro_batch: \\303\\050\\n' > \"$1/bad8.yaml\" && exec \"$0\" check --job \"$1/bad8.yaml\"" ${G} ${H})

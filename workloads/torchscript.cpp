@@ -15,6 +15,7 @@
 //       last line of the TorchScript traceback (the model's own message) and the micro_batch.
 // Identity: the file's content hash joins the workload hash, so a changed model file never
 //       matches a stale profile.
+#include <cstdint>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
@@ -82,7 +83,7 @@ class TorchScriptWorkload final : public Workload {
     check_target_fits_inputs(target_, inputs_, "--target");
     seq_ = sequence_length(inputs_);
     masked_ = has_mask(inputs_);
-    std::string content = read_file(cfg.torchscript_path, "--torchscript");
+    std::string content = read_file(cfg.torchscript_path, "--torchscript", UINT64_MAX);  // a model: no size limit
     try {
       module_ = torch::jit::load(cfg.torchscript_path, device_);
     } catch (const c10::Error& e) {

@@ -382,3 +382,45 @@ TEST_CASE("one process per GPU: ranks on a host against its visible GPUs", "[cor
   }
   CHECK_THROWS_AS(require_gpu_per_rank(1, 0, "--ranks", "fix"), InputError);
 }
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+TEST_CASE("the guarded open: FIFOs, devices, size limits and encodings are refused at once", "[core][files]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("gaccum_test_guarded_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // A FIFO without a writer would block a plain read forever.
+  CHECK_THROWS_WITH(read_file(fifo, "--job"), Catch::Contains("--job: '" + fifo.string() + "' is a FIFO, not a regular file"));
+  CHECK_THROWS_WITH(read_file("/dev/zero", "--spec"), Catch::Contains("is a character device, not a regular file"));
+  CHECK_THROWS_WITH(read_file(dir, "--profile"), Catch::Contains("is a directory, not a file"));
+  const auto big = dir / "big.json";
+  write_file_atomic(big, std::string(2048, ' '));
+  CHECK_THROWS_WITH(read_file(big, "--cluster", 1024), Catch::Contains("is 2048 bytes, above the 1024-byte limit of this reader"));
+  CHECK(read_file(big, "--cluster", 2048).size() == 2048);
+  const auto u16 = dir / "u16.json";
+  write_file_atomic(u16, std::string("\xff\xfe{\0}\0", 6));
+  CHECK_THROWS_WITH(read_text_file(u16, "--deepspeed-config"), Catch::Contains("is UTF-16 (byte-order mark FF FE)"));
+  const auto bad = dir / "bad.yaml";
+  write_file_atomic(bad, "a: \xc3\x28");
+  CHECK_THROWS_WITH(read_text_file(bad, "--job"), Catch::Contains("is not valid UTF-8 (byte 3 is 0xC3)"));
+  const auto good = dir / "good.yaml";
+  write_file_atomic(good, "name: \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  CHECK(read_text_file(good, "--job").size() == 20);
+  CHECK(read_file(u16, "--torchscript").size() == 6);  // binary readers take any bytes
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an output that is a device is written in place, never replaced", "[core][files]") {
+  // /dev/null takes the bytes and stays a character device; /dev/full fails the write (exit 1).
+  write_file_atomic("/dev/null", "{}\n");
+  struct stat st {};
+  REQUIRE(::stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  CHECK_THROWS_AS(write_file_atomic("/dev/full", "{}\n"), RuntimeFailure);
+  REQUIRE(::stat("/dev/full", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  CHECK_THROWS_WITH(write_file_atomic(std::filesystem::temp_directory_path(), "x"), Catch::Contains("is a directory"));
+}
