@@ -432,7 +432,16 @@ int run_check_verdict(const CheckOptions& o) {
   vctx.tool_version = GACCUM_VERSION_STRING;
   vctx.strict = o.strict;
   try {
-    prep = prepare(o, ctx);
+    try {
+      prep = prepare(o, ctx);
+    } catch (const InputError& e) {
+      // A world size the job needs but nothing gave: say that the launcher's variable was there
+      // but not a number, instead of "not given".
+      const std::string what = e.what();
+      if (!env_warnings.empty() && what.rfind("world_size: not given", 0) == 0)
+        throw InputError(fmt::format("world_size: not given: {}; pass --world-size", env_warnings.front()));
+      throw;
+    }
     if (o.probe_links && !prep->job.inputs.cluster)
       throw InputError(
           "--probe-links: the probe is compared with a cluster description; give --cluster CLUSTER.json (e.g. one "

@@ -58,6 +58,19 @@ int main(int argc, char** argv) {
   Action action;
   for (AddCommand add : {add_version_command, add_workloads_command, add_predict_command, add_tune_command, add_validate_command, add_profile_command, add_check_command, add_cluster_command, add_devices_command, add_calibrate_command, add_worker_command}) add(app, action);
 
+  // An unknown subcommand is named before any flag is read (`report --help` is not the main help).
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::vector<std::string> names;
+    for (const auto* sub : app.get_subcommands({})) {
+      known = known || sub->check_name(argv[1]);
+      if (sub->get_name() != "_worker") names.push_back(sub->get_name());
+    }
+    if (!known)
+      return error(fmt::format("unknown subcommand '{}': expected one of {} (see gaccum-tune --help)", argv[1],
+                               fmt::join(names, ", ")),
+                   kExitBadInput);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

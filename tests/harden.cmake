@@ -179,3 +179,9 @@ gaccum_cli_test(harden-utf16-deepspeed 2 "--deepspeed-config: '.*u16.json' is UT
   "printf '\\377\\376{\\000}\\000' > \"$1/u16.json\" && exec \"$0\" check --deepspeed-config \"$1/u16.json\" -b 1 -k 1 -p 1" ${G} ${H})
 gaccum_cli_test(harden-bad-utf8-job 2 "--job: '.*bad8.yaml' is not valid UTF-8 \\(byte 13 is 0xC3\\)" --one-line-stderr -- sh -c
   "printf 'micro_batch: \\303\\050\\n' > \"$1/bad8.yaml\" && exec \"$0\" check --job \"$1/bad8.yaml\"" ${G} ${H})
+# An unknown subcommand is named before its flags are read; a launcher variable that is not a
+# number is named, not reported as "not given".
+gaccum_cli_test(harden-unknown-subcommand-help 2 "unknown subcommand 'report': expected one of version, workloads" --one-line-stderr --
+  ${G} report --help)
+gaccum_cli_test(harden-garbage-world-size 2 "world_size: not given: launcher environment ignored \\(environment: WORLD_SIZE='abc' is not a valid integer" --one-line-stderr --
+  env RANK=0 WORLD_SIZE=abc ${G} check --profile ${D}/small-profile.json -b 1 -k 1)
