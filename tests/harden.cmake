@@ -185,3 +185,8 @@ gaccum_cli_test(harden-unknown-subcommand-help 2 "unknown subcommand 'report': e
   ${G} report --help)
 gaccum_cli_test(harden-garbage-world-size 2 "world_size: not given: launcher environment ignored \\(environment: WORLD_SIZE='abc' is not a valid integer" --one-line-stderr --
   env RANK=0 WORLD_SIZE=abc ${G} check --profile ${D}/small-profile.json -b 1 -k 1)
+# A global-batch range whose search would not fit in memory is refused with the fix, at once
+# (it used to take 24 s and 4.6 GB, and abort on std::bad_alloc under a 4 GiB limit).
+gaccum_cli_test(harden-global-batch-range-huge 2 "--global-batch-range: 697332 configs to price .* above the 200000 a search keeps: narrow the global batch range" --one-line-stderr -- sh -c
+  "ulimit -v 4000000 && exec \"$0\" tune --spec \"$1/specs/gpt2-small.json\" --cluster \"$1/clusters/dgx-h100-1node.json\" --global-batch-range 1-1000 --out \"$2/range-huge\""
+  ${G} ${PROJECT_SOURCE_DIR}/examples ${H})

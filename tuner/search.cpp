@@ -111,6 +111,19 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
   for (Count B = request.global_batch_min; B <= request.global_batch_max; ++B)
     for (std::size_t i = 0; i < limits.world_sizes.size(); ++i)
       if (B % limits.world_sizes[i] == 0) total += divisor_count(B / limits.world_sizes[i]) * shapes_by_p[i].size();
+  // Every candidate is kept (the reports list them all): a request beyond the caller's limit is
+  // refused with the fix instead of running the host out of memory.
+  const std::size_t kMaxCandidates = request.max_candidates;
+  if (kMaxCandidates > 0 && total > kMaxCandidates) {
+    std::size_t shapes = 0;
+    for (const auto& v : shapes_by_p) shapes = std::max(shapes, v.size());
+    throw InputError(fmt::format(
+        "{}: {} configs to price (global batches {}-{} x {} world sizes x their micro_batch divisors x up to {} plan "
+        "shapes), above the {} a search keeps: narrow the global batch range, give --world-sizes, or pin --sharding, "
+        "--precision, --checkpointing or --strategy",
+        request.exact() ? "--global-batch" : "--global-batch-range", total, request.global_batch_min,
+        request.global_batch_max, limits.world_sizes.size(), shapes, kMaxCandidates));
+  }
   res.candidates.reserve(total);
   std::vector<Count> divs;
   for (Count B = request.global_batch_min; B <= request.global_batch_max; ++B) {

@@ -71,6 +71,9 @@ struct TuneRequest {
   Optimizer optimizer = Optimizer::adam;  // for the LR rule (core/optimizer.hpp)
   std::optional<Count> dataset_size;  // samples per epoch, for warm-up steps
   Count top = 10;                     // picks explained and shown
+  // Refuse a search of more candidates (InputError with the fix); 0: no limit. `tune` sets it:
+  // its JSON and HTML hold every row (~8 KB of memory each while written).
+  std::size_t max_candidates = 0;
   std::vector<std::string> notes;     // the caller's, e.g. what a DeepSpeed config pinned (reports' notes)
 
   bool exact() const { return global_batch_min == global_batch_max; }
