@@ -381,8 +381,18 @@ CheckResult check_efficiency(const ResolvedJob& j, const model::CostModel* m) {
       t_mine, format_seconds(mine.time.step_time), pct(gap), j.product, j.world_size, best_text, t_best,
       format_seconds(best.time.step_time), t_best / t_mine);
   r.reason += over_text;
-  r.fix = fmt::format("use micro_batch {}, accum_steps {}, strategy {}", best.config.micro_batch,
-                      best.config.accum_steps, to_string(best.config.strategy));
+  const auto fw = job_framework(j);
+  if (fw == Framework::deepspeed) {
+    // In the config's own fields (the job's framework is DeepSpeed).
+    r.fix = fmt::format("set train_micro_batch_size_per_gpu {} and gradient_accumulation_steps {}",
+                        best.config.micro_batch, best.config.accum_steps);
+    if (best.config.strategy != j.strategy)
+      r.fix += fmt::format(" ({})", framework_setting(*fw, model::framework_plan(best.config)));
+  } else {
+    r.fix = fmt::format("use micro_batch {}, accum_steps {}, strategy {}", best.config.micro_batch,
+                        best.config.accum_steps, to_string(best.config.strategy));
+    if (fw) r.fix += fmt::format(" ({})", framework_setting(*fw, model::framework_plan(best.config)));
+  }
   return r;
 }
 

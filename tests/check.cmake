@@ -221,3 +221,7 @@ gaccum_cli_test(check-framework-refuses-fix 1 "fix: strategy every-step: DeepSpe
   --sharding zero3 --strategy overlap --precision bf16)
 gaccum_cli_test(check-framework-horovod-fix 1 "fix: reduce once per optimizer step: Horovod backward_passes_per_step=k \\(strategy fused\\)$" --
   ${G} check --framework horovod --profile ${P} -b 4 -k 8 -p 2 --strategy every-step)
+# A DeepSpeed job's fix is in the config's own fields.
+gaccum_cli_test(check-framework-deepspeed-fix-terms 0 "fix: set train_micro_batch_size_per_gpu 2 and gradient_accumulation_steps 4$" --
+  ${G} check --deepspeed-config ${C}/ds-hf-auto.json --spec ${X}/specs/llama2-7b.json
+  --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8)
