@@ -99,6 +99,7 @@ CheckInputs inputs_from_job(const JobFile& j) {
   put(in.max_accum_steps, j.max_accum_steps);
   put(in.dataset_size, j.dataset_size);
   put(in.strategy, j.strategy);
+  put(in.framework, j.framework);
   put(in.sharding, j.sharding);
   put(in.precision, j.precision);
   put(in.checkpointing, j.checkpointing);

@@ -50,7 +50,8 @@ const std::vector<std::string> kJobKeys = {
     "profile",     "spec",           "cluster",     "mfu",           "deepspeed_config", "micro_batch",
     "accum_steps", "world_size",     "global_batch", "strategy",     "max_accum_steps", "dataset_size",
     "drop_last",   "optimizer",      "lr",          "lr_ref",        "noise_scale",     "memory_cap",
-    "margin",      "tolerance",      "lr_tolerance", "sharding",      "precision",       "checkpointing"};
+    "margin",      "tolerance",      "lr_tolerance", "sharding",      "precision",       "checkpointing",
+    "framework"};
 const std::vector<std::string> kTorchScriptKeys = {"path", "input_shape", "inputs", "target"};
 const std::vector<std::string> kLrRefKeys = {"lr", "global_batch"};
 
@@ -189,6 +190,7 @@ JobFile job_from_json(const json& doc, const std::string& what, const std::strin
   j.max_accum_steps = f.opt_positive("max_accum_steps");
   j.dataset_size = f.opt_positive("dataset_size");
   if (auto s = f.opt_str("strategy")) j.strategy = parse_strategy(*s, f.child("strategy"));
+  if (auto s = f.opt_str("framework")) j.framework = parse_framework(*s, f.child("framework"));
   if (auto s = f.opt_str("sharding")) j.sharding = parse_sharding(*s, f.child("sharding"));
   if (auto s = f.opt_str("precision")) j.precision = parse_precision(*s, f.child("precision"));
   if (auto s = f.opt_str("checkpointing")) j.checkpointing = parse_checkpointing(*s, f.child("checkpointing"));

@@ -18,6 +18,8 @@
 //   -- the batch (B = micro_batch x accum_steps x world_size) --
 //   micro_batch, accum_steps, world_size, global_batch       positive integers
 //   strategy          "overlap" | "fused" | "every-step"
+//   framework         "ddp" | "fsdp" | "fsdp2" | "deepspeed" | "megatron" | "torchtitan" | "horovod"
+//                     (the plans it runs only: core/framework.hpp)
 //   sharding          "none" | "zero1" | "zero2" | "zero3" | "hsdp:G" (FSDP names: "full_shard", ...)
 //   precision         "fp32" | "bf16" | "fp16"         (default: the model's own)
 //   checkpointing     "none" | "selective" | "full"    (default: the model's own)
@@ -47,6 +49,7 @@
 
 #include "core/parse.hpp"
 #include "core/plan.hpp"
+#include "core/framework.hpp"
 #include "core/strategy.hpp"
 #include "core/units.hpp"
 #include "tuner/tune_request.hpp"
@@ -71,6 +74,7 @@ struct JobFile {
   std::optional<double> mfu;
   std::optional<Count> micro_batch, accum_steps, world_size, global_batch, max_accum_steps, dataset_size;
   std::optional<Strategy> strategy;
+  std::optional<Framework> framework;
   std::optional<ShardingChoice> sharding;
   std::optional<Precision> precision;
   std::optional<Checkpointing> checkpointing;

@@ -225,3 +225,8 @@ gaccum_cli_test(check-framework-horovod-fix 1 "fix: reduce once per optimizer st
 gaccum_cli_test(check-framework-deepspeed-fix-terms 0 "fix: set train_micro_batch_size_per_gpu 2 and gradient_accumulation_steps 4$" --
   ${G} check --deepspeed-config ${C}/ds-hf-auto.json --spec ${X}/specs/llama2-7b.json
   --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8)
+gaccum_cli_test(check-job-framework 1 "FAIL    DeepSpeed cannot run strategy overlap under zero3" --
+  ${G} check --job ${C}/job-framework.yaml --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json)
+gaccum_cli_test(check-job-framework-bad 2 "job-bad-framework.yaml.framework: unknown framework 'jax'" --one-line-stderr -- sh -c
+  "printf 'micro_batch: 1\\nframework: jax\\n' > \"$1/job-bad-framework.yaml\" && exec \"$0\" check --job \"$1/job-bad-framework.yaml\""
+  ${G} ${CMAKE_CURRENT_BINARY_DIR})
