@@ -164,7 +164,7 @@ endif()
 # model exposes part of stage 3's per-micro-step reduce-scatters (calibrated overlap < 1), so the
 # config is a throughput warning (not a failure) whose fix keeps the global batch.
 set(F ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh)
-gaccum_cli_test(check-deepspeed-zero3 0 "peak memory +PASS .*throughput vs best +WARN .*global_batch 1024 on 64 ranks.*fix: use micro_batch [0-9]+, accum_steps [0-9]+.*sharding +zero3 .*verdict: WARN" -- ${F} ${G} check --deepspeed-config
+gaccum_cli_test(check-deepspeed-zero3 0 "peak memory +PASS .*throughput vs best +WARN .*global_batch 1024 on 64 ranks.*fix: set train_micro_batch_size_per_gpu [0-9]+ and gradient_accumulation_steps [0-9]+.*sharding +zero3 .*verdict: WARN" -- ${F} ${G} check --deepspeed-config
   ${X}/deepspeed/llama2-7b-zero3.json --world-size 64 --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json)
 gaccum_cli_test(check-deepspeed-stage0 1 "peak memory +FAIL .*fix: shard the model: zero[123] with .* below the 79.6 GiB hard limit. run as: DeepSpeed ZeRO stage [123]" --
   ${F} ${G} check --deepspeed-config ${C}/ds-llama2-7b-stage0.json --world-size 64 --spec ${X}/specs/llama2-7b.json
