@@ -156,6 +156,7 @@ FitVerdict fit_verdict(const model::CostModel& m, const model::Prediction& p, co
       changes.push_back(zf);
     }
     // Each change at the largest micro_batch (b itself, then the divisors of b x k below it) that fits.
+    const std::optional<Framework> fw = framework_of(o);  // parsed once, not per priced change
     std::vector<Count> sizes{c0.micro_batch};
     sizes.insert(sizes.end(), divisors.begin(), divisors.end());
     for (const auto& ch : changes) {
@@ -168,7 +169,7 @@ FitVerdict fit_verdict(const model::CostModel& m, const model::Prediction& p, co
         c.accum_steps = local / b;
         try {
           if (model::plan_rejection(c)) break;
-          if (const auto fw = framework_of(o); fw && !framework_runs(*fw, model::framework_plan(c))) break;
+          if (fw && !framework_runs(*fw, model::framework_plan(c))) break;
           const model::Prediction q = m.predict(c);
           if (q.micro_batch_extrapolated && !extrapolate) continue;
           if (q.memory.peak <= v.limit) {
