@@ -2,7 +2,9 @@
 """Predicts published GPU training runs and holds every prediction against them.
 
 What: runs `gaccum-tune calibrate` on runs files (default: bench/data/published/*.json, the
-llm-foundry MPT rows and Megatron's Table 1) and reports, per row and per group, predicted vs
+llm-foundry MPT rows and Megatron's Table 1: tensor/pipeline rows, priced and never fitted,
+their micro_batch and virtual stages the best predicted that fits since the table omits them)
+and reports, per row and per group, predicted vs
 published tokens/s per GPU (and the predicted GEMM efficiency and MFU beside the published MFU),
 the summary (median, p90 and max |error|, signed mean) for
   - the shipped calibration (`calibrate --evaluate`: what `predict --spec --cluster` prints), and
@@ -220,6 +222,20 @@ def main(argv):
         by_gpu.setdefault(r["gpu"], []).append(r)
     for gpu, rs in sorted(by_gpu.items()):
         print("  %-14s %s" % (gpu, fmt_summary(summary([r["shipped_error_pct"] for r in rs]))))
+    by_file = {}
+    for r in rows:
+        by_file.setdefault(os.path.basename(r["file"]), []).append(r)
+    per_file = {}
+    for f, rs in sorted(by_file.items()):
+        per_file[f] = {"shipped": summary([r["shipped_error_pct"] for r in rs])}
+        print("  file %-32s %s" % (f, fmt_summary(per_file[f]["shipped"])))
+    for r in rows:
+        if r.get("pp") is not None:
+            print("    %-44s tp %d x pp %d %s v %d, micro_batch %d x m %d%s: bubble %.1f%%, %.0f vs %.0f tokens/s/GPU "
+                  "(%+.1f%%)" % (r["id"][:44], r["tp"], r["pp"], r["schedule"] or "-", r["virtual_stages"],
+                                 r["micro_batch"], r["accum_steps"], " (chosen)" if r.get("layout_chosen") else "",
+                                 100 * r["bubble_fraction"], r["shipped_tokens_per_s_per_gpu"],
+                                 r["published_tokens_per_s_per_gpu"], r["shipped_error_pct"]))
     s_cv = None
     if cv_mode != "none":
         s_cv = summary([r["cross_validated_error_pct"] for r in rows if r.get("cross_validated_error_pct") is not None])
@@ -229,6 +245,10 @@ def main(argv):
                        key=lambda r: -abs(r["cross_validated_error_pct"]))[:5]
         for r in worst:
             print("  worst: %-64s %+.1f%%" % (r["id"][:64], r["cross_validated_error_pct"]))
+        for f, rs in sorted(by_file.items()):
+            per_file[f]["cross_validated"] = summary([r["cross_validated_error_pct"] for r in rs
+                                                      if r.get("cross_validated_error_pct") is not None])
+            print("  file %-32s %s" % (f, fmt_summary(per_file[f]["cross_validated"])))
     key = "cross_validated_tokens_per_s_per_gpu" if cv_mode != "none" else "shipped_tokens_per_s_per_gpu"
     groups = micro_batch_groups(rows, key)
     matches = sum(1 for g in groups if g["order_matches"])
@@ -242,11 +262,12 @@ def main(argv):
     cols = ["id", "gpu", "model", "seq_len", "world_size", "micro_batch", "accum_steps", "sharding", "precision",
             "checkpointing", "published_tokens_per_s_per_gpu", "shipped_tokens_per_s_per_gpu", "shipped_error_pct",
             "cross_validated_tokens_per_s_per_gpu", "cross_validated_error_pct", "gemm_efficiency", "mfu",
-            "published_mfu_pct", "predicted_peak_memory_bytes", "published_peak_memory_bytes", "memory_error_pct"]
+            "published_mfu_pct", "predicted_peak_memory_bytes", "published_peak_memory_bytes", "memory_error_pct",
+            "tp", "pp", "virtual_stages", "schedule", "bubble_fraction", "layout_chosen"]
     benchlib.write_csv(os.path.join(a.out_dir, "published.csv"), cols,
                        [{c: (r.get(c) if r.get(c) is not None else "") for c in cols} for r in rows])
     benchlib.write_atomic(os.path.join(a.out_dir, "published.json"), json.dumps({
-        "files": files, "cross_validate": cv_mode, "shipped": s_shipped, "cross_validated": s_cv,
+        "files": files, "cross_validate": cv_mode, "shipped": s_shipped, "cross_validated": s_cv, "per_file": per_file,
         "calibrations": shipped["calibrations"], "micro_batch_groups": groups, "rows": rows,
         "not_priced": shipped["not_priced"]}, indent=2) + "\n")
     svg_scatter(rows, key, os.path.join(a.out_dir, "published.svg"))

@@ -79,13 +79,14 @@ double pct(double predicted, double published) { return 100 * (predicted / publi
 
 nlohmann::json row_json(const model::RunResult& x) {
   const auto& r = *x.run;
+  const auto& c = x.config;
   nlohmann::json j = {{"id", r.id},
                       {"file", r.file},
                       {"model", r.model},
                       {"gpu", r.gpu_id},
                       {"group", r.group},
-                      {"micro_batch", r.config.micro_batch},
-                      {"accum_steps", r.config.accum_steps},
+                      {"micro_batch", c.micro_batch},
+                      {"accum_steps", c.accum_steps},
                       {"world_size", r.config.world_size},
                       {"seq_len", r.spec.seq_len},
                       {"sharding", to_string(r.config.sharding)},
@@ -97,6 +98,15 @@ nlohmann::json row_json(const model::RunResult& x) {
                       {"gemm_efficiency", x.gemm_efficiency},
                       {"mfu", x.mfu}};
   j["predicted_peak_memory_bytes"] = x.peak_memory;
+  if (!c.layout.data_parallel_only()) {
+    j["tp"] = c.layout.tp;
+    j["pp"] = c.layout.pp;
+    j["cp"] = c.layout.cp;
+    j["virtual_stages"] = c.layout.virtual_stages;
+    j["schedule"] = c.layout.pp > 1 ? nlohmann::json(std::string(to_string(c.layout.schedule))) : nlohmann::json(nullptr);
+    j["bubble_fraction"] = x.bubble_fraction;
+    j["layout_chosen"] = r.choose_layout;  // micro_batch (and v) not published: the best predicted that fits
+  }
   if (r.published_memory > 0) {
     j["published_peak_memory_bytes"] = r.published_memory;
     j["memory_error_pct"] = pct(double(x.peak_memory), double(r.published_memory));
@@ -207,6 +217,11 @@ int run_calibrate(const CalibrateOptions& o) {
                  pct(x.predicted, x.run->published),
                  x.cross_validated > 0 ? fmt::format("{:.1f}%", pct(x.cross_validated, x.run->published)) : "-",
                  100 * x.gemm_efficiency);
+      if (!x.config.layout.data_parallel_only())
+        fmt::print("{:<64} {} x dp {}, micro_batch {} x m {}{}, bubble {:.1f}%, peak {}\n", "", to_string(x.config.layout),
+                   x.config.data_parallel(), x.config.micro_batch, x.config.accum_steps,
+                   x.run->choose_layout ? " (not published: the best predicted that fits)" : "",
+                   100 * x.bubble_fraction, format_bytes(x.peak_memory));
       if (x.run->published_memory > 0)
         fmt::print("{:<64} peak memory published {}, predicted {} ({:+.1f}%)\n", "", format_bytes(x.run->published_memory),
                    format_bytes(x.peak_memory), pct(double(x.peak_memory), double(x.run->published_memory)));

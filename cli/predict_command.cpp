@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/layout_flags.hpp"
 #include "cli/model_flags.hpp"
 #include "cli/model_source.hpp"
 #include "cli/command.hpp"
@@ -49,6 +50,7 @@ struct PredictOptions {
   std::string memory_cap;            // default: the device memory
   std::string margin = "10%";        // the safety margin tune and check keep
   std::string framework;          // ddp | fsdp | fsdp2 | deepspeed | megatron | torchtitan | horovod; "": any
+  LayoutFlags layout;             // --tp, --pp, --cp, --virtual-stages, --schedule, --sequence-parallel, --stage-layers
   bool extrapolate = false;       // allow micro_batch above the measured range
   bool json = false;
 };
@@ -209,6 +211,46 @@ std::unique_ptr<model::CostModel> make_model(const PredictOptions& o) {
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
 
+// A tensor/pipeline/context-parallel plan: the layout, the schedule's bubble and each pipeline
+// rank's time and memory (the peak rank marked).
+void print_stages(const model::Prediction& p, const model::ModelInfo& info) {
+  const auto& c = p.config;
+  const auto& l = c.layout;
+  const auto& d = p.parallel;
+  fmt::print("  layout         {} x dp {} = world_size {} (tp {} x pp {} x cp {} x dp {}){}\n", to_string(l),
+             c.data_parallel(), c.world_size, l.tp, l.pp, l.cp, c.data_parallel(),
+             l.pp > 1 ? fmt::format("; m = accum_steps = {} microbatches per step", c.accum_steps) : "");
+  if (l.pp > 1)
+    fmt::print("  pipeline       {} schedule {}, bubble {:.1f}% (idle, averaged over the {} ranks); P2P {} per send\n",
+               to_string(l.schedule), format_seconds(d.pipeline), 100 * d.bubble_fraction, l.pp,
+               format_seconds(d.p2p));
+  if (l.tp > 1 || l.cp > 1)
+    fmt::print("  model comm     tensor-parallel collectives {} per step{}, on the critical path\n",
+               format_seconds(d.tp_comm), l.cp > 1 ? fmt::format(", context-parallel K/V {} beyond attention",
+                                                               format_seconds(d.cp_comm))
+                                                   : "");
+  if (c.data_parallel() > 1)
+    fmt::print("  dp reduction   {} exposed after the schedule (over {} ranks {} apart)\n", format_seconds(d.dp_comm),
+               c.data_parallel(), l.tp * l.cp);
+  fmt::print("  {:<6} {:>6} {:>10} {:>10} {:>9} {:>11} {:>11} {:>11} {:>11}\n", "stage", "layers", "busy", "idle",
+             "in flight", "weights", "grads+opt", "activations", "peak");
+  for (const auto& s : d.stages) {
+    const auto& m = s.memory;
+    std::string name = fmt::format("{}{}{}", s.rank, s.embedding ? "e" : "", s.head ? "h" : "");
+    fmt::print("  {:<6} {:>6} {:>10} {:>10} {:>9} {:>11} {:>11} {:>11} {:>11}{}\n", name, s.layers,
+               format_seconds(s.busy), format_seconds(s.idle), s.in_flight, format_bytes(m.weights + m.gathered),
+               format_bytes(m.gradients + m.optimizer_state), format_bytes(m.activations), format_bytes(m.peak),
+               s.rank == d.peak_stage && l.pp > 1
+                   ? (info.device_memory > 0 ? fmt::format("  <- peak ({:.1f}% of the device)",
+                                                          100.0 * double(m.peak) / double(info.device_memory))
+                                             : std::string("  <- peak"))
+                   : "");
+  }
+  if (l.pp > 1)
+    fmt::print("  (stage: pipeline rank; e embedding, h head; in flight: microbatch chunks whose activations one "
+               "rank holds at once)\n");
+}
+
 void print_prediction(const model::Prediction& p, const model::ModelInfo& info, std::optional<Framework> fw) {
   const auto& c = p.config;
   const auto& t = p.time;
@@ -234,7 +276,16 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info, 
                format_seconds(p.step_time_hi));
   fmt::print("    compute      {}  ({} x {} per micro-step)\n", format_seconds(t.compute), c.accum_steps,
              format_seconds(t.compute / double(c.accum_steps)));
-  if (c.world_size > 1)
+  if (!c.layout.data_parallel_only()) {
+    fmt::print("    comm exposed {}  (tensor/context-parallel collectives {} on the critical path, data-parallel "
+               "reduction {} after the schedule; times {}, links {})\n",
+               format_seconds(t.comm_exposed), format_seconds(p.parallel.tp_comm + p.parallel.cp_comm),
+               format_seconds(p.parallel.dp_comm), model::to_string(p.comm_source),
+               model::link_sources_text(p.intra_link, p.inter_link));
+    if (c.layout.pp > 1)
+      fmt::print("    bubble       {}  (the critical pipeline rank's idle time in the {} schedule)\n",
+                 format_seconds(t.bubble), to_string(c.layout.schedule));
+  } else if (c.world_size > 1)
     fmt::print("    comm exposed {}  (of {} issued incl. copies; {} {} per step; times {}{})\n",
                format_seconds(t.comm_exposed), format_seconds(t.comm_total), p.collectives_per_step,
                c.sharding.sharding == Sharding::none ? "allreduce(s)" : "collectives (all-gather, reduce-scatter)",
@@ -252,9 +303,10 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info, 
     fmt::print("    comm exposed {}  (world_size 1: no communication)\n", format_seconds(t.comm_exposed));
   fmt::print("    optimizer    {}\n", format_seconds(t.optimizer));
   if (p.compute.gpu_model)
-    fmt::print("    GPU compute  GEMM efficiency {:.0f}%, MFU {:.0f}%; one micro-step: GEMMs {}, attention {}, memory-bound "
-               "{}, kernel overhead {}\n",
-               100 * p.compute.gemm_efficiency, 100 * p.compute.mfu, format_seconds(p.compute.gemm),
+    fmt::print("    GPU compute  GEMM efficiency {:.0f}%, MFU {:.0f}%; one micro-step{}: GEMMs {}, attention {}, "
+               "memory-bound {}, kernel overhead {}\n",
+               100 * p.compute.gemm_efficiency, 100 * p.compute.mfu,
+               c.layout.data_parallel_only() ? "" : " of one rank's layers", format_seconds(p.compute.gemm),
                format_seconds(p.compute.attention), format_seconds(p.compute.memory_bound),
                format_seconds(p.compute.overhead));
   if (p.tokens_per_s > 0)
@@ -272,6 +324,7 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info, 
   if (m.allocator_reserve > 0)
     fmt::print("    allocated {} + caching allocator reserve {} (the peak compares with torch.cuda.max_memory_reserved)\n",
                format_bytes(m.allocated()), format_bytes(m.allocator_reserve));
+  if (!c.layout.data_parallel_only()) print_stages(p, info);
 }
 
 int run_predict(const PredictOptions& o) {
@@ -287,6 +340,7 @@ int run_predict(const PredictOptions& o) {
   base.accum_steps = parse_positive_count(o.accum_steps, "--accum-steps");
   base.world_size = parse_positive_count(o.world_size, "--world-size");
   base.sharding = parse_sharding(o.sharding, "--sharding");
+  base.layout = layout_from_flags(o.layout);
   if (!o.precision.empty()) base.precision = parse_precision(o.precision, "--precision");
   if (!o.checkpointing.empty()) base.checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
   std::vector<Strategy> strategies;
@@ -313,6 +367,7 @@ int run_predict(const PredictOptions& o) {
     model::Config c = base;
     c.strategy = s;
     if (all && model::plan_rejection(c)) continue;  // e.g. zero1 with every-step
+    if (all && !c.layout.data_parallel_only() && traits(s).every_micro_step) continue;  // a pipeline reduces once
     if (fw) {
       // A plan the job's framework refuses is not predicted as if it could run.
       if (auto why = framework_refusal(*fw, model::framework_plan(c))) {
@@ -344,7 +399,7 @@ int run_predict(const PredictOptions& o) {
     c.strategy = s;
     return !fw || framework_runs(*fw, model::framework_plan(c));
   };
-  if (base.world_size > 1 && price.applicable && framework_runs_it(Strategy::overlap) &&
+  if (base.world_size > 1 && base.layout.data_parallel_only() && price.applicable && framework_runs_it(Strategy::overlap) &&
       framework_runs_it(Strategy::every_step)) {
     model::Config c = base;
     c.strategy = Strategy::overlap;
@@ -401,7 +456,7 @@ int run_predict(const PredictOptions& o) {
     c.strategy = framework_runs_it(Strategy::overlap) ? Strategy::every_step : Strategy::overlap;
     fmt::print("sync choice: {}: not a choice on {}\n", *framework_refusal(*fw, model::framework_plan(c)),
                traits(*fw).display);
-  } else if (base.world_size > 1) {
+  } else if (base.world_size > 1 && base.layout.data_parallel_only()) {
     fmt::print("sync choice: {}\n", price.text);
   }
   if (info.noise_scale)
@@ -418,6 +473,7 @@ void add_predict_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<PredictOptions>();
   auto* sub = app.add_subcommand("predict", "Predict step time, throughput and peak memory of one configuration");
   add_model_source_flags(sub, o->source, false);
+  add_layout_flags(sub, o->layout);
   sub->add_option("--micro-batch,-b", o->micro_batch, "samples per forward/backward on one rank (at most 2^40)")->required();
   sub->add_option("--accum-steps,-k", o->accum_steps, "micro-batches per optimizer step (at most 2^40)");
   sub->add_option("--world-size,-p", o->world_size, "data-parallel ranks (at most 2^40; b*k*p at most 2^40)");

@@ -34,6 +34,7 @@
 #include "cli/pick_cache.hpp"
 #include "cli/command.hpp"
 #include "cli/model_flags.hpp"
+#include "cli/layout_flags.hpp"
 #include "cli/model_source.hpp"
 #include "cli/noise_scale_cache.hpp"
 #include "cli/profile_cache.hpp"
@@ -92,6 +93,7 @@ struct TuneOptions {
   bool json = false;
   std::string command;  // reconstructed for the reports
   std::string deepspeed_config;  // --deepspeed-config: pins what it fixes, written back completed
+  LayoutFlags layout;            // --tp, --pp, --cp, --virtual-stages, --schedule, --sequence-parallel, --stage-layers
 };
 
 // ---- model ---------------------------------------------------------------------------------
@@ -204,6 +206,8 @@ tuner::TuneRequest make_request(const TuneOptions& o, const LoadedModel& l) {
   if (o.sharding != "auto") r.sharding = parse_sharding(o.sharding, "--sharding");
   if (o.precision != "auto") r.precision = parse_precision(o.precision, "--precision");
   if (o.checkpointing != "auto") r.checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
+  // The layouts (the model's candidates for `auto`): known once the model is loaded.
+  if (l.model) r.layouts = layouts_from_flags(o.layout, l.model->info().plans.layout_candidates);
   r.allow_cap_above_device = o.force_memory_cap;
   r.allow_extrapolation = o.extrapolate;
   r.objective = tuner::parse_objective(o.objective, "--objective");
@@ -460,6 +464,7 @@ void add_tune_command(CLI::App& app, Action& action) {
   auto* sub = app.add_subcommand(
       "tune", "Recommend micro_batch, accum_steps, world_size and strategy for a global batch, with reasons");
   add_model_source_flags(sub, o->source, true);
+  add_layout_flags(sub, o->layout);
   sub->add_option("--deepspeed-config", o->deepspeed_config,
                   "DeepSpeed config: its numeric batch fields, ZeRO stage, bf16/fp16, activation_checkpointing and "
                   "offload pin the search; \"auto\" fields are filled with the pick in --out/deepspeed_config.json");

@@ -37,6 +37,42 @@ std::optional<std::string> framework_refusal(Framework f, const FrameworkPlan& p
   const bool single = p.world_size <= 1;  // nothing synchronised or sharded: any strategy is the same run
   const bool fp8 = p.precision == Precision::fp8;
   const bool offload = p.offload_optimizer || p.offload_params;
+  const ParallelLayout& l = p.layout;
+  if (!l.data_parallel_only()) {
+    const char* name = traits(f).display;
+    switch (f) {
+      case Framework::ddp:
+      case Framework::fsdp:
+      case Framework::fsdp2:
+      case Framework::horovod:
+        return fmt::format("{} has no tensor or pipeline parallelism of its own ({} needs Megatron-LM or torchtitan; "
+                           "pp alone also DeepSpeed's pipeline engine)",
+                           name, to_string(l));
+      case Framework::deepspeed:
+        if (l.tp > 1 || l.cp > 1)
+          return std::string("DeepSpeed's engine has no tensor or context parallelism of its own (Megatron-DeepSpeed "
+                             "brings Megatron-LM's): tp/cp need Megatron-LM or torchtitan");
+        if (l.schedule != Schedule::one_f_one_b)
+          return fmt::format("DeepSpeed's pipeline engine runs 1F1B only (TrainSchedule), not {}", to_string(l.schedule));
+        if (sharded(sh, {Sharding::zero2, Sharding::zero3, Sharding::hsdp}))
+          return std::string("DeepSpeed refuses ZeRO-2 and ZeRO-3 with pipeline parallelism (\"ZeRO-2 and ZeRO-3 are "
+                             "incompatible with pipeline parallelism\"): use ZeRO stage 0 or 1");
+        break;
+      case Framework::megatron:
+        if (l.pp > 1 && (l.schedule == Schedule::gpipe || l.schedule == Schedule::zb_h1))
+          return fmt::format("Megatron-LM schedules pipelines as 1F1B or interleaved 1F1B, not {}", to_string(l.schedule));
+        break;
+      case Framework::torchtitan:
+        if (l.pp > 1 && l.schedule == Schedule::zb_h1)
+          return std::string("torchtitan's zero-bubble schedules are InterleavedZeroBubble and ZBVZeroBubble, not ZB-H1");
+        if (l.pp > 1 && sh == Sharding::zero1) return std::string("torchtitan has no optimizer-only sharding (it shards with FSDP2)");
+        if (l.pp > 1) {
+          if (p.precision == Precision::fp16) return std::string("torchtitan trains in bf16 or fp32 (fp8 via torchao), not fp16");
+          return std::nullopt;  // torch pipelining reduces once, after the last microbatch
+        }
+        break;
+    }
+  }
   switch (f) {
     case Framework::ddp:
       if (!single && !sharded(sh, {Sharding::none, Sharding::zero1}))
@@ -145,6 +181,8 @@ std::string framework_setting(Framework f, const FrameworkPlan& p) {
                                                  : "");
     case Framework::deepspeed: {
       if (single) return "DeepSpeed (one rank)";
+      if (p.layout.pp > 1)
+        return fmt::format("DeepSpeed PipelineModule(num_stages={}) + ZeRO stage {}", p.layout.pp, traits(sh).deepspeed);
       std::string s = sh == Sharding::hsdp ? fmt::format("DeepSpeed ZeRO stage 3 + mics_shard_size{}", group)
                                            : fmt::format("DeepSpeed ZeRO stage {}", traits(sh).deepspeed);
       if (st == Strategy::overlap) s += " + overlap_comm";
@@ -152,16 +190,31 @@ std::string framework_setting(Framework f, const FrameworkPlan& p) {
       if (p.offload_params) s += " + offload_param";
       return s;
     }
-    case Framework::megatron:
+    case Framework::megatron: {
       if (single) return "Megatron-LM (one rank)";
-      return fmt::format("Megatron-LM{}{}", sh == Sharding::zero1 ? " --use-distributed-optimizer" : "",
+      const ParallelLayout& l = p.layout;
+      std::string dims;
+      if (l.tp > 1) dims += fmt::format(" --tensor-model-parallel-size {}", l.tp);
+      if (l.sequence_parallel) dims += " --sequence-parallel";
+      if (l.pp > 1) dims += fmt::format(" --pipeline-model-parallel-size {}", l.pp);
+      if (l.pp > 1 && l.virtual_stages > 1) dims += fmt::format(" --virtual-pipeline-model-parallel-size {}", l.virtual_stages);
+      if (l.cp > 1) dims += fmt::format(" --context-parallel-size {}", l.cp);
+      return fmt::format("Megatron-LM{}{}{}", dims, sh == Sharding::zero1 ? " --use-distributed-optimizer" : "",
                          st == Strategy::overlap ? " --overlap-grad-reduce" : "");
-    case Framework::torchtitan:
+    }
+    case Framework::torchtitan: {
       if (single) return "torchtitan (one rank)";
-      return sh == Sharding::none   ? std::string("torchtitan data_parallel_replicate_degree")
+      const ParallelLayout& l = p.layout;
+      std::string dims;
+      if (l.tp > 1) dims += fmt::format(", tensor_parallel_degree {}", l.tp);
+      if (l.pp > 1)
+        dims += fmt::format(", pipeline_parallel_degree {}, pipeline_parallel_schedule {}", l.pp, traits(l.schedule).torchtitan);
+      if (l.cp > 1) dims += fmt::format(", context_parallel_degree {}", l.cp);
+      return (sh == Sharding::none   ? std::string("torchtitan data_parallel_replicate_degree")
              : sh == Sharding::hsdp ? fmt::format("torchtitan data_parallel_shard_degree{} x replicate_degree", group)
              : sh == Sharding::zero2 ? std::string("torchtitan data_parallel_shard_degree, fsdp_reshard_after_forward never")
-                                     : std::string("torchtitan data_parallel_shard_degree");
+                                     : std::string("torchtitan data_parallel_shard_degree")) + dims;
+    }
     case Framework::horovod:
       if (single) return "Horovod (one rank)";
       return st == Strategy::fused ? "Horovod backward_passes_per_step=k" : "Horovod backward_passes_per_step=1";

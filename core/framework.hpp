@@ -18,6 +18,9 @@
 //                 gradient accumulation reduces on every micro-batch
 //     horovod     Horovod DistributedOptimizer: backward_passes_per_step=k (fused) or 1
 //                 (every-step); no sharding
+//   Layouts (tp, pp, cp): Megatron-LM runs tp, pp (1f1b, interleaved-1f1b) and cp; torchtitan
+//   tp, pp (gpipe, 1f1b, interleaved-1f1b) and cp; DeepSpeed's pipeline engine pp with 1f1b only
+//   and ZeRO 0/1; DDP, FSDP, FSDP2 alone and Horovod none (torchtitan is FSDP2 with them).
 //   At world_size 1 nothing is synchronised or sharded, so every framework runs every strategy.
 //   Activation checkpointing (torch.utils.checkpoint, deepspeed.checkpointing, Megatron's and
 //   torchtitan's recompute) is open to all of them and not part of the table.
@@ -58,6 +61,7 @@ struct FrameworkPlan {
   bool offload_optimizer = false;
   bool offload_params = false;
   Count world_size = 2;
+  ParallelLayout layout;  // tensor / pipeline / context parallelism (dp only by default)
 };
 
 // nullopt: `f` runs the plan; else why not, one clause naming the framework's own rule, e.g.

@@ -39,6 +39,16 @@ constexpr CheckpointingTraits kCheckpointing[] = {
     {Checkpointing::full, "full", "each layer's input kept; the layer's forward recomputed in backward"},
 };
 
+constexpr ScheduleTraits kSchedule[] = {
+    {Schedule::gpipe, "gpipe", "GPipe", false, false, "every microbatch's forward, then every backward"},
+    {Schedule::one_f_one_b, "1f1b", "1F1B", false, false,
+     "warm-up forwards, then one forward and one backward (PipeDream-Flush)"},
+    {Schedule::interleaved_1f1b, "interleaved-1f1b", "Interleaved1F1B", true, false,
+     "1f1b over v chunks of layers per rank, microbatches in groups of pp (Megatron-LM)"},
+    {Schedule::zb_h1, "zb-h1", "", false, true,
+     "1f1b with weight gradients split from the backward and deferred into the bubble (zero bubble H1)"},
+};
+
 Count parse_group(std::string_view text, std::string_view whole, std::string_view field) {
   Count g = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), g);
@@ -58,6 +68,49 @@ const CheckpointingTraits& traits(Checkpointing c) { return kCheckpointing[stati
 std::string_view to_string(Sharding s) { return traits(s).name; }
 std::string_view to_string(Precision p) { return traits(p).name; }
 std::string_view to_string(Checkpointing c) { return traits(c).name; }
+const ScheduleTraits& traits(Schedule s) { return kSchedule[static_cast<int>(s)]; }
+std::string_view to_string(Schedule s) { return traits(s).name; }
+
+std::string to_string(const ParallelLayout& l) {
+  if (l.data_parallel_only()) return "dp";
+  std::string out;
+  auto add = [&](const std::string& part) { out += (out.empty() ? "" : " x ") + part; };
+  if (l.tp > 1) add(fmt::format("tp {}{}", l.tp, l.sequence_parallel ? " sp" : ""));
+  if (l.pp > 1)
+    add(fmt::format("pp {} {}{}{}", l.pp, to_string(l.schedule),
+                    l.virtual_stages > 1 ? fmt::format(" v {}", l.virtual_stages) : "",
+                    l.first_stage_layers > 0 || l.last_stage_layers > 0
+                        ? fmt::format(" (first stage {} layers, last {})", l.first_stage_layers, l.last_stage_layers)
+                        : ""));
+  if (l.cp > 1) add(fmt::format("cp {}", l.cp));
+  return out;
+}
+
+std::string short_string(const ParallelLayout& l) {
+  if (l.data_parallel_only()) return "";
+  std::string out;
+  auto add = [&](const std::string& part) { out += (out.empty() ? "" : " ") + part; };
+  if (l.tp > 1) add(fmt::format("tp{}{}", l.tp, l.sequence_parallel ? "sp" : ""));
+  if (l.pp > 1) {
+    add(fmt::format("pp{}", l.pp));
+    if (l.virtual_stages > 1) add(fmt::format("v{}", l.virtual_stages));
+    if (l.schedule == Schedule::gpipe || l.schedule == Schedule::zb_h1) add(std::string(to_string(l.schedule)));
+    if (l.first_stage_layers > 0 || l.last_stage_layers > 0)
+      add(fmt::format("f{}l{}", l.first_stage_layers, l.last_stage_layers));
+  }
+  if (l.cp > 1) add(fmt::format("cp{}", l.cp));
+  return out;
+}
+
+Schedule parse_schedule(std::string_view text, std::string_view field) {
+  if (text == "gpipe" || text == "GPipe") return Schedule::gpipe;
+  if (text == "1f1b" || text == "1F1B") return Schedule::one_f_one_b;
+  if (text == "interleaved-1f1b" || text == "interleaved" || text == "Interleaved1F1B")
+    return Schedule::interleaved_1f1b;
+  if (text == "zb-h1" || text == "zbh1" || text == "zb1p") return Schedule::zb_h1;
+  throw InputError(fmt::format("{}: unknown pipeline schedule '{}': expected gpipe, 1f1b, interleaved-1f1b or zb-h1",
+                               field, text));
+}
 
 std::string to_string(const ShardingChoice& s) {
   if (s.sharding == Sharding::hsdp && s.group > 0) return fmt::format("hsdp:{}", s.group);

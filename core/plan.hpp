@@ -15,6 +15,16 @@
 //                  --spec on a GPU with fp8 tensor cores only
 //   checkpointing  activation recomputation: none, selective (attention core recomputed,
 //                  Korthikanti et al. 2022) or full (each layer's input kept, the layer recomputed)
+//   layout         how the GPUs of one data-parallel replica split the model (Megatron-LM's
+//                  PTD-P, Narayanan et al. 2021; torchtitan's parallelism dims):
+//                    tp   tensor parallel: each layer's matrices split over tp consecutive ranks
+//                         (sequence_parallel: norms and dropout split along the sequence too)
+//                    pp   pipeline parallel: the layers cut into pp stages, one per rank, run
+//                         as m = accum_steps microbatches by a schedule (model/pipeline.hpp)
+//                    v    virtual stages per rank (interleaved-1f1b: v chunks of layers each)
+//                    cp   context parallel: the sequence split over cp ranks
+//                  world_size = tp pp cp dp; the data-parallel size dp is what shards and
+//                  reduces gradients; accumulation steps are the pipeline's microbatches
 // Why: one value type names a plan everywhere (flags, job files, DeepSpeed configs, CSV/JSON,
 //      the cost model); each enum has one traits table (name, aliases, description), so no
 //      string comparisons are scattered over the code. What each combination costs lives in
@@ -32,6 +42,14 @@ namespace gaccum {
 enum class Sharding { none, zero1, zero2, zero3, hsdp };
 enum class Precision { fp32, bf16, fp16, fp8 };
 enum class Checkpointing { none, selective, full };
+// Pipeline schedules (model/pipeline.hpp builds each rank's ordered operations):
+//   gpipe             every forward, then every backward (Huang et al. 2019)
+//   1f1b              PipeDream-Flush: p - r - 1 warm-up forwards on rank r, then one forward,
+//                     one backward (Narayanan et al. 2021; Megatron-LM, DeepSpeed, torch)
+//   interleaved-1f1b  1f1b over v chunks per rank in groups of p microbatches (Megatron-LM)
+//   zb-h1             1f1b with the backward split into input and weight gradients, the weight
+//                     gradients deferred into the bubble (Qi et al. 2023, ZB-H1)
+enum class Schedule { gpipe, one_f_one_b, interleaved_1f1b, zb_h1 };
 
 inline constexpr std::array<Sharding, 5> kAllShardings{Sharding::none, Sharding::zero1, Sharding::zero2,
                                                        Sharding::zero3, Sharding::hsdp};
@@ -41,6 +59,8 @@ inline constexpr std::array<Sharding, 5> kAllShardings{Sharding::none, Sharding:
 inline constexpr std::array<Precision, 3> kAllPrecisions{Precision::fp32, Precision::bf16, Precision::fp16};
 inline constexpr std::array<Precision, 4> kSpecPrecisions{Precision::fp32, Precision::bf16, Precision::fp16,
                                                           Precision::fp8};
+inline constexpr std::array<Schedule, 4> kAllSchedules{Schedule::gpipe, Schedule::one_f_one_b,
+                                                      Schedule::interleaved_1f1b, Schedule::zb_h1};
 inline constexpr std::array<Checkpointing, 3> kAllCheckpointings{Checkpointing::none, Checkpointing::selective,
                                                                  Checkpointing::full};
 
@@ -72,6 +92,34 @@ struct CheckpointingTraits {
 };
 const CheckpointingTraits& traits(Checkpointing c);
 
+struct ScheduleTraits {
+  Schedule value;
+  const char* name;        // flag / CSV spelling
+  const char* torchtitan;  // [parallelism] pipeline_parallel_schedule ("" none)
+  bool chunks;             // runs v >= 2 chunks per rank (else v = 1)
+  bool splits_weight_grad; // the backward split into input and weight gradients
+  const char* description;
+};
+const ScheduleTraits& traits(Schedule s);
+
+// The model-parallel layout of one data-parallel replica (tp = pp = cp = 1: data parallel only).
+struct ParallelLayout {
+  Count tp = 1, pp = 1, cp = 1;
+  Count virtual_stages = 1;                 // v: chunks per pipeline rank
+  Schedule schedule = Schedule::one_f_one_b;
+  bool sequence_parallel = false;           // with tp >= 2
+  Count first_stage_layers = 0;             // 0: the even split (layers / pp)
+  Count last_stage_layers = 0;              // 0: the even split
+  Count model_parallel() const { return tp * pp * cp; }
+  bool data_parallel_only() const { return tp == 1 && pp == 1 && cp == 1; }
+  bool operator==(const ParallelLayout& o) const {
+    return tp == o.tp && pp == o.pp && cp == o.cp && virtual_stages == o.virtual_stages &&
+           (pp == 1 || schedule == o.schedule) && sequence_parallel == o.sequence_parallel &&
+           first_stage_layers == o.first_stage_layers && last_stage_layers == o.last_stage_layers;
+  }
+  bool operator!=(const ParallelLayout& o) const { return !(*this == o); }
+};
+
 // A sharding choice with its group: G ranks per shard group for hsdp, 0 for every other mode
 // (whose shard group is the whole world).
 struct ShardingChoice {
@@ -82,6 +130,12 @@ struct ShardingChoice {
 std::string_view to_string(Sharding s);
 std::string_view to_string(Precision p);
 std::string_view to_string(Checkpointing c);
+std::string_view to_string(Schedule s);
+// "dp" for a data-parallel-only layout; else "tp 8 sp x pp 4 interleaved-1f1b v 2 x cp 2" (only
+// the dimensions above 1).
+std::string to_string(const ParallelLayout& l);
+// "" for data parallel only; else compact for tables: "tp8 pp2", "tp8sp pp4 v2", "pp4 gpipe", "cp2".
+std::string short_string(const ParallelLayout& l);
 // "none", "zero2", "hsdp:8".
 std::string to_string(const ShardingChoice& s);
 
@@ -93,6 +147,9 @@ ShardingChoice parse_sharding(std::string_view text, std::string_view field = "-
 Precision parse_precision(std::string_view text, std::string_view field = "--precision");
 // none | selective | full.
 Checkpointing parse_checkpointing(std::string_view text, std::string_view field = "--checkpointing");
+
+// gpipe, 1f1b | 1F1B, interleaved-1f1b | interleaved | Interleaved1F1B, zb-h1 | zbh1 | zb1p.
+Schedule parse_schedule(std::string_view text, std::string_view field = "--schedule");
 
 // The shard group size of a choice at world_size p: p for zero1/2/3, G for hsdp, 1 for none.
 inline Count shard_group_size(const ShardingChoice& s, Count world_size) {

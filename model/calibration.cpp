@@ -115,17 +115,90 @@ CalibrationRun foundry_row(const nlohmann::json& row, const std::string& what, c
   return r;
 }
 
+// Rows with a "parallelism" object (Megatron-LM's Table 1: GPT on A100 with tp, pp and dp).
+// Priced, never fitted (held_out): the fit learns kernels from data-parallel rows, and these
+// test what it predicts for tensor/pipeline plans. The table gives no micro_batch and no
+// virtual stage count, so predict_run searches them (choose_layout).
 CalibrationRun parallel_row(const nlohmann::json& row, const std::string& what, const std::string& path) {
   CalibrationRun r;
   r.file = path;
   r.id = row.value("id", what);
-  const auto& par = row.at("parallelism");
-  const auto tp = par.value("tp", 1), pp = par.value("pp", 1);
-  r.model = row.contains("model") ? row["model"].value("name", r.id) : r.id;
-  if (tp > 1 || pp > 1)
-    r.not_priced = fmt::format("tensor/pipeline parallel plan (tp {}, pp {}): not in this data-parallel plan space", tp, pp);
-  else
-    r.not_priced = "micro_batch not published (data-parallel row without a micro_batch)";
+  r.held_out = true;
+  JsonFields f(row, what);
+  JsonFields par(f.object("parallelism"), f.child("parallelism"));
+  JsonFields m(f.object("model"), f.child("model"));
+  JsonFields hw(f.object("hardware"), f.child("hardware"));
+  JsonFields meas(f.object("measured"), f.child("measured"));
+  r.model = m.str("name");
+  if (!par.opt_positive("micro_batch") && !par.has("global_batch_seqs")) {
+    r.not_priced = "neither micro_batch nor global_batch_seqs published";
+    return r;
+  }
+  TransformerSpec& s = r.spec;
+  s.name = r.model;
+  s.layers = m.positive("layers");
+  s.hidden = m.positive("hidden");
+  s.heads = m.positive("heads");
+  s.kv_heads = m.opt_positive("kv_heads").value_or(0);
+  s.seq_len = m.positive("seq_len");
+  s.vocab = m.positive("vocab");
+  s.ffn_hidden = m.opt_positive("ffn_hidden").value_or(4 * s.hidden);
+  // Megatron-LM's GPT of 2021: LayerNorm and biases, learned positions, tied embeddings, dropout
+  // 0.1, standard (not Flash) attention, Adam; mixed precision fp16 or bf16.
+  s.tied_embeddings = true;
+  s.learned_positions = true;
+  s.bias = true;
+  s.dropout = true;
+  s.flash_attention = false;
+  s.optimizer = Optimizer::adam;
+  s.mean_tokens_per_sample = double(s.seq_len);
+  const std::string prec = f.opt_str("precision").value_or("bf16");
+  s.dtype = prec.find("fp16") != std::string::npos ? Precision::fp16 : Precision::bf16;
+  const std::string ac = f.opt_str("activation_checkpointing").value_or("none");
+  s.activation_checkpointing = ac.find("full") != std::string::npos        ? Checkpointing::full
+                               : ac.find("selective") != std::string::npos ? Checkpointing::selective
+                                                                           : Checkpointing::none;
+  const Count gpus = hw.positive("num_gpus");
+  const Count per_node = hw.opt_positive("gpus_per_node").value_or(8);
+  ParallelLayout& l = r.config.layout;
+  l.tp = par.opt_positive("tp").value_or(1);
+  l.pp = par.opt_positive("pp").value_or(1);
+  l.cp = par.opt_positive("cp").value_or(1);
+  l.sequence_parallel = par.has("sequence_parallel") && par.any("sequence_parallel").is_boolean() &&
+                        par.any("sequence_parallel").get<bool>();
+  r.config.world_size = gpus;
+  r.config.strategy = Strategy::fused;  // Megatron-LM 2021 reduces gradients after the last microbatch
+  r.config.precision = s.dtype;
+  r.config.checkpointing = s.activation_checkpointing;
+  const Count dp = gpus / std::max<Count>(1, l.model_parallel());
+  const Count batch = par.opt_positive("global_batch_seqs").value_or(0);
+  if (auto b = par.opt_positive("micro_batch")) {
+    r.config.micro_batch = *b;
+    r.config.accum_steps = batch > 0 ? batch / (*b * dp) : par.opt_positive("grad_accum_or_num_microbatches").value_or(1);
+  } else {
+    r.choose_layout = true;  // micro_batch (and v with a pipeline) searched by predict_run
+    r.config.micro_batch = 1;
+    r.config.accum_steps = batch / dp;
+  }
+  if (l.pp > 1) l.schedule = Schedule::one_f_one_b;
+  r.interleaved = l.pp > 1 && par.has("vpp") && !par.any("vpp").is_null();
+  r.published = meas.num("tokens_per_s_per_gpu");
+  r.group = fmt::format("{} {} n{} tp{} pp{}", hw.str("gpu"), r.model, gpus, l.tp, l.pp);
+  std::string gpu_name = hw.str("gpu");  // "A100 SXM4 80GB (Selene, DGX A100)": the part before " ("
+  if (const auto paren = gpu_name.find(" ("); paren != std::string::npos) gpu_name.resize(paren);
+  const GpuDevice* d = find_gpu(gpu_name);
+  if (!d) {
+    r.not_priced = fmt::format("GPU '{}' is not in the catalogue", hw.str("gpu"));
+    return r;
+  }
+  if (gpus % l.model_parallel() != 0 || (batch > 0 && batch % dp != 0)) {
+    r.not_priced = fmt::format("{} GPUs, tp {} x pp {} and global batch {} do not make whole data-parallel replicas",
+                               gpus, l.tp, l.pp, batch);
+    return r;
+  }
+  r.gpu_id = d->id;
+  r.generation = d->generation;
+  r.cluster = run_cluster(*d, gpus, per_node, r.id);
   return r;
 }
 
@@ -276,7 +349,35 @@ Prediction predict_run(const CalibrationRun& run, const GpuEfficiency& efficienc
   GpuCalibration cal = shipped_calibration(run.generation);
   cal.efficiency = efficiency;
   c.gpu_calibration = cal;
-  return make_spec_model(run.spec, c)->predict(run.config);
+  const auto model = make_spec_model(run.spec, c);
+  if (!run.choose_layout) return model->predict(run.config);
+  // The run's micro_batch (and, interleaved, its virtual stages) are not published: the best
+  // predicted throughput among micro_batch 1, 2, 4, 8, 16 (dividing the samples per replica) and
+  // v dividing the layers per stage, whose peak fits the device: what a tuned run would use.
+  const Count local = run.config.micro_batch * run.config.accum_steps;
+  const Count per_stage = run.spec.layers / std::max<Count>(1, run.config.layout.pp);
+  std::optional<Prediction> best;
+  std::string last_error = "no micro_batch divides the samples per replica";
+  for (Count b = 1; b <= 16 && b <= local; b *= 2) {
+    if (local % b != 0) continue;
+    for (Count v = 1; v <= per_stage; ++v) {
+      if (v > 1 && (!run.interleaved || per_stage % v != 0)) continue;
+      Config cfg = run.config;
+      cfg.micro_batch = b;
+      cfg.accum_steps = local / b;
+      cfg.layout.virtual_stages = v;
+      if (v > 1) cfg.layout.schedule = Schedule::interleaved_1f1b;
+      try {
+        Prediction p = model->predict(cfg);
+        if (p.memory.peak > c.device_memory) continue;
+        if (!best || p.throughput > best->throughput) best = p;
+      } catch (const InputError& e) {
+        last_error = e.what();
+      }
+    }
+  }
+  if (!best) throw InputError(fmt::format("{}: no micro_batch up to 16 fits the device or runs: {}", run.id, last_error));
+  return *best;
 }
 
 double predicted_tokens_per_gpu(const Prediction& p, const CalibrationRun& run) {
@@ -354,7 +455,7 @@ CalibrationReport calibrate(const std::vector<CalibrationRun>& runs, HoldOut hol
   rep.hold_out = hold_out;
   std::map<GpuGeneration, std::vector<const CalibrationRun*>> by_gen;
   for (const auto& r : runs)
-    if (r.not_priced.empty()) by_gen[r.generation].push_back(&r);
+    if (r.not_priced.empty() && !r.held_out) by_gen[r.generation].push_back(&r);
   if (by_gen.empty()) throw InputError("calibrate: none of the runs can be priced (see their reasons with --rows)");
   std::map<GpuGeneration, GpuCalibration> full;
   for (const auto& [g, rs] : by_gen) {
@@ -363,7 +464,7 @@ CalibrationReport calibrate(const std::vector<CalibrationRun>& runs, HoldOut hol
     rep.calibrations.push_back(full[g]);
   }
   for (const auto& r : runs) {
-    if (!r.not_priced.empty()) continue;
+    if (!r.not_priced.empty() || !full.count(r.generation)) continue;
     RunResult x;
     x.run = &r;
     const Prediction p = predict_run(r, full[r.generation].efficiency);
@@ -371,6 +472,8 @@ CalibrationReport calibrate(const std::vector<CalibrationRun>& runs, HoldOut hol
     x.gemm_efficiency = p.compute.gemm_efficiency;
     x.mfu = p.compute.mfu;
     x.peak_memory = p.memory.peak;
+    x.config = p.config;
+    x.bubble_fraction = p.parallel.bubble_fraction;
     rep.results.push_back(x);
   }
   if (hold_out == HoldOut::none) return rep;
@@ -453,6 +556,8 @@ CalibrationReport evaluate(const std::vector<CalibrationRun>& runs, const std::v
     x.gemm_efficiency = p.compute.gemm_efficiency;
     x.mfu = p.compute.mfu;
     x.peak_memory = p.memory.peak;
+    x.config = p.config;
+    x.bubble_fraction = p.parallel.bubble_fraction;
     rep.results.push_back(x);
   }
   return rep;

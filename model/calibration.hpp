@@ -6,8 +6,11 @@
 //       array of {"id", "model": {d_model, n_heads, n_layers, expansion_ratio, vocab_size,
 //       seq_len}, "hardware": {gpu, num_gpus}, "plan": {sharding, micro_batch, grad_accum,
 //       precision, activation_checkpointing}, "measured": {tokens_per_s_per_gpu}});
-//     - rows with tensor or pipeline parallelism (Megatron's table, "parallelism": {tp, pp}):
-//       read and counted, never priced (this plan space is data-parallel), with the reason;
+//     - rows with tensor or pipeline parallelism (Megatron's table, "parallelism": {tp, pp, dp,
+//       global_batch_seqs, vpp}, "model": {layers, hidden, heads, ffn_hidden, vocab, seq_len}):
+//       priced with their layout, never fitted (held out: they test the fit); a row without a
+//       micro_batch gets the best predicted micro_batch (1..16) and virtual stage count that
+//       fits the device (predict_run), as a tuned run would;
 //     - the user's own runs: {"schema": "gaccum-tune/runs", "runs": [{"id": "r1",
 //       "model": {a gaccum-tune/spec object}, "device": "h100-sxm-80gb", "gpus": 8,
 //       "gpus_per_node": 8 (optional, default min(8, gpus)),
@@ -57,6 +60,9 @@ struct CalibrationRun {
   Bytes published_memory = 0;   // peak memory per GPU the run reports (0: not reported)
   std::string group;            // runs equal in everything but micro_batch and accum_steps share it
   std::string not_priced;       // "" when priced, else why not (counted, never dropped)
+  bool held_out = false;        // priced, never fitted (tensor/pipeline rows: a test of the fit)
+  bool choose_layout = false;   // micro_batch (and v) not published: predict_run picks the best that fits
+  bool interleaved = false;     // the run used the interleaved schedule (v searched from 2)
 };
 
 // Reads a runs file (any of the schemas above); InputError naming the field on any problem.
@@ -85,6 +91,8 @@ struct RunResult {
   double gemm_efficiency = 0;
   double mfu = 0;
   Bytes peak_memory = 0;        // predicted peak (allocated + the caching allocator's reserve)
+  Config config;                // the configuration priced (a chosen micro_batch / v included)
+  double bubble_fraction = 0;   // pipeline plans
   std::string note;             // e.g. the parameters a held-out generation borrowed
 };
 

@@ -38,6 +38,14 @@ struct PlanSupport {
   std::vector<Checkpointing> auto_checkpointings{Checkpointing::none};  // searched when --checkpointing is not given
   std::vector<ShardingChoice> auto_shardings{{Sharding::none, 0}};      // searched when --sharding is not given
   Count gpus_per_node = 0;       // the default hsdp group (0: unknown, hsdp needs hsdp:G)
+  bool layouts = false;          // prices tensor/pipeline/context-parallel layouts (a --spec)
+  // The layouts `tune --tp auto --pp auto` chooses from (model/parallel_plan.hpp
+  // candidate_layouts): tp a power of two within a node dividing the heads, kv heads and
+  // ffn_hidden; pp up to 64 dividing the layers, or not dividing them with ceil(L / pp) layers on
+  // the middle stages and the rest split evenly between the first and last; 1f1b, and
+  // interleaved-1f1b with v = 2..8 dividing the layers per stage (even splits); sequence parallel
+  // with tp.
+  std::vector<ParallelLayout> layout_candidates;
   std::string limits;            // why precisions/checkpointings are limited (for the error), "" if not
   std::string sharded_comm;      // where reduce-scatter / all-gather times come from (one line)
   Precision own_precision() const { return precisions.front(); }

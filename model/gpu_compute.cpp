@@ -15,7 +15,20 @@ GpuPassTime& GpuPassTime::operator+=(const GpuPassTime& o) {
   memory += o.memory;
   overhead += o.overhead;
   flops += o.flops;
+  weight_grad += o.weight_grad;
   return *this;
+}
+
+GpuPassTime GpuPassTime::scaled(double n) const {
+  GpuPassTime p = *this;
+  p.gemm *= n;
+  p.gemm_ideal *= n;
+  p.attention *= n;
+  p.memory *= n;
+  p.overhead *= n;
+  p.flops *= n;
+  p.weight_grad *= n;
+  return p;
 }
 
 double GpuMicroStep::gemm_efficiency() const {
@@ -52,32 +65,38 @@ GpuPassTime GpuComputeModel::gemm_pass(const GemmShape& g, double peak, double e
     p.flops = g.flops();
   } else {
     const GemmShape dgrad{g.m, g.k, g.n}, wgrad{g.n, g.k, g.m};
-    p.gemm = gemm_time(dgrad, peak, e) + gemm_time(wgrad, peak, e);
+    p.weight_grad = gemm_time(wgrad, peak, e);
+    p.gemm = gemm_time(dgrad, peak, e) + p.weight_grad;
     p.flops = dgrad.flops() + wgrad.flops();
   }
   p.gemm_ideal = p.flops / peak;
   return p;
 }
 
-GpuMicroStep GpuComputeModel::micro_step(const TransformerShape& t, Count micro_batch, Checkpointing ckpt,
-                                         Precision prec) const {
+GpuParts GpuComputeModel::parts(const TransformerShape& t, Count micro_batch, Checkpointing ckpt, Precision prec,
+                                const LayerSplit& split) const {
   const bool fp8 = prec == Precision::fp8;
   const double e = traits(prec).element_bytes;
   const double peak = prec == Precision::fp32 ? device_.tf32_flops : device_.bf16_flops;
   if (fp8 && !(device_.fp8_flops > 0)) throw InputError(device_.name + " has no fp8 tensor cores");
   const double layer_peak = fp8 ? device_.fp8_flops * eff_.fp8 : peak;
   const double layer_e = fp8 ? 1.0 : e;
-  const Count T = micro_batch * t.seq_len, h = t.hidden, hkv = t.kv_hidden(), f = t.ffn();
+  const Count tp = split.tp, cp = split.cp;
+  // This rank's tokens (the sequence split over cp) and matrix widths (split over tp).
+  const Count T = micro_batch * t.seq_len / cp, h = t.hidden, hkv = t.kv_hidden(), f = t.ffn();
   const double s = double(t.seq_len), b = double(micro_batch), V = double(t.vocab);
+  const double sp = split.sequence_parallel ? double(tp) : 1.0;  // replicated work split by SP
 
   // One layer, forward and backward (without recompute).
-  const GemmShape gemms[] = {{T, h + 2 * hkv, h}, {T, h, h}, {T, t.gated_mlp ? 2 * f : f, h}, {T, h, f}};
+  const GemmShape gemms[] = {
+      {T, (h + 2 * hkv) / tp, h}, {T, h, h / tp}, {T, (t.gated_mlp ? 2 * f : f) / tp, h}, {T, h, f / tp}};
   GpuPassTime lf, lb;
   for (const auto& g : gemms) {
     lf += gemm_pass(g, layer_peak, layer_e, false);
     lb += gemm_pass(g, layer_peak, layer_e, true);
   }
-  const double attn_fwd_flops = t.flash_attention ? 2.0 * b * s * s * double(h) : 4.0 * b * s * s * double(h);
+  const double share = double(tp) * double(cp);  // heads over tp, queries over cp
+  const double attn_fwd_flops = (t.flash_attention ? 2.0 * b * s * s * double(h) : 4.0 * b * s * s * double(h)) / share;
   const double attn_bwd_flops = t.flash_attention ? 2.5 * attn_fwd_flops : 2.0 * attn_fwd_flops;
   const double attn_rate = t.flash_attention ? peak * eff_.attention : peak * eff_.gemm;
   GpuPassTime af, ab;
@@ -86,21 +105,22 @@ GpuMicroStep GpuComputeModel::micro_step(const TransformerShape& t, Count micro_
   af.flops = attn_fwd_flops;
   ab.flops = attn_bwd_flops;
   if (!t.flash_attention) {
-    const double score_bytes = 3.0 * e * double(t.heads) * s * s * b;
+    const double score_bytes = 3.0 * e * double(t.heads) * s * s * b / share;
     af.memory += memory_time(score_bytes);
     ab.memory += memory_time(2 * score_bytes);
   }
   lf += af;
   lb += ab;
-  // Memory-bound kernels of the layer.
-  double bytes = 4.0 * double(h) * e + 6.0 * double(h) * e + (t.gated_mlp ? 3.0 : 2.0) * double(f) * e;
+  // Memory-bound kernels of the layer: norms and residuals over h (split by SP), the
+  // activation over f (split by tp), rotary over q and k (split by tp), dropout over h.
+  double bytes = (4.0 * double(h) * e + 6.0 * double(h) * e) / sp + (t.gated_mlp ? 3.0 : 2.0) * double(f) * e / double(tp);
   double kernels = 5;
   if (!t.learned_positions) {
-    bytes += 2.0 * double(h + hkv) * e;
+    bytes += 2.0 * double(h + hkv) * e / double(tp);
     kernels += 1;
   }
   if (t.dropout) {
-    bytes += 2.0 * (2.0 * double(h) * e + double(h));
+    bytes += 2.0 * (2.0 * double(h) * e + double(h)) / sp;
     kernels += 2;
   }
   lf.memory += memory_time(bytes * double(T));
@@ -108,29 +128,38 @@ GpuMicroStep GpuComputeModel::micro_step(const TransformerShape& t, Count micro_
   lf.overhead += kernels * eff_.overhead;
   lb.overhead += 2 * kernels * eff_.overhead;
 
-  GpuMicroStep m;
+  GpuParts out;
+  out.layer_forward = lf;
+  out.layer_backward = lb;
+  if (ckpt == Checkpointing::full) out.layer_backward += lf;
+  if (ckpt == Checkpointing::selective && !t.flash_attention) out.layer_backward += af;
+  // Outside the layers: the embedding lookup; the head (bf16 even under fp8, as
+  // TransformerEngine; vocabulary split over tp) and the loss over the vocabulary.
+  out.embedding_forward.memory = memory_time(double(T) * double(h) * e / sp);
+  out.embedding_backward.memory = out.embedding_forward.memory;
+  out.embedding_forward.overhead = out.embedding_backward.overhead = eff_.overhead;
+  const GemmShape head{T, t.vocab / tp, h};
+  out.head_forward = gemm_pass(head, peak, e, false);
+  out.head_backward = gemm_pass(head, peak, e, true);
+  const double loss_bytes = double(T) * (double(h) * e / sp + V / double(tp) * (e + 8));
+  out.head_forward.memory += memory_time(loss_bytes);
+  out.head_backward.memory += memory_time(loss_bytes);
+  out.head_forward.overhead += 2 * eff_.overhead;
+  out.head_backward.overhead += 2 * eff_.overhead;
+  return out;
+}
+
+GpuMicroStep GpuComputeModel::micro_step(const TransformerShape& t, Count micro_batch, Checkpointing ckpt,
+                                         Precision prec) const {
+  const GpuParts parts_ = parts(t, micro_batch, ckpt, prec, LayerSplit{});
   const double L = double(t.layers);
-  auto scaled = [L](GpuPassTime p) {
-    p.gemm *= L;
-    p.gemm_ideal *= L;
-    p.attention *= L;
-    p.memory *= L;
-    p.overhead *= L;
-    p.flops *= L;
-    return p;
-  };
-  m.forward = scaled(lf);
-  m.backward = scaled(lb);
-  if (ckpt == Checkpointing::full) m.backward += scaled(lf);
-  if (ckpt == Checkpointing::selective && !t.flash_attention) m.backward += scaled(af);
-  // Outside the layers: embedding, head (bf16 even under fp8) and the loss over the vocabulary.
-  const GemmShape head{T, t.vocab, h};
-  m.forward += gemm_pass(head, peak, e, false);
-  m.backward += gemm_pass(head, peak, e, true);
-  m.forward.memory += memory_time(double(T) * (2.0 * double(h) * e + V * (e + 8)));
-  m.backward.memory += memory_time(double(T) * (2.0 * double(h) * e + V * (e + 8)));
-  m.forward.overhead += 3 * eff_.overhead;
-  m.backward.overhead += 3 * eff_.overhead;
+  GpuMicroStep m;
+  m.forward = parts_.layer_forward.scaled(L);
+  m.backward = parts_.layer_backward.scaled(L);
+  m.forward += parts_.embedding_forward;
+  m.forward += parts_.head_forward;
+  m.backward += parts_.embedding_backward;
+  m.backward += parts_.head_backward;
   return m;
 }
 

@@ -50,8 +50,22 @@ struct GpuPassTime {
   Seconds memory = 0;
   Seconds overhead = 0;    // per-kernel overhead of the non-GEMM kernels
   double flops = 0;        // executed FLOPs (GEMMs and attention)
+  Seconds weight_grad = 0; // of `gemm`: the weight-gradient GEMMs (what zb-h1 defers)
   Seconds total() const { return gemm + attention + memory + overhead; }
   GpuPassTime& operator+=(const GpuPassTime& o);
+  GpuPassTime scaled(double n) const;  // n times this pass (n layers)
+};
+
+// One micro-step cut where a pipeline cuts it: one layer (backward with its recompute), the
+// embedding (first stage) and the head with the loss (last stage), on one rank of a layer split
+// over tp (and sequence-parallel) and cp ranks. GEMM widths / tp: qkv (h + 2 h_kv) / tp, output
+// projection K = h / tp, MLP in f / tp (gated 2 f / tp), MLP out K = f / tp, head V / tp; attention
+// FLOPs / (tp cp); tokens T = b s / cp; the h-wide memory-bound kernels (norms, residuals,
+// dropout, embedding) / tp with sequence parallelism only (else every tp rank runs them whole).
+struct GpuParts {
+  GpuPassTime layer_forward, layer_backward;
+  GpuPassTime embedding_forward, embedding_backward;
+  GpuPassTime head_forward, head_backward;
 };
 
 struct GpuMicroStep {
@@ -69,7 +83,11 @@ class GpuComputeModel {
   double wave_efficiency(const GemmShape& g) const;
   // Seconds of one GEMM at `peak` FLOP/s (overhead included) with `elem_bytes` operands.
   Seconds gemm_time(const GemmShape& g, double peak, double elem_bytes) const;
-  // One micro-step of `micro_batch` samples (Precision::fp8: the layers' GEMMs in fp8).
+  // The parts of one micro-step of `micro_batch` samples on one rank of `split`.
+  GpuParts parts(const TransformerShape& t, Count micro_batch, Checkpointing ckpt, Precision p,
+                 const LayerSplit& split) const;
+  // One micro-step of `micro_batch` samples (Precision::fp8: the layers' GEMMs in fp8): L layers,
+  // the embedding and the head of parts() without any split.
   GpuMicroStep micro_step(const TransformerShape& t, Count micro_batch, Checkpointing ckpt, Precision p) const;
   // One optimizer step over `params` local parameters at `bytes_per_param`.
   Seconds optimizer_step(double params, double bytes_per_param) const;

@@ -52,10 +52,10 @@ const std::vector<GpuDevice>& gpu_catalogue() {
   static const std::vector<GpuDevice> c = {
       {"a100-sxm-40gb", "NVIDIA A100 SXM4 40GB", GpuGeneration::ampere, 312 * T, 0, 156 * T, 40 * GiB, 1555e9, 108, 400,
        "NVIDIA A100 Tensor Core GPU datasheet (2021): 312 TFLOPS bf16 dense, 156 TF32, 1,555 GB/s HBM2",
-       {"a100-40gb", "a100"}},
+       {"a100-40gb", "a100", "a100-sxm4-40gb"}},
       {"a100-sxm-80gb", "NVIDIA A100 SXM4 80GB", GpuGeneration::ampere, 312 * T, 0, 156 * T, 80 * GiB, 2039e9, 108, 400,
        "NVIDIA A100 Tensor Core GPU datasheet (2021): 312 TFLOPS bf16 dense, 156 TF32, 2,039 GB/s HBM2e",
-       {"a100-80gb"}},
+       {"a100-80gb", "a100-sxm4-80gb"}},
       {"a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", GpuGeneration::ampere, 312 * T, 0, 156 * T, 80 * GiB, 1935e9, 108, 300,
        "NVIDIA A100 Tensor Core GPU datasheet (2021): 312 TFLOPS bf16 dense, 1,935 GB/s HBM2e, 300 W", {}},
       {"h100-sxm-80gb", "NVIDIA H100 SXM5 80GB (700 W)", GpuGeneration::hopper, 989.4 * T, 1978.9 * T, 494.7 * T,

@@ -23,21 +23,26 @@ struct Config {
       : micro_batch(b), accum_steps(k), world_size(p), strategy(s) {}
   Count micro_batch = 1;   // b: samples per forward/backward on one rank
   Count accum_steps = 1;   // k: micro-batches per optimizer step on one rank
-  Count world_size = 1;    // p: data-parallel ranks
+  Count world_size = 1;    // p: GPUs (ranks) in all: tp pp cp x the data-parallel size dp
   Strategy strategy = Strategy::overlap;
   ShardingChoice sharding;                     // none = DDP; hsdp carries its group size G
   std::optional<Precision> precision;          // nullopt: the model's own (ModelInfo::plans)
   std::optional<Checkpointing> checkpointing;  // nullopt: the model's own
   bool offload_optimizer = false;  // DeepSpeed offload_optimizer: optimizer state + master weights off the device
   bool offload_params = false;     // DeepSpeed offload_param (zero3): the parameter shard off the device
-  Count global_batch() const { return micro_batch * accum_steps * world_size; }  // B = b k p
+  ParallelLayout layout;           // tensor / pipeline / context parallelism (core/plan.hpp); dp only by default
+  // dp: the ranks that hold the same model part and reduce its gradients (world_size when the
+  // layout is data parallel only).
+  Count data_parallel() const { return world_size / layout.model_parallel(); }
+  // B = b k dp: with a pipeline, k is the microbatch count m of one pipeline per step.
+  Count global_batch() const { return micro_batch * accum_steps * data_parallel(); }
 };
 
 // The plan as the framework table sees it (core/framework.hpp); a precision left to the model
 // counts as fp32 there (only fp8 and fp16 narrow the frameworks, and a model's own is neither).
 inline FrameworkPlan framework_plan(const Config& c) {
   return FrameworkPlan{c.strategy, c.sharding, c.precision.value_or(Precision::fp32), c.offload_optimizer,
-                       c.offload_params, c.world_size};
+                       c.offload_params, c.world_size, c.layout};
 }
 
 struct StepBreakdown {
@@ -45,7 +50,8 @@ struct StepBreakdown {
   Seconds comm_total = 0;    // all allreduce time issued during the step (hidden or not)
   Seconds comm_exposed = 0;  // the part of comm_total not hidden behind backward
   Seconds optimizer = 0;     // zero_grad + optimizer step
-  Seconds step_time = 0;     // compute + comm_exposed + optimizer
+  Seconds bubble = 0;        // pipeline plans: the critical rank's idle time inside the schedule
+  Seconds step_time = 0;     // compute + comm_exposed + bubble + optimizer
 };
 
 // Predicted byte counts saturate here (an exabyte): a peak at or above it is not a number any
@@ -115,8 +121,32 @@ struct ComputeDetail {
   Seconds gemm = 0, attention = 0, memory_bound = 0, overhead = 0;  // one micro-step's time by kind
 };
 
+// One pipeline rank's share of a tensor/pipeline-parallel plan (model/parallel_cost.hpp).
+struct StageDetail {
+  Count rank = 0;            // pipeline rank r in [0, pp)
+  Count layers = 0;          // transformer layers on this rank (all its chunks)
+  bool embedding = false, head = false;
+  Seconds busy = 0;          // forward/backward seconds of one step's schedule on this rank
+  Seconds idle = 0;          // waiting inside the schedule (its share of the bubble)
+  Count in_flight = 0;       // peak microbatch chunks whose activations are held at once
+  MemoryBreakdown memory;
+};
+
+// What a tensor/pipeline-parallel plan adds to a prediction (empty for data-parallel plans).
+struct ParallelDetail {
+  double bubble_fraction = 0;  // idle share of the pipeline's schedule, averaged over the ranks
+  Seconds pipeline = 0;        // the schedule's makespan (forwards, backwards, P2P, bubble)
+  Seconds tp_comm = 0;         // tensor-parallel collectives per step on one rank (inside `pipeline`)
+  Seconds cp_comm = 0;         // context-parallel K/V exchange per step on one rank (inside `pipeline`)
+  Seconds p2p = 0;             // one stage-boundary send (activations of one microbatch)
+  Seconds dp_comm = 0;         // data-parallel gradient reduction after the schedule (exposed)
+  Count peak_stage = 0;        // the pipeline rank with the highest peak memory
+  std::vector<StageDetail> stages;  // one per pipeline rank (pp >= 1 when the layout is not dp only)
+};
+
 struct Prediction {
   Config config;
+  ParallelDetail parallel;
   ComputeDetail compute;
   StepBreakdown time;
   Seconds step_time_lo = 0;  // band: the step priced at the ends of the measured medians' 95% intervals

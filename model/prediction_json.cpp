@@ -19,6 +19,29 @@ void add_plan(J& j, const Config& c) {
   j["sharding"] = to_string(c.sharding);
   j["precision"] = c.precision ? J(std::string(to_string(*c.precision))) : J(nullptr);
   j["checkpointing"] = c.checkpointing ? J(std::string(to_string(*c.checkpointing))) : J(nullptr);
+  // A tensor/pipeline/context-parallel layout only (data-parallel plans keep their schema).
+  const ParallelLayout& l = c.layout;
+  if (!l.data_parallel_only()) {
+    j["tp"] = l.tp;
+    j["pp"] = l.pp;
+    j["cp"] = l.cp;
+    j["dp"] = c.data_parallel();
+    j["virtual_stages"] = l.virtual_stages;
+    j["schedule"] = l.pp > 1 ? J(std::string(to_string(l.schedule))) : J(nullptr);
+    j["sequence_parallel"] = l.sequence_parallel;
+  }
+}
+
+nlohmann::json memory_json(const MemoryBreakdown& m) {
+  nlohmann::json j{{"weights", m.weights},
+                   {"gradients", m.gradients},
+                   {"optimizer_state", m.optimizer_state},
+                   {"gathered", m.gathered},
+                   {"comm_buffers", m.comm_buffers},
+                   {"activations", m.activations},
+                   {"peak", m.peak}};
+  if (m.allocator_reserve > 0) j["allocator_reserve"] = m.allocator_reserve;
+  return j;
 }
 
 // The frameworks that run the plan (core/framework.hpp), by name.
@@ -98,6 +121,31 @@ nlohmann::json to_json(const Prediction& p) {
                                           {"memory_bound", c.memory_bound},
                                           {"overhead", c.overhead}}}};
     if (m.allocator_reserve > 0) j["memory"]["allocator_reserve"] = m.allocator_reserve;
+  }
+  if (!p.config.layout.data_parallel_only()) {
+    const ParallelDetail& d = p.parallel;
+    j["tp"] = p.config.layout.tp;
+    j["pp"] = p.config.layout.pp;
+    j["cp"] = p.config.layout.cp;
+    j["virtual_stages"] = p.config.layout.virtual_stages;
+    j["schedule"] = p.config.layout.pp > 1 ? nlohmann::json(std::string(to_string(p.config.layout.schedule)))
+                                           : nlohmann::json(nullptr);
+    j["bubble_fraction"] = d.bubble_fraction;
+    j["peak_stage"] = d.peak_stage;
+    j["time"]["bubble"] = t.bubble;
+    j["pipeline"] = {{"makespan", d.pipeline}, {"tp_comm", d.tp_comm}, {"cp_comm", d.cp_comm},
+                     {"p2p_per_send", d.p2p},  {"dp_comm_exposed", d.dp_comm}};
+    nlohmann::json st = nlohmann::json::array();
+    for (const auto& s : d.stages)
+      st.push_back({{"rank", s.rank},
+                    {"layers", s.layers},
+                    {"embedding", s.embedding},
+                    {"head", s.head},
+                    {"busy", s.busy},
+                    {"idle", s.idle},
+                    {"in_flight", s.in_flight},
+                    {"memory", memory_json(s.memory)}});
+    j["stages"] = st;
   }
   return j;
 }

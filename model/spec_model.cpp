@@ -13,6 +13,8 @@
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "model/gpu_compute.hpp"
+#include "model/parallel_plan.hpp"
+#include "model/pipeline.hpp"
 #include "model/step_assembly.hpp"
 
 namespace gaccum::model {
@@ -145,6 +147,7 @@ class SpecModel final : public CostModel {
 
  private:
   MemoryBreakdown memory(const Config& c) const;
+  Prediction predict_parallel(const Config& c) const;
   const PrecisionTerms& terms(Precision p) const { return terms_[static_cast<int>(p)]; }
 
   TransformerSpec spec_;
@@ -255,6 +258,8 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
   plans.auto_shardings = {{Sharding::none, 0}, {Sharding::zero1, 0}, {Sharding::zero2, 0}, {Sharding::zero3, 0}};
   if (cluster.nodes > 1 && cluster.gpus_per_node >= 2) plans.auto_shardings.push_back({Sharding::hsdp, cluster.gpus_per_node});
   plans.gpus_per_node = cluster.gpus_per_node;
+  plans.layouts = true;
+  plans.layout_candidates = candidate_layouts(shape_, cluster.gpus_per_node, cluster.max_world_size());
   plans.sharded_comm = "reduce-scatter and all-gather from the cluster description (half a ring allreduce at each level)";
   notes.push_back(fmt::format("spec: {} parameters, {} wrapped units (largest {} parameters); {} activations "
                               "(Korthikanti et al. 2022{}), compute {}",
@@ -323,6 +328,8 @@ MemoryBreakdown SpecModel::memory(const Config& c) const {
 
 Prediction SpecModel::predict(const Config& config) const {
   const Config c = check_config(config, info_.max_world_size, info_.max_world_size_reason, info_.plans);
+  if (auto why = layout_rejection(c, shape_, cluster_.gpus_per_node)) throw InputError(*why);
+  if (!c.layout.data_parallel_only()) return predict_parallel(c);
   const Count b = c.micro_batch, p = c.world_size;
   const PrecisionTerms& pt = terms(*c.precision);
   const Count n = p > 1 ? shard_group(c) : 1;
@@ -392,6 +399,255 @@ Prediction SpecModel::predict(const Config& config) const {
     const double peak = *c.precision == Precision::fp32 ? gpu_->device().tf32_flops : gpu_->device().bf16_flops;
     detail.mfu = out.time.step_time > 0 ? model_flops / (out.time.step_time * peak) : 0;
     detail.model_flops_per_s = out.time.step_time > 0 ? model_flops / out.time.step_time : 0;
+  }
+  out.compute = detail;
+  return out;
+}
+
+// A tensor/pipeline/context-parallel plan (docs/DESIGN.md, Pipeline plans): per model stage and
+// microbatch, its layers' forward and backward on one rank of the tp x cp split (the GPU compute
+// model's parts, or FLOPs at the flat MFU), the tensor-parallel collectives of each layer (2
+// allreduces of b s h / cp elements forward, 2 backward, 2 more with full recompute; with sequence
+// parallelism a reduce-scatter and an all-gather of the same volume each; on the critical path),
+// the context-parallel K/V exchange beyond the attention it overlaps, and one P2P send per stage
+// boundary (b s h / cp / tp elements: Megatron's scatter/gather); the schedule replayed by
+// model/pipeline.hpp; after it, each rank's data-parallel gradient reduction over dp ranks tp cp
+// apart (overlap: hidden behind its last backward at the calibrated efficiency; fused: exposed)
+// and its optimizer step over its (dp-sharded) parameters. The step ends with the slowest rank.
+Prediction SpecModel::predict_parallel(const Config& c) const {
+  const ParallelLayout& l = c.layout;
+  const Precision prec = *c.precision;
+  const Checkpointing ckpt = *c.checkpointing;
+  const PrecisionTerms& pt = terms(prec);
+  const double e = traits(prec).element_bytes;
+  const Count b = c.micro_batch, m = c.accum_steps, dp = c.data_parallel();
+  const Count tp = l.tp, pp = l.pp, cp = l.cp, v = l.virtual_stages, S = pp * v;
+  const LayerSplit split{tp, cp, l.sequence_parallel};
+  const double s = double(shape_.seq_len), h = double(shape_.hidden), V = double(shape_.vocab);
+  const double tokens = double(b) * s / double(cp);  // this rank's tokens of one microbatch
+
+  // One layer / the embedding / the head, forward and backward (+ recompute), on one rank.
+  struct Pass {
+    Seconds f = 0, b = 0, w = 0;  // w: the weight-gradient part of b
+  };
+  Pass layer, embed, head;
+  Seconds attn_f = 0, attn_b = 0;
+  ComputeDetail detail;
+  if (gpu_) {
+    const GpuParts g = gpu_->parts(shape_, b, ckpt, prec, split);
+    layer = {g.layer_forward.total(), g.layer_backward.total(), g.layer_backward.weight_grad};
+    embed = {g.embedding_forward.total(), g.embedding_backward.total(), 0};
+    head = {g.head_forward.total(), g.head_backward.total(), g.head_backward.weight_grad};
+    attn_f = g.layer_forward.attention;
+    attn_b = g.layer_backward.attention;
+    detail.gpu_model = true;
+    GpuPassTime all_f = g.layer_forward.scaled(double(shape_.layers) / double(pp));
+    GpuPassTime all_b = g.layer_backward.scaled(double(shape_.layers) / double(pp));
+    detail.gemm_efficiency = (all_f.gemm + all_b.gemm) > 0 ? (all_f.gemm_ideal + all_b.gemm_ideal) / (all_f.gemm + all_b.gemm) : 0;
+    // One micro-step of one pipeline rank's layers (an average rank: layers / pp).
+    detail.gemm = all_f.gemm + all_b.gemm;
+    detail.attention = all_f.attention + all_b.attention;
+    detail.memory_bound = all_f.memory + all_b.memory;
+    detail.overhead = all_f.overhead + all_b.overhead;
+  } else {
+    // Flat MFU: the layer's matmul FLOPs and attention FLOPs split over tp x cp.
+    const double rate = pt.flops_per_s;
+    const double share = double(tp) * double(cp);
+    const double lf = (2.0 * tokens * double(cp) * double(layer_params(shape_)) + 4.0 * double(b) * s * s * h) / share;
+    layer.f = lf / rate;
+    layer.b = 2 * lf / rate + (ckpt == Checkpointing::full ? lf / rate
+                               : ckpt == Checkpointing::selective ? 4.0 * double(b) * s * s * h / share / rate
+                                                                  : 0);
+    layer.w = lf / rate;
+    const double hf = 2.0 * tokens * V * h / double(tp);
+    head = {hf / rate, 2 * hf / rate, hf / rate};
+  }
+  // Tensor-parallel collectives of one microbatch (seconds on the critical path).
+  const double act_msg = tokens * h * e;
+  const Seconds ar = tp > 1 ? cluster_.allreduce_group(tp, 1).at(static_cast<Bytes>(act_msg)) : 0;
+  const Seconds tp_layer_f = 2 * ar, tp_layer_b = (ckpt == Checkpointing::full ? 4 : 2) * ar;
+  // Context parallelism: the whole sequence's K and V of this rank's heads gathered around the
+  // cp ring in forward (and again, with dK/dV reduce-scattered, in backward), behind attention.
+  Seconds cp_f = 0, cp_b = 0;
+  if (cp > 1) {
+    const double kv = 2.0 * double(b) * s * double(shape_.kv_hidden()) / double(tp) * e;
+    const Seconds ag = cluster_.allreduce_group(cp, tp).at(static_cast<Bytes>(kv)) / 2;
+    cp_f = std::max(0.0, ag - attn_f);
+    cp_b = std::max(0.0, 2 * ag - attn_b);
+  }
+  // P2P between consecutive model stages: ranks tp cp dp apart.
+  Seconds p2p = 0;
+  if (pp > 1) {
+    const Count stride = tp * cp * dp;
+    const LinkParams link = stride >= cluster_.gpus_per_node ? cluster_.inter_node : cluster_.intra_node;
+    const double msg = act_msg / double(tp);
+    p2p = link.latency + (link.bandwidth > 0 ? msg / link.bandwidth : 0);
+  }
+
+  const std::vector<Count> layers = pp > 1 ? stage_layers(l, shape_.layers) : std::vector<Count>{shape_.layers};
+  const bool split_w = traits(l.schedule).splits_weight_grad && pp > 1;
+  const double layer_act = layer_activation_bytes(shape_, b, e, ckpt, split);
+  const double sp = l.sequence_parallel ? double(tp) : 1.0;
+  const double drop = shape_.dropout ? 1.0 : 0.0;
+  StageTimes st;
+  st.p2p = p2p;
+  for (Count j = 0; j < S; ++j) {
+    const double n = double(layers[static_cast<std::size_t>(j)]);
+    Seconds f = n * (layer.f + tp_layer_f + cp_f), bw = n * (layer.b + tp_layer_b + cp_b), w = 0;
+    double act = n * layer_act;
+    if (j == 0) {
+      f += embed.f + ar;  // the vocabulary-parallel embedding's allreduce
+      bw += embed.b;
+      act += drop * tokens * h / sp;  // the embedding's dropout mask
+    }
+    if (j == S - 1) {
+      f += head.f;
+      bw += head.b + ar;  // the head's input gradient, reduced over tp
+    }
+    if (split_w) {
+      w = n * layer.w + (j == S - 1 ? head.w : 0);
+      bw -= w;
+    }
+    st.forward.push_back(f);
+    st.backward.push_back(bw);
+    st.weight.push_back(w);
+    st.activations.push_back(act);
+  }
+  const PipelineRun run = simulate(schedule_ops(pp > 1 ? l.schedule : Schedule::one_f_one_b, pp, v, m), v, st);
+
+  // Parameters per pipeline rank (this tp rank's share): its layers, the embedding (+ positions)
+  // on rank 0, the final norm and the head on the last rank (a tied head with pp > 1 keeps a copy
+  // of the embedding there, as Megatron-LM does).
+  const double per_layer = double(layer_params(shape_)) / double(tp);
+  const double embed_params = V * h / double(tp) + (shape_.learned_positions ? s * h : 0);
+  const double head_params = (pp > 1 || !shape_.tied_embeddings ? V * h / double(tp) : 0) + h;
+  const Config dpc = data_parallel_view(c);
+  const Count n_shard = dp > 1 ? shard_group(dpc) : 1;
+  const bool sharded = dpc.sharding.sharding != Sharding::none && dp > 1;
+  const bool held_unsharded = pp > 1 && (dpc.sharding.sharding == Sharding::zero2 ||
+                                         dpc.sharding.sharding == Sharding::zero3 || dpc.sharding.sharding == Sharding::hsdp);
+  const double per_param = 2 * e + 8 + 8.0 * spec_.optimizer_slots() + (traits(prec).mixed ? e : 0);
+  const double overlap_eff = gpu_ ? gpu_->efficiency().overlap : 1.0;
+
+  Prediction out;
+  out.config = c;
+  ParallelDetail& par = out.parallel;
+  par.pipeline = run.makespan;
+  par.bubble_fraction = pp > 1 ? run.bubble_fraction() : 0;
+  par.p2p = p2p;
+  const double layers_per_rank = double(shape_.layers) / double(pp);
+  par.tp_comm = double(m) * (layers_per_rank * (tp_layer_f + tp_layer_b) + 2 * ar / double(pp));
+  par.cp_comm = double(m) * layers_per_rank * (cp_f + cp_b);
+  Seconds worst_end = -1;
+  Count critical = 0;
+  std::vector<Seconds> dp_exposed(static_cast<std::size_t>(pp)), opt_time(static_cast<std::size_t>(pp));
+  for (Count r = 0; r < pp; ++r) {
+    const auto ru = static_cast<std::size_t>(r);
+    StageDetail sd;
+    sd.rank = r;
+    double params = 0;
+    Seconds last_backward = 0;
+    for (Count ch = 0; ch < v; ++ch) {
+      const Count j = ch * pp + r;
+      sd.layers += layers[static_cast<std::size_t>(j)];
+      params += double(layers[static_cast<std::size_t>(j)]) * per_layer;
+      if (j == 0) { sd.embedding = true; params += embed_params; }
+      if (j == S - 1) { sd.head = true; params += head_params; }
+      if (ch == 0) last_backward = st.backward[static_cast<std::size_t>(j)] + st.weight[static_cast<std::size_t>(j)];
+    }
+    sd.busy = run.busy[ru];
+    sd.idle = run.idle[ru];
+    sd.in_flight = run.peak_in_flight[ru];
+    // Model states of this rank's parameters, sharded over dp as plan_cost.hpp prices them.
+    StateSizes states = model_state_sizes(static_cast<Count>(std::ceil(params)), prec, spec_.optimizer_slots());
+    states.largest_unit = static_cast<Bytes>(std::max(per_layer, sd.embedding ? embed_params : 0.0) * e);
+    states.largest_unit_grad = states.largest_unit;
+    states.units = sd.layers + (sd.embedding ? 1 : 0) + (sd.head ? 1 : 0);
+    Config mem_view = dpc;
+    if (held_unsharded) mem_view.sharding = {Sharding::zero1, 0};
+    if (dp < 2) mem_view.sharding = {Sharding::none, 0};
+    MemoryBreakdown mem = plan_memory(mem_view, states);
+    if (held_unsharded) mem.weights += states.weights / static_cast<Bytes>(std::max<Count>(1, n_shard));
+    double act = run.peak_activations[ru];
+    if (ckpt == Checkpointing::full) act += layer_activation_bytes(shape_, b, e, Checkpointing::none, split);
+    if (sd.head) act += 2.0 * e * tokens * h / sp + 4.0 * tokens * V / double(tp);
+    mem.activations = to_bytes(act);
+    if (gpu_) {
+      const double logits = sd.head ? 4.0 * tokens * V / double(tp) : 0;
+      const double mlp = (shape_.gated_mlp ? 2.0 : 1.0) * e * tokens * double(shape_.ffn()) / double(tp);
+      mem.allocator_reserve = to_bytes(std::max(logits, mlp));
+    }
+    mem.peak = mem.weights + mem.gradients + mem.optimizer_state + mem.gathered + mem.comm_buffers + mem.activations +
+               mem.allocator_reserve;
+    sd.memory = mem;
+    // After the schedule: the gradient reduction over dp (sharded: reduce-scatter + all-gather,
+    // the same volume) and the optimizer step. every-step (no pipeline): one reduction per
+    // microbatch, each behind that microbatch's backward. zero3/hsdp without a pipeline: each
+    // microbatch all-gathers the rank's parameters for its forward and again for its backward,
+    // unit by unit behind the compute (plan_cost.hpp pipelined_exposure); with a pipeline they
+    // stay gathered over the schedule (torch pipelining): one all-gather before it.
+    Seconds reduce = 0, gather = 0;
+    if (dp > 1) {
+      const Bytes grad_bytes = static_cast<Bytes>(params * e);
+      const AffineCost group = cluster_.allreduce_group(n_shard > 1 ? n_shard : dp, tp * cp);
+      reduce = cluster_.allreduce_group(dp, tp * cp).at(grad_bytes);
+      if (traits(dpc.sharding.sharding).shards_parameters) gather = group.at(grad_bytes) / 2;
+    }
+    const Seconds f_mb = st.forward[static_cast<std::size_t>(r)], b_mb = last_backward;
+    if (traits(c.strategy).every_micro_step) {
+      dp_exposed[ru] = double(m) * (reduce - std::min(reduce, b_mb * overlap_eff));
+    } else {
+      const Seconds hidden = c.strategy == Strategy::overlap ? std::min(reduce, last_backward * overlap_eff) : 0;
+      dp_exposed[ru] = reduce - hidden;
+    }
+    if (gather > 0) {
+      if (pp > 1) {
+        dp_exposed[ru] += gather;
+      } else {
+        const Count units = std::max<Count>(1, states.units);
+        dp_exposed[ru] += double(m) * (pipelined_exposure(gather, f_mb, units, overlap_eff) +
+                                       pipelined_exposure(gather, b_mb, units, overlap_eff));
+      }
+    }
+    const double local = sharded ? params / double(n_shard) : params;
+    opt_time[ru] = gpu_ ? gpu_->optimizer_step(local, per_param)
+                        : (cluster_.device_memory_bandwidth ? local * per_param / *cluster_.device_memory_bandwidth : 0);
+    const Seconds end = run.makespan + dp_exposed[ru] + opt_time[ru];
+    if (end > worst_end) {
+      worst_end = end;
+      critical = r;
+    }
+    par.stages.push_back(sd);
+  }
+  for (const auto& sd : par.stages)
+    if (sd.memory.peak > par.stages[static_cast<std::size_t>(par.peak_stage)].memory.peak) par.peak_stage = sd.rank;
+  const auto cu = static_cast<std::size_t>(critical);
+  const StageDetail& crit = par.stages[cu];
+  const Seconds comm_in_schedule = par.tp_comm + par.cp_comm;
+  par.dp_comm = dp_exposed[cu];
+  out.time.compute = std::max(0.0, crit.busy - comm_in_schedule);
+  out.time.comm_total = comm_in_schedule + (dp > 1 ? dp_exposed[cu] : 0);
+  out.time.comm_exposed = std::min(crit.busy, comm_in_schedule) + dp_exposed[cu];
+  out.time.bubble = crit.idle;
+  out.time.optimizer = opt_time[cu];
+  out.time.step_time = out.time.compute + out.time.comm_exposed + out.time.bubble + out.time.optimizer;
+  out.step_time_lo = out.step_time_hi = out.time.step_time;
+  out.memory = par.stages[static_cast<std::size_t>(par.peak_stage)].memory;
+  out.throughput = out.time.step_time > 0 ? double(c.global_batch()) / out.time.step_time : 0;
+  out.tokens_per_s = out.throughput * spec_.mean_tokens_per_sample;
+  out.collectives_per_step = (tp > 1 ? m * (4 * (shape_.layers / pp) + 2) : 0) + (dp > 1 ? 1 : 0);
+  out.gradient_syncs = dp > 1 ? 1 : 0;
+  out.comm_source = c.world_size > 1 ? CommSource::hierarchical : CommSource::none;
+  std::tie(out.intra_link, out.inter_link) = link_sources(cluster_, c.world_size);
+  out.overlap_efficiency = overlap_eff;
+  if (detail.gpu_model) {
+    // MFU per GPU: the model FLOPs of the global batch over the step and all GPUs.
+    const double model_flops = training_flops(shape_, b, Checkpointing::none) * double(m) * double(dp);
+    const double peak = prec == Precision::fp32 ? gpu_->device().tf32_flops : gpu_->device().bf16_flops;
+    const double per_gpu = out.time.step_time > 0 ? model_flops / out.time.step_time / double(c.world_size) : 0;
+    detail.mfu = per_gpu / peak;
+    detail.model_flops_per_s = per_gpu;
+    detail.flops_per_micro_step = training_flops(shape_, b, ckpt) / double(c.world_size / dp);
   }
   out.compute = detail;
   return out;

@@ -58,7 +58,13 @@ inline Config check_config(const Config& c, Count max_world_size, const std::str
   if (max_world_size > 0 && c.world_size > max_world_size)
     throw InputError(fmt::format("world_size {} is larger than the {} ranks available: {}", c.world_size, max_world_size,
                                  reason));
-  if (auto why = plan_rejection(c)) throw InputError(*why);
+  const bool layout = !c.layout.data_parallel_only() || c.layout.sequence_parallel || c.layout.virtual_stages != 1;
+  if (layout && !plans.layouts)
+    throw InputError("tensor, pipeline and context parallel plans (--tp/--pp/--cp) are priced for a --spec on a cluster "
+                     "only: a profile measures data-parallel ranks");
+  // A layout's data-parallel part is checked by the model (model/parallel_plan.hpp layout_rejection).
+  if (!layout)
+    if (auto why = plan_rejection(c)) throw InputError(*why);
   Config r = c;
   r.precision = c.precision.value_or(plans.own_precision());
   r.checkpointing = c.checkpointing.value_or(plans.own_checkpointing());

@@ -61,18 +61,29 @@ Count transformer_params(const TransformerShape& t) {
 }
 
 double layer_activation_bytes(const TransformerShape& t, Count micro_batch, double e, Checkpointing r) {
+  return layer_activation_bytes(t, micro_batch, e, r, LayerSplit{});
+}
+
+double layer_activation_bytes(const TransformerShape& t, Count micro_batch, double e, Checkpointing r,
+                              const LayerSplit& split) {
   const double s = double(t.seq_len), b = double(micro_batch), h = double(t.hidden), a = double(t.heads);
   const double f = double(t.ffn()) / h;
   const double r_kv = double(t.kv()) / a;
   const double m = t.dropout ? 1.0 : 0.0;
-  const double attn = 3.0 + 2.0 * r_kv;
-  const double mlp = t.gated_mlp ? 1.0 + 3.0 * f : 1.0 + 2.0 * f;
-  const double linear = s * b * h * (e * (attn + mlp + 2.0) + 2.0 * m);
-  const double scores = t.flash_attention ? 4.0 * a * s * b : a * s * s * b * (2.0 * e + m);
+  const double tp = double(split.tp), cp = double(split.cp);
+  // Replicated over the tensor-parallel ranks unless sequence parallel: the qkv and MLP inputs,
+  // the two norms' inputs (4 e) and the two dropout masks (2 m); split: q, k, v, the output
+  // projection's input and the MLP's intermediates.
+  const double replicated = s * b * h * (4.0 * e + 2.0 * m) / (split.sequence_parallel ? tp : 1.0);
+  const double attn = 2.0 + 2.0 * r_kv;
+  const double mlp = t.gated_mlp ? 3.0 * f : 2.0 * f;
+  const double split_part = s * b * h * e * (attn + mlp) / tp;
+  const double linear = (replicated + split_part) / cp;
+  const double scores = (t.flash_attention ? 4.0 * a * s * b : a * s * s * b * (2.0 * e + m)) / (tp * cp);
   switch (r) {
     case Checkpointing::none: return linear + scores;
     case Checkpointing::selective: return linear;
-    case Checkpointing::full: return e * s * b * h;
+    case Checkpointing::full: return e * s * b * h / (split.sequence_parallel ? tp : 1.0) / cp;
   }
   return linear + scores;
 }

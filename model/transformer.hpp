@@ -71,8 +71,22 @@ Count transformer_params(const TransformerShape& t);
 // Element counts of every parameter tensor in registration order (DDP buckets them in reverse).
 std::vector<Count> transformer_param_tensors(const TransformerShape& t);
 
+// How one layer's work is split over tensor-parallel (tp, with or without sequence parallelism)
+// and context-parallel (cp) ranks.
+struct LayerSplit {
+  Count tp = 1, cp = 1;
+  bool sequence_parallel = false;
+};
+
 // Activation bytes of one layer / of the whole model for one micro-batch.
 double layer_activation_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Checkpointing r);
+// On one rank of a split layer (Korthikanti et al. 2022, Table 2, generalised as above): the
+// replicated part s b h (4 e + 2 m) (norm, qkv and MLP inputs, dropout masks; / tp with sequence
+// parallelism), the split part s b h e (2 + 2 r + mlp) / tp (mlp = 2 f, gated 3 f), scores / tp;
+// everything / cp. e = 2, m = 1, f = 4, r = 1: s b h (10 + 24 / t + 5 a s / (h t)) without SP,
+// s b h / t (34 + 5 a s / h) with SP. Full recompute: e s b h (/ tp with SP) / cp.
+double layer_activation_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Checkpointing r,
+                              const LayerSplit& split);
 double activation_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Checkpointing r);
 
 // FLOPs of one micro-step (forward + backward [+ recompute]) and of its forward alone.

@@ -146,7 +146,8 @@ constexpr const char* kPlanHeaders =
     "class=\"t\">checkpointing</th>";
 std::string plan_cells(const model::Config& c) {
   return fmt::format("<td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td>",
-                     xml_escape(to_string(c.strategy)), xml_escape(to_string(c.sharding)),
+                     xml_escape(to_string(c.strategy)),
+                     xml_escape((c.layout.data_parallel_only() ? "" : short_string(c.layout) + " ") + to_string(c.sharding)),
                      c.precision ? xml_escape(to_string(*c.precision)) : std::string("-"),
                      c.checkpointing ? xml_escape(to_string(*c.checkpointing)) : std::string("-"));
 }

@@ -20,7 +20,7 @@
 namespace gaccum::reports {
 
 inline constexpr const char* kTuneResultSchema = "gaccum-tune/tune-result";
-inline constexpr int kTuneResultSchemaVersion = 2;  // 2: plans (sharding, precision, checkpointing)
+inline constexpr int kTuneResultSchemaVersion = 3;  // 2: plans (sharding, precision, checkpointing); 3: layouts (tp, pp, cp, schedule)
 
 nlohmann::ordered_json to_json(const tuner::TuneResult& result, const ReportContext& ctx);
 std::string print_json(const tuner::TuneResult& result, const ReportContext& ctx);  // indented, ends with '\n'

@@ -93,6 +93,19 @@ const std::vector<Column>& columns() {
        [](const Row& r) { return opt_real(r.mfu); }},
       {"frameworks", "the frameworks that run this plan: ddp fsdp fsdp2 deepspeed megatron torchtitan horovod",
        [](const Row& r) { return text(r.frameworks); }},
+      {"tp", "tensor-parallel ranks per layer (1: none)", [](const Row& r) { return integer(r.tp); }},
+      {"pp", "pipeline stages (1: none); accum_steps is then the pipeline's microbatch count",
+       [](const Row& r) { return integer(r.pp); }},
+      {"cp", "context-parallel ranks (1: none)", [](const Row& r) { return integer(r.cp); }},
+      {"virtual_stages", "chunks of layers per pipeline rank (interleaved-1f1b)",
+       [](const Row& r) { return integer(r.virtual_stages); }},
+      {"schedule", "pipeline schedule: gpipe | 1f1b | interleaved-1f1b | zb-h1 (empty without a pipeline)",
+       [](const Row& r) { return text(r.schedule); }},
+      {"sequence_parallel", "norms and dropout split over the tp ranks", [](const Row& r) { return boolean(r.sequence_parallel); }},
+      {"bubble_fraction", "the pipeline schedule's idle share, averaged over its ranks (0 without a pipeline)",
+       [](const Row& r) { return real(r.bubble_fraction); }},
+      {"peak_stage", "the pipeline rank whose peak memory is peak_memory_bytes (empty without a pipeline)",
+       [](const Row& r) { return r.peak_stage ? integer(*r.peak_stage) : Cell{}; }},
   };
   return cols;
 }
@@ -146,6 +159,17 @@ Row make_row(const tuner::TuneResult& result, std::size_t i) {
     r.mfu = p.compute.mfu;
   }
   r.frameworks = framework_names(frameworks_running(model::framework_plan(p.config)));
+  const ParallelLayout& l = p.config.layout;
+  r.tp = l.tp;
+  r.pp = l.pp;
+  r.cp = l.cp;
+  r.virtual_stages = l.virtual_stages;
+  if (l.pp > 1) {
+    r.schedule = std::string(to_string(l.schedule));
+    r.peak_stage = p.parallel.peak_stage;
+  }
+  r.sequence_parallel = l.sequence_parallel;
+  r.bubble_fraction = p.parallel.bubble_fraction;
   return r;
 }
 

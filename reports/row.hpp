@@ -48,6 +48,12 @@ struct Row {
   std::optional<double> model_tflops_per_gpu;  // GPU compute model only (model/prediction.hpp ComputeDetail)
   std::optional<double> mfu;                   // 〃
   std::string frameworks;    // "ddp fsdp megatron": the frameworks that run the plan (core/framework.hpp)
+  // The layout (core/plan.hpp ParallelLayout): 1, 1, 1, 1 and no schedule for data-parallel plans.
+  Count tp = 1, pp = 1, cp = 1, virtual_stages = 1;
+  std::string schedule;        // "" without a pipeline
+  bool sequence_parallel = false;
+  double bubble_fraction = 0;  // the pipeline's idle share of its schedule
+  std::optional<Count> peak_stage;  // the pipeline rank with the highest peak (pp >= 2)
 };
 
 // A typed cell value: printers format by kind (CSV text, JSON types).

@@ -77,8 +77,9 @@ bool plans_searched(const tuner::TuneResult& r) {
 }
 
 std::string plan_cell(const model::Config& c) {
-  return fmt::format("{} {} {}", to_string(c.sharding), c.precision ? to_string(*c.precision) : "-",
-                     c.checkpointing ? to_string(*c.checkpointing) : "-");
+  const std::string layout = short_string(c.layout);
+  return fmt::format("{}{} {} {}", layout.empty() ? "" : layout + " ", to_string(c.sharding),
+                     c.precision ? to_string(*c.precision) : "-", c.checkpointing ? to_string(*c.checkpointing) : "-");
 }
 
 std::string llm_units_text(const model::Prediction& p) {

@@ -14,6 +14,7 @@ namespace {
 // Wraps text at `width` columns with `indent` spaces on continuation lines.
 std::string wrap(const std::string& text, std::size_t width, std::size_t indent) {
   std::string out, line;
+  bool bare = true;  // nothing but the continuation indent on the line yet
   std::size_t pos = 0;
   while (pos < text.size()) {
     auto sp = text.find(' ', pos);
@@ -23,8 +24,9 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent)
       out += line + "\n";
       line = std::string(indent, ' ') + word;
     } else {
-      line += (line.empty() || line.size() == indent ? "" : " ") + word;
+      line += (bare ? "" : " ") + word;
     }
+    bare = line.empty();
   }
   return out + line;
 }

@@ -20,7 +20,7 @@ gaccum_cli_test(tune-no-clobber 2 "--force" --one-line-stderr -- sh -c
 gaccum_cli_test(tune-force 0 "FORCE-OK" -- sh -c
   "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --out \"$1\" >/dev/null && \"$0\" tune --profile \"$2/small-profile.json\" --out \"$1\" --force >/dev/null && echo FORCE-OK"
   ${G} ${T}/force ${D})
-gaccum_cli_test(tune-json 0 "\"schema_version\": 2" -- sh -c
+gaccum_cli_test(tune-json 0 "\"schema_version\": 3" -- sh -c
   "rm -rf \"$1\" && \"$0\" tune --profile \"$2/small-profile.json\" --json --out \"$1\""
   ${G} ${T}/json ${D})
 gaccum_cli_test(tune-range-lr 0 "RANGE-LR-OK" -- sh -c
@@ -137,7 +137,7 @@ gaccum_cli_test(tune-quiet-profile-no-caveat 0 "NO-CAVEAT-OK" -- sh -c
 # Plans carry their frameworks (CSV column, the recommendation); --framework narrows the search to
 # the plans the framework runs, and a DeepSpeed config means DeepSpeed.
 gaccum_cli_test(tune-frameworks-64 0 "FRAMEWORKS-OK" -- sh -c
-  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch 512 --out \"$1\" > \"$1/stdout.txt\" && tr -s '\\n ' ' ' < \"$1/stdout.txt\" | grep -q 'Runs on DDP + ZeroRedundancyOptimizer + no_sync() on the first k-1 micro-steps. DeepSpeed ZeRO stage 1 + overlap_comm. Megatron-LM --use-distributed-optimizer --overlap-grad-reduce' && head -1 \"$1/result.csv\" | grep -q ',frameworks$' && grep -q ',ddp deepspeed megatron$' \"$1/result.csv\" && echo FRAMEWORKS-OK"
+  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch 512 --out \"$1\" > \"$1/stdout.txt\" && tr -s '\\n ' ' ' < \"$1/stdout.txt\" | grep -q 'Runs on DDP + ZeroRedundancyOptimizer + no_sync() on the first k-1 micro-steps. DeepSpeed ZeRO stage 1 + overlap_comm. Megatron-LM --use-distributed-optimizer --overlap-grad-reduce' && head -1 \"$1/result.csv\" | grep -q ',frameworks,tp,pp,cp,virtual_stages,schedule,sequence_parallel,bubble_fraction,peak_stage$' && grep -q ',ddp deepspeed megatron,1,1,1,1,,false,0,$' \"$1/result.csv\" && echo FRAMEWORKS-OK"
   ${G} ${T}/frameworks ${X})
 gaccum_cli_test(tune-framework-torchtitan 0 "TORCHTITAN-OK" -- sh -c
   "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch 512 --framework torchtitan --out \"$1\" > \"$1/stdout.txt\" && grep -q 'framework torchtitan' \"$1/stdout.txt\" && tr -s '\\n ' ' ' < \"$1/stdout.txt\" | grep -q 'Run as: torchtitan data_parallel_shard_degree' && ! tr -s '\\n ' ' ' < \"$1/stdout.txt\" | grep -q 'Sync choice: no_sync' && ! awk -F, 'NR > 1 && $3 > 1 && $5 != \"every-step\"' \"$1/result.csv\" | grep -q . && tr -d '\\n ' < \"$1/result.json\" | grep -q '\"framework\":{\"value\":\"torchtitan\",\"source\":\"flag--framework\"}' && echo TORCHTITAN-OK"
@@ -149,7 +149,7 @@ gaccum_cli_test(tune-framework-bad 2 "--framework: unknown framework 'jax': expe
 # with a note), tokens/s/GPU and MFU in the table, TFLOP/s/GPU and MFU in the recommendation and
 # the CSV; the table's words (strategy, comm, binding) explained under it.
 gaccum_cli_test(tune-global-batch-tokens 0 "TOKENS-OK" -- sh -c
-  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch '4M tokens' --out \"$1\" > \"$1/stdout.txt\" && f=$(tr -s '\\n ' ' ' < \"$1/stdout.txt\") && echo \"$f\" | grep -q 'global_batch 1024, world_size' && echo \"$f\" | grep -q 'global_batch 1024 samples from --global-batch 4M tokens: 4194304 tokens / 4096 tokens per sample' && echo \"$f\" | grep -q 'samples/s tok/s/GPU MFU peak mem' && echo \"$f\" | grep -Eq 'tokens/s/GPU, [0-9]+ TFLOP/s/GPU, MFU [0-9]+%' && echo \"$f\" | grep -q 'binding = what stops the next larger micro_batch' && head -1 \"$1/result.csv\" | grep -q ',tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,frameworks$' && echo TOKENS-OK"
+  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch '4M tokens' --out \"$1\" > \"$1/stdout.txt\" && f=$(tr -s '\\n ' ' ' < \"$1/stdout.txt\") && echo \"$f\" | grep -q 'global_batch 1024, world_size' && echo \"$f\" | grep -q 'global_batch 1024 samples from --global-batch 4M tokens: 4194304 tokens / 4096 tokens per sample' && echo \"$f\" | grep -q 'samples/s tok/s/GPU MFU peak mem' && echo \"$f\" | grep -Eq 'tokens/s/GPU, [0-9]+ TFLOP/s/GPU, MFU [0-9]+%' && echo \"$f\" | grep -q 'binding = what stops the next larger micro_batch' && head -1 \"$1/result.csv\" | grep -q ',tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,frameworks,tp,pp,' && echo TOKENS-OK"
   ${G} ${T}/tokens ${X})
 gaccum_cli_test(tune-global-batch-tokens-rounded 0 "global_batch 244 samples from --global-batch-tokens 1000000: 1000000 tokens / 4096 tokens per sample = 244.14, rounded to 244 samples \\(999424 tokens per step\\)" -- sh -c
   "\"$0\" tune --spec \"$1/specs/llama2-7b.json\" --cluster \"$1/clusters/h100-8node-ib400.json\" --global-batch-tokens 1000000 --out \"$2\" --force | tr -s '\\n ' ' '"

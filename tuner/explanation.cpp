@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "model/pipeline.hpp"
 #include "model/plan_cost.hpp"
 
 namespace gaccum::tuner {
@@ -44,6 +45,7 @@ std::string value_text(Objective o, double v) {
 
 std::string short_config(const model::Config& c) {
   std::string s = fmt::format("b={} k={} p={} {}", c.micro_batch, c.accum_steps, c.world_size, to_string(c.strategy));
+  if (!c.layout.data_parallel_only()) s += " " + short_string(c.layout);
   if (c.sharding.sharding != Sharding::none) s += " " + to_string(c.sharding);
   if (c.precision && *c.precision != Precision::fp32) s += fmt::format(" {}", to_string(*c.precision));
   if (c.checkpointing && *c.checkpointing != Checkpointing::none) s += fmt::format(" ckpt={}", to_string(*c.checkpointing));
@@ -54,9 +56,12 @@ std::string plan_words(const model::Config& c) {
   static const char* kWhat[] = {"-", "optimizer state sharded", "gradients and optimizer state sharded",
                                 "parameters, gradients and optimizer state sharded",
                                 "parameters, gradients and optimizer state sharded in groups, replicated across them"};
-  std::string s = c.sharding.sharding == Sharding::none
-                      ? std::string("no sharding")
-                      : fmt::format("{} ({})", to_string(c.sharding), kWhat[static_cast<int>(c.sharding.sharding)]);
+  std::string s = c.layout.data_parallel_only()
+                      ? std::string()
+                      : fmt::format("{} x dp {}, ", to_string(c.layout), c.data_parallel());
+  s += c.sharding.sharding == Sharding::none
+           ? std::string("no sharding")
+           : fmt::format("{} ({})", to_string(c.sharding), kWhat[static_cast<int>(c.sharding.sharding)]);
   if (c.precision) s += fmt::format(", {}", to_string(*c.precision));
   if (c.checkpointing)
     s += *c.checkpointing == Checkpointing::none ? std::string(", no activation checkpointing")
@@ -81,6 +86,11 @@ std::string runs_on_text(const model::Config& c, std::optional<Framework> framew
 StrategyPrice price_every_step(const model::CostModel& model, const model::Config& config, Bytes limit) {
   StrategyPrice sp;
   sp.sharding = config.sharding.sharding;
+  if (!config.layout.data_parallel_only()) {
+    sp.text = "a tensor or pipeline plan reduces gradients once per step, after its last microbatch (Megatron-LM, DeepSpeed and torch "
+              "all disable the sync on the others): every-step is not a choice";
+    return sp;
+  }
   auto exists = [&](Strategy s) {
     model::Config c = config;
     c.strategy = s;
@@ -152,7 +162,8 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
   const auto& cfg = c.config();
   const auto& pr = c.prediction;
   const Count B = cfg.global_batch(), p = cfg.world_size, b = cfg.micro_batch;
-  const Count q = B / p;
+  const Count q = B / cfg.data_parallel();  // samples per data-parallel rank (a pipeline's b x m)
+  const bool pipeline = cfg.layout.pp > 1;
 
   // Binding constraint: what stops the next larger micro_batch (fewer accumulation steps).
   Count next = 0;
@@ -165,10 +176,18 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
     e.binding = "whole-batch";
     e.binding_text = fmt::format(
         "accum_steps 1: micro_batch {} is the whole per-rank batch (global_batch {} / "
-        "world_size {}); nothing is left to trade for memory",
-        b, B, p);
+        "{} {}); nothing is left to trade for memory",
+        b, B, cfg.layout.data_parallel_only() ? "world_size" : "data-parallel size", cfg.data_parallel());
   }
   std::optional<model::Prediction> next_pred;
+  if (next != 0 && pipeline) {
+    if (auto why = model::schedule_rejection(cfg.layout.schedule, cfg.layout.pp, cfg.layout.virtual_stages, q / next)) {
+      e.binding = "schedule";
+      e.binding_text = fmt::format("schedule: the next larger micro_batch {} leaves m = {} microbatches: {}", next,
+                                   q / next, *why);
+      next = 0;
+    }
+  }
   if (next != 0) {
     model::Config nc = cfg;
     nc.micro_batch = next;
@@ -217,12 +236,18 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
         "+ memory-bound kernels {} + kernel overhead {}",
         100 * d.gemm_efficiency, b, 100 * d.mfu, format_seconds(d.gemm), format_seconds(d.attention),
         format_seconds(d.memory_bound), format_seconds(d.overhead));
+    if (pipeline)
+      e.compute_text += fmt::format("; pipeline {}: bubble {:.1f}% with m = {} microbatches over {} stages, peak on stage {}",
+                                    to_string(cfg.layout), 100 * pr.parallel.bubble_fraction, cfg.accum_steps,
+                                    cfg.layout.pp, pr.parallel.peak_stage);
     auto neighbour = [&](Count nb, const model::Prediction& np) {
       const double gain = pr.throughput > 0 ? np.throughput / pr.throughput - 1 : 0;
       const std::int64_t act = std::int64_t(np.memory.activations) - std::int64_t(pr.memory.activations);
-      return fmt::format("micro_batch {} (accum_steps {}): GEMM efficiency {:.0f}%, {:+.1f}% throughput, activations "
+      return fmt::format("micro_batch {} (accum_steps {}): GEMM efficiency {:.0f}%{}, {:+.1f}% throughput, activations "
                          "{}{}{}",
-                         nb, q / nb, 100 * np.compute.gemm_efficiency, 100 * gain, act >= 0 ? "+" : "-",
+                         nb, q / nb, 100 * np.compute.gemm_efficiency,
+                         pipeline ? fmt::format(", bubble {:.1f}%", 100 * np.parallel.bubble_fraction) : "",
+                         100 * gain, act >= 0 ? "+" : "-",
                          format_bytes(Bytes(act >= 0 ? act : -act)),
                          np.memory.peak > l.limit ? fmt::format(" (peak {}: does not fit)", format_bytes(np.memory.peak))
                                                   : "");
@@ -252,6 +277,9 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
       format_seconds(t.compute / double(cfg.accum_steps)), pct(t.step_time > 0 ? t.compute / t.step_time : 0),
       format_seconds(t.comm_exposed), pct(e.comm_exposed_share), format_seconds(t.comm_total),
       format_seconds(t.optimizer), pct(t.step_time > 0 ? t.optimizer / t.step_time : 0));
+  if (pipeline)
+    e.breakdown_text += fmt::format(" + pipeline bubble {} ({})", format_seconds(t.bubble),
+                                    pct(t.step_time > 0 ? t.bubble / t.step_time : 0));
   if (p == 1) {
     e.comm_text = "world_size 1: no communication";
   } else if (e.comm_bound) {
@@ -281,7 +309,8 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
     e.links_text = fmt::format("communication links: intra-node {}", words(pr.intra_link));
     if (pr.inter_link != model::LinkSource::none) e.links_text += fmt::format(", inter-node {}", words(pr.inter_link));
     const Count g = model.info().plans.gpus_per_node;
-    if (g > 0 && p > g && pr.inter_link != model::LinkSource::none && e.comm_exposed_share >= 0.10) {
+    if (g > 0 && p > g && pr.inter_link != model::LinkSource::none && e.comm_exposed_share >= 0.10 &&
+        cfg.layout.data_parallel_only()) {
       const Count nodes = (p + g - 1) / g;
       const double want = std::max(0.10, e.comm_exposed_share / 2);
       std::string better;

@@ -3,6 +3,7 @@
 // objective prefer fewer ranks, then fewer accumulation steps, then enumeration order.
 #include "tuner/search.hpp"
 
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "model/pipeline.hpp"
 
 namespace gaccum::tuner {
 
@@ -57,9 +59,17 @@ Count max_micro_batch_within(const model::CostModel& model, const Limits& limits
                              Count upper) {
   model::Config c = shape;
   c.accum_steps = 1;
+  // A pipeline needs m >= pp (a multiple of pp when interleaved); 1f1b's and interleaved's
+  // memory does not depend on m beyond that (gpipe's does: the shape's own m is kept).
+  const Count pp = shape.layout.pp;
+  if (pp > 1) c.accum_steps = shape.layout.schedule == Schedule::gpipe ? std::max<Count>(1, shape.accum_steps) : pp;
   auto fits = [&](Count b) {
     c.micro_batch = b;
-    return model.predict(c).memory.peak <= limits.limit;
+    try {
+      return model.predict(c).memory.peak <= limits.limit;
+    } catch (const InputError&) {
+      return false;  // a layout the model refuses fits nothing
+    }
   };
   if (upper < 1 || !fits(1)) return 0;
   Count lo = 1, hi = upper;  // invariant: fits(lo)
@@ -84,11 +94,18 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
         "--objective time-to-target: needs the gradient noise scale B_noise, which this model does not have; "
         "pass --noise-scale N (samples) or use a profile with gradient statistics");
 
-  // Plan shapes per world size (rejected plans left out): world_size 1 shards and synchronises
-  // nothing, so under auto it evaluates one shape per precision x checkpointing (DDP, first strategy).
-  auto shapes_at = [&](Count p) {
+  // Plan shapes per world size and layout (rejected plans left out): world_size 1 shards and
+  // synchronises nothing, so under auto it evaluates one shape per precision x checkpointing
+  // (DDP, first strategy).
+  struct LayoutShapes {
+    ParallelLayout layout;
+    Count dp = 1;                        // world_size / (tp pp cp)
     std::vector<model::Config> shapes;
+  };
+  auto shapes_at = [&](Count p) {
+    std::vector<LayoutShapes> out;
     if (p == 1) {
+      LayoutShapes g;
       for (Precision pr : limits.precisions)
         for (Checkpointing ck : limits.checkpointings)
           for (Strategy s : (request.strategy ? limits.evaluated : std::vector<Strategy>{limits.evaluated.front()})) {
@@ -98,61 +115,125 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
             c.offload_optimizer = limits.offload_optimizer;
             c.offload_params = limits.offload_params;
             if (limits.framework && !framework_runs(*limits.framework, model::framework_plan(c))) continue;
-            shapes.push_back(c);
+            g.shapes.push_back(c);
           }
-      return shapes;
+      if (std::any_of(limits.layouts.begin(), limits.layouts.end(), [](const auto& l) { return l.data_parallel_only(); }))
+        out.push_back(g);
+      return out;
     }
-    return plan_shapes(limits, p, false);
+    for (const ParallelLayout& lay : limits.layouts) {
+      if (p % lay.model_parallel() != 0) continue;
+      LayoutShapes g{lay, p / lay.model_parallel(), plan_shapes(limits, p, false, lay)};
+      if (!g.shapes.empty()) out.push_back(std::move(g));
+    }
+    return out;
   };
-  // Count first so the candidates (~250 B each) are allocated once, not regrown and copied.
-  std::vector<std::vector<model::Config>> shapes_by_p;
+  std::vector<std::vector<LayoutShapes>> shapes_by_p;
   for (Count p : limits.world_sizes) shapes_by_p.push_back(shapes_at(p));
+  // The layouts' own rules (heads over tp, layers over stages, tp within a node) do not depend
+  // on b and m: one probe each at a legal microbatch count. A pinned layout the model refuses is
+  // bad input; a searched one is dropped with its reason.
+  const bool searched = limits.layouts.size() > 1;
+  std::vector<std::pair<ParallelLayout, std::string>> refused;
+  for (auto& groups : shapes_by_p)
+    for (auto it = groups.begin(); it != groups.end();) {
+      if (it->layout.data_parallel_only()) {
+        ++it;
+        continue;
+      }
+      model::Config probe = it->shapes.front();
+      probe.accum_steps = it->layout.pp;
+      std::string why;
+      try {
+        (void)model.predict(probe);
+      } catch (const InputError& e) {
+        why = e.what();
+      }
+      if (why.empty()) {
+        ++it;
+        continue;
+      }
+      if (!searched) throw InputError(fmt::format("--tp/--pp/--cp ({}): {}", to_string(it->layout), why));
+      if (std::none_of(refused.begin(), refused.end(), [&](const auto& r) { return r.first == it->layout; }))
+        refused.emplace_back(it->layout, why);
+      it = groups.erase(it);
+    }
+  res.layouts_refused = static_cast<Count>(refused.size());
+  if (!refused.empty()) res.layout_refusal = fmt::format("{}: {}", to_string(refused.front().first), refused.front().second);
+
+  // Count first so the candidates (~250 B each) are allocated once, not regrown and copied.
   std::size_t total = 0;
   for (Count B = request.global_batch_min; B <= request.global_batch_max; ++B)
-    for (std::size_t i = 0; i < limits.world_sizes.size(); ++i)
-      if (B % limits.world_sizes[i] == 0) total += divisor_count(B / limits.world_sizes[i]) * shapes_by_p[i].size();
+    for (const auto& groups : shapes_by_p)
+      for (const auto& g : groups)
+        if (B % g.dp == 0) total += divisor_count(B / g.dp) * g.shapes.size();
   // Every candidate is kept (the reports list them all): a request beyond the caller's limit is
   // refused with the fix instead of running the host out of memory.
   const std::size_t kMaxCandidates = request.max_candidates;
   if (kMaxCandidates > 0 && total > kMaxCandidates) {
     std::size_t shapes = 0;
-    for (const auto& v : shapes_by_p) shapes = std::max(shapes, v.size());
+    for (const auto& groups : shapes_by_p) {
+      std::size_t n = 0;
+      for (const auto& g : groups) n += g.shapes.size();
+      shapes = std::max(shapes, n);
+    }
     throw InputError(fmt::format(
         "{}: {} configs to price (global batches {}-{} x {} world sizes x their micro_batch divisors x up to {} plan "
         "shapes), above the {} a search keeps: narrow the global batch range, give --world-sizes, or pin --sharding, "
-        "--precision, --checkpointing or --strategy",
+        "--precision, --checkpointing, --strategy{}",
         request.exact() ? "--global-batch" : "--global-batch-range", total, request.global_batch_min,
-        request.global_batch_max, limits.world_sizes.size(), shapes, kMaxCandidates));
+        request.global_batch_max, limits.world_sizes.size(), shapes, kMaxCandidates,
+        searched ? " or the layout (--tp, --pp)" : ""));
   }
   res.candidates.reserve(total);
   std::vector<Count> divs;
   for (Count B = request.global_batch_min; B <= request.global_batch_max; ++B) {
     for (std::size_t pi = 0; pi < limits.world_sizes.size(); ++pi) {
-      const Count p = limits.world_sizes[pi];
-      if (B % p != 0) {
-        ++res.indivisible_pairs;
-        continue;
-      }
-      divs = divisors(B / p);
-      for (Count b : divs) {
-        const Count k = B / p / b;
-        if ((request.micro_batch && b != *request.micro_batch) || (request.accum_steps && k != *request.accum_steps))
-          continue;  // pinned (TuneRequest::micro_batch / accum_steps)
-        for (const model::Config& shape : shapes_by_p[pi]) {
-          model::Config cfg = shape;
-          cfg.micro_batch = b;
-          cfg.accum_steps = k;
-          Candidate c;
-          c.prediction = model.predict(cfg);
-          if (k > limits.max_accum_steps) c.violations |= kAccumSteps;
-          if (limits.micro_batch_limit > 0 && b > limits.micro_batch_limit) c.violations |= kMicroBatchRange;
-          if (c.prediction.memory.peak > limits.limit) c.violations |= kMemory;
-          if (b < limits.min_micro_batch) c.violations |= kModelRaises;
-          c.rankable = strategy_rankable(limits, cfg.strategy, cfg.sharding.sharding);
-          c.score = objective_score(request.objective, c.prediction, limits.noise_scale);
-          res.candidates.push_back(c);
+      bool divided = false;
+      for (const LayoutShapes& g : shapes_by_p[pi]) {
+        const ParallelLayout& layout = g.layout;
+        if (B % g.dp != 0) continue;
+        divided = true;
+        divs = divisors(B / g.dp);
+        // A shape whose peak is over the limit at micro_batch b is over it at every larger b when
+        // the microbatches in flight do not depend on m (all but gpipe): those are not priced.
+        std::vector<char> over(g.shapes.size(), 0);
+        const bool monotone = layout.pp < 2 || layout.schedule != Schedule::gpipe;
+        for (Count b : divs) {
+          const Count k = B / g.dp / b;
+          if ((request.micro_batch && b != *request.micro_batch) || (request.accum_steps && k != *request.accum_steps))
+            continue;  // pinned (TuneRequest::micro_batch / accum_steps)
+          if (layout.pp > 1) {
+            if (auto why = model::schedule_rejection(layout.schedule, layout.pp, layout.virtual_stages, k)) {
+              res.schedule_refused += static_cast<Count>(g.shapes.size());
+              if (res.schedule_refusal.empty()) res.schedule_refusal = *why;
+              continue;  // not a run the schedule can make: counted, not priced
+            }
+          }
+          for (std::size_t si = 0; si < g.shapes.size(); ++si) {
+            if (over[si] && !layout.data_parallel_only()) {
+              ++res.memory_pruned;
+              continue;
+            }
+            model::Config cfg = g.shapes[si];
+            cfg.micro_batch = b;
+            cfg.accum_steps = k;
+            Candidate c;
+            c.prediction = model.predict(cfg);
+            if (k > limits.max_accum_steps) c.violations |= kAccumSteps;
+            if (limits.micro_batch_limit > 0 && b > limits.micro_batch_limit) c.violations |= kMicroBatchRange;
+            if (c.prediction.memory.peak > limits.limit) {
+              c.violations |= kMemory;
+              if (monotone) over[si] = 1;
+            }
+            if (b < limits.min_micro_batch) c.violations |= kModelRaises;
+            c.rankable = strategy_rankable(limits, cfg.strategy, cfg.sharding.sharding);
+            c.score = objective_score(request.objective, c.prediction, limits.noise_scale);
+            res.candidates.push_back(std::move(c));
+          }
         }
       }
+      if (!divided) ++res.indivisible_pairs;
     }
   }
 

@@ -45,6 +45,11 @@ struct SearchResult {
   std::vector<Candidate> candidates;   // order: global_batch, world_size, micro_batch, strategy
   std::vector<std::uint32_t> ranking;  // indices into candidates of ranked ones, best first
   Count indivisible_pairs = 0;         // (global_batch, world_size) pairs with p not dividing B
+  Count schedule_refused = 0;          // (b, m) pairs the pipeline schedule cannot run (m < pp, ...)
+  std::string schedule_refusal;        // one of their reasons (model/pipeline.hpp schedule_rejection)
+  Count memory_pruned = 0;             // layout candidates not priced: a smaller micro_batch was already over the limit
+  Count layouts_refused = 0;           // searched layouts the model refuses (heads over tp, ...)
+  std::string layout_refusal;          // one of them with its reason
 };
 
 // Objective value in its natural unit: samples/s (throughput), GPU-seconds per sample (cost),

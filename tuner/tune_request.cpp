@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "model/parallel_plan.hpp"
 #include "model/plan_cost.hpp"
 
 namespace gaccum::tuner {
@@ -109,14 +110,30 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
   l.micro_batch_limit = r.allow_extrapolation ? 0 : info.measured_max_micro_batch;
   l.min_micro_batch = std::max<Count>(1, info.min_micro_batch);
   l.min_micro_batch_reason = info.min_micro_batch_reason;
-  std::vector<Count> dropped;
+  if (!r.layouts.empty()) l.layouts = r.layouts;
+  if (!l.data_parallel_only() && !info.plans.layouts)
+    throw InputError("--tp/--pp/--cp: tensor, pipeline and context parallel plans are priced for a --spec on a cluster "
+                     "only (a profile measures data-parallel ranks)");
+  std::vector<Count> dropped, not_multiple;
+  Count smallest = 0;  // the smallest tp pp cp of the layouts
+  for (const auto& lay : l.layouts)
+    smallest = smallest == 0 ? lay.model_parallel() : std::min(smallest, lay.model_parallel());
   for (Count p : r.world_sizes) {
     if (info.max_world_size > 0 && p > info.max_world_size) {
       dropped.push_back(p);
+    } else if (std::none_of(l.layouts.begin(), l.layouts.end(),
+                            [&](const ParallelLayout& lay) { return p % lay.model_parallel() == 0; })) {
+      not_multiple.push_back(p);
     } else {
       l.world_sizes.push_back(p);
     }
   }
+  if (l.world_sizes.empty() && !not_multiple.empty())
+    throw InputError(fmt::format("--world-sizes: none is a multiple of tp x pp x cp = {} ({}); give world sizes that are",
+                                 smallest, to_string(l.layouts.front())));
+  if (!not_multiple.empty() && smallest > 1)
+    l.notes.push_back(fmt::format("{} world size(s) skipped: not a multiple of any layout's tp x pp x cp (smallest {})",
+                                  not_multiple.size(), smallest));
   const std::string why = info.max_world_size_reason.empty()
                               ? fmt::format("the cluster has {} devices", info.max_world_size)
                               : info.max_world_size_reason;
@@ -173,7 +190,7 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
   if (r.framework && r.strategy && l.shardings.size() == 1) {
     // A pinned plan the framework refuses is bad input naming both, not an empty search.
     FrameworkPlan fp{*r.strategy, l.shardings.front(), l.precisions.size() == 1 ? l.precisions.front() : Precision::fp32,
-                     r.offload_optimizer, r.offload_params, 2};
+                     r.offload_optimizer, r.offload_params, 2, ParallelLayout{}};
     if (auto refusal = framework_refusal(*r.framework, fp))
       throw InputError(fmt::format("--strategy {} with sharding {} on {} ({}): {}", to_string(*r.strategy),
                                    to_string(l.shardings.front()), traits(*r.framework).display,
@@ -198,7 +215,7 @@ bool strategy_rankable(const Limits& l, Strategy s, Sharding sharding) {
   return s == Strategy::every_step && traits(sharding).shards_gradients;
 }
 
-std::vector<model::Config> plan_shapes(const Limits& l, Count p, bool ranked_only) {
+std::vector<model::Config> plan_shapes(const Limits& l, Count p, bool ranked_only, const ParallelLayout& layout) {
   std::vector<model::Config> out;
   for (const auto& sh : l.shardings)
     for (Precision pr : l.precisions)
@@ -210,7 +227,14 @@ std::vector<model::Config> plan_shapes(const Limits& l, Count p, bool ranked_onl
           c.checkpointing = ck;
           c.offload_optimizer = l.offload_optimizer;
           c.offload_params = l.offload_params;
-          if (model::plan_rejection(c)) continue;
+          c.layout = layout;
+          if (!layout.data_parallel_only()) {
+            // A pipeline reduces once per step; the data-parallel part is checked over dp.
+            if (layout.pp > 1 && traits(s).every_micro_step) continue;
+            if (p % layout.model_parallel() != 0 || model::plan_rejection(model::data_parallel_view(c))) continue;
+          } else if (model::plan_rejection(c)) {
+            continue;
+          }
           if (l.framework && !framework_runs(*l.framework, model::framework_plan(c))) continue;
           if (ranked_only && !strategy_rankable(l, s, sh.sharding)) continue;
           out.push_back(c);

@@ -58,6 +58,10 @@ struct TuneRequest {
   std::string framework_source;  // e.g. "flag --framework", "deepspeed ds.json"
   bool offload_optimizer = false;  // DeepSpeed offload_optimizer (model/prediction.hpp Config)
   bool offload_params = false;     // DeepSpeed offload_param
+  // The tensor/pipeline/context-parallel layouts searched (--tp, --pp, ... or `auto`: a model's
+  // ModelInfo::plans.layout_candidates); empty: data parallel only. A world size runs the layouts
+  // whose tp pp cp divides it; accum_steps is then the pipeline's microbatch count.
+  std::vector<ParallelLayout> layouts;
   bool allow_cap_above_device = false;  // --memory-cap above the device's memory (--force-memory-cap)
   bool allow_extrapolation = false;  // accept micro_batch above the measured range
   Objective objective = Objective::throughput;
@@ -109,6 +113,8 @@ struct Limits {
   std::optional<double> noise_scale;  // request override or ModelInfo::noise_scale
   std::string noise_scale_source;     // the request's source, or "the profile's gradient statistics"
   bool offload_optimizer = false, offload_params = false;  // every plan shape carries them
+  std::vector<ParallelLayout> layouts{ParallelLayout{}};  // searched (TuneRequest::layouts)
+  bool data_parallel_only() const { return layouts.size() == 1 && layouts.front().data_parallel_only(); }
   std::vector<std::string> notes;     // e.g. world sizes dropped by the cluster size
 };
 Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r);
@@ -122,6 +128,9 @@ bool strategy_rankable(const Limits& l, Strategy s, Sharding sharding);
 // Every plan shape the limits allow at world_size p (micro_batch = accum_steps = 1), the
 // rejected ones (model/plan_cost.hpp plan_rejection) and those the framework refuses left out;
 // ranked_only: rankable strategies.
-std::vector<model::Config> plan_shapes(const Limits& l, Count world_size, bool ranked_only);
+// With a layout: shapes carry it (world_size a multiple of its tp pp cp, every-step left out
+// under a pipeline, the data-parallel part checked over dp).
+std::vector<model::Config> plan_shapes(const Limits& l, Count world_size, bool ranked_only,
+                                       const ParallelLayout& layout = ParallelLayout{});
 
 }  // namespace gaccum::tuner

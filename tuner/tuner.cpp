@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "model/parallel_plan.hpp"
 #include "model/plan_cost.hpp"
 #include "tuner/infeasibility.hpp"
 
@@ -24,11 +25,16 @@ std::vector<MemoryCurvePoint> memory_curve(const model::CostModel& model, const 
   std::vector<MemoryCurvePoint> out;
   const Count measured = model.info().measured_max_micro_batch;
   for (Count p : l.world_sizes) {
+    if (p % best.layout.model_parallel() != 0) continue;  // the pick's layout does not divide it
     model::Config shape = best;
     shape.world_size = p;
     shape.strategy = best.sharding.sharding == Sharding::none ? l.ranked.front() : best.strategy;
-    if (model::plan_rejection(shape)) shape.sharding = {};
-    if (model::plan_rejection(shape)) shape.strategy = l.ranked.front();
+    auto rejected = [](const model::Config& c) {
+      return c.layout.data_parallel_only() ? bool(model::plan_rejection(c))
+                                           : bool(model::plan_rejection(model::data_parallel_view(c)));
+    };
+    if (rejected(shape)) shape.sharding = {};
+    if (rejected(shape)) shape.strategy = l.ranked.front();
     // Up to a little past where the limit is crossed, so the crossing is readable on the chart.
     const Count fit = max_micro_batch_within(model, l, shape, max_b);
     const Count upper = std::min(max_b, std::max<Count>({2 * (fit + 1), measured, 8}));
@@ -43,7 +49,12 @@ std::vector<MemoryCurvePoint> memory_curve(const model::CostModel& model, const 
       pt.micro_batch = b;
       model::Config c = shape;
       c.micro_batch = b;
-      pt.peak = model.predict(c).memory.peak;
+      if (c.layout.pp > 1 && c.layout.schedule != Schedule::gpipe) c.accum_steps = c.layout.pp;
+      try {
+        pt.peak = model.predict(c).memory.peak;
+      } catch (const InputError&) {
+        continue;  // a layout this world size cannot run
+      }
       pt.extrapolated = model.info().measured_max_micro_batch > 0 && b > model.info().measured_max_micro_batch;
       out.push_back(pt);
     }
@@ -251,9 +262,29 @@ TuneResult tune(const model::CostModel& model, TuneRequest request) {
     r.notes.push_back("sharded collectives: " + r.info.plans.sharded_comm);
   if (r.search.indivisible_pairs > 0)
     r.notes.push_back(
-        fmt::format("{} (global_batch, world_size) pair{} skipped: world_size does not divide the global "
+        fmt::format("{} (global_batch, world_size) pair{} skipped: {} does not divide the global "
                     "batch",
-                    r.search.indivisible_pairs, r.search.indivisible_pairs == 1 ? "" : "s"));
+                    r.search.indivisible_pairs, r.search.indivisible_pairs == 1 ? "" : "s",
+                    limits.data_parallel_only() ? "world_size" : "the data-parallel size"));
+  if (r.search.schedule_refused > 0)
+    r.notes.push_back(fmt::format("{} config(s) not priced: their pipeline schedule cannot run their microbatch count "
+                                  "(e.g. {})",
+                                  r.search.schedule_refused, r.search.schedule_refusal));
+  if (r.search.memory_pruned > 0)
+    r.notes.push_back(fmt::format("{} layout config(s) not priced: a smaller micro_batch of the same plan was already "
+                                  "over the memory limit (activations grow with micro_batch)",
+                                  r.search.memory_pruned));
+  if (r.search.layouts_refused > 0)
+    r.notes.push_back(fmt::format("{} searched layout(s) the model refuses, e.g. {}", r.search.layouts_refused,
+                                  r.search.layout_refusal));
+  if (limits.layouts.size() == 1 && !limits.data_parallel_only())
+    r.notes.push_back(fmt::format("layout {} on every config: accum_steps is the pipeline's microbatch count m, "
+                                  "global batch = micro_batch x m x dp",
+                                  to_string(limits.layouts.front())));
+  else if (limits.layouts.size() > 1)
+    r.notes.push_back(fmt::format("{} layouts searched (tp, pp, schedule, virtual stages; cp not searched): "
+                                  "accum_steps is a pipeline's microbatch count m, global batch = micro_batch x m x dp",
+                                  limits.layouts.size()));
   if (r.best().prediction.extrapolated)
     r.notes.push_back("the best pick is extrapolated beyond the measured micro_batch or world_size range");
   if (req.objective == Objective::time_to_target && req.exact())

@@ -1,0 +1,108 @@
+// What/why: see layout_flags.hpp.
+#include "cli/layout_flags.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/checked.hpp"
+
+namespace gaccum::cli {
+
+void add_layout_flags(CLI::App* sub, LayoutFlags& f) {
+  sub->add_option("--tp", f.tp, "tensor-parallel ranks per layer (within a node) [default: 1]");
+  sub->add_option("--pp", f.pp, "pipeline stages; accumulation steps are its microbatches [default: 1]");
+  sub->add_option("--cp", f.cp, "context-parallel ranks (the sequence split) [default: 1]");
+  sub->add_option("--virtual-stages", f.virtual_stages, "chunks of layers per pipeline rank (interleaved-1f1b) [default: 1]");
+  sub->add_option("--schedule", f.schedule, "pipeline schedule: gpipe | 1f1b | interleaved-1f1b | zb-h1 [default: 1f1b]");
+  sub->add_flag("--sequence-parallel", f.sequence_parallel, "split norms and dropout along the sequence over the tp ranks");
+  sub->add_option("--stage-layers", f.stage_layers,
+                  "layers per pipeline rank, e.g. 7,9,9,7 (only the first and last may differ) [default: even]");
+}
+
+namespace {
+
+ParallelLayout parse_layout(const LayoutFlags& f, bool allow_auto) {
+  ParallelLayout l;
+  const auto count = [&](const std::string& text, const char* flag) {
+    if (text == "auto") {
+      if (!allow_auto)
+        throw InputError(fmt::format("{} auto: only tune searches a layout; give a number (e.g. {} 8)", flag, flag));
+      return Count(1);
+    }
+    return text.empty() ? Count(1) : parse_count_at_most(text, flag, Count(1) << 20, "2^20");
+  };
+  l.tp = count(f.tp, "--tp");
+  l.pp = count(f.pp, "--pp");
+  l.cp = count(f.cp, "--cp");
+  l.virtual_stages = count(f.virtual_stages, "--virtual-stages");
+  l.sequence_parallel = f.sequence_parallel;
+  if (!f.schedule.empty())
+    l.schedule = parse_schedule(f.schedule, "--schedule");
+  else
+    l.schedule = l.virtual_stages > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+  if (!f.schedule.empty() && l.pp < 2 && f.pp != "auto")
+    throw InputError("--schedule: a schedule needs --pp 2 or more (one stage has nothing to schedule)");
+  if (!f.stage_layers.empty() && f.pp == "auto")
+    throw InputError("--stage-layers: give --pp N with it (a searched pp has no fixed stage count)");
+  if (!f.stage_layers.empty() && l.virtual_stages > 1)
+    throw InputError("--stage-layers with --virtual-stages: give one or the other (an interleaved split is even here)");
+  if (!f.stage_layers.empty()) {
+    std::vector<Count> n;
+    std::size_t start = 0;
+    while (start <= f.stage_layers.size()) {
+      const std::size_t comma = f.stage_layers.find(',', start);
+      const std::string part =
+          f.stage_layers.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      n.push_back(parse_count_at_most(part, "--stage-layers", Count(1) << 16, "65536"));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (static_cast<Count>(n.size()) != l.pp)
+      throw InputError(fmt::format("--stage-layers: {} values for --pp {}: give one layer count per pipeline rank",
+                                   n.size(), l.pp));
+    for (std::size_t i = 1; i + 1 < n.size(); ++i)
+      if (n[i] != n[1])
+        throw InputError(fmt::format("--stage-layers: the middle ranks must hold the same number of layers ({} and {}): "
+                                     "only the first and last stage may differ",
+                                     n[1], n[i]));
+    const Count middle = n.size() > 2 ? n[1] : 0;
+    if (n.size() > 2 ? n.front() != middle : true) l.first_stage_layers = n.front();
+    if (n.size() > 2 ? n.back() != middle : true) l.last_stage_layers = n.back();
+  }
+  return l;
+}
+
+}  // namespace
+
+ParallelLayout layout_from_flags(const LayoutFlags& f) { return parse_layout(f, false); }
+
+std::vector<ParallelLayout> layouts_from_flags(const LayoutFlags& f, const std::vector<ParallelLayout>& candidates) {
+  if (!f.given()) return {};
+  const bool tp_auto = f.tp == "auto", pp_auto = f.pp == "auto";
+  const ParallelLayout base = parse_layout(f, true);
+  if (!tp_auto && !pp_auto) return {base};
+  if (candidates.empty())
+    throw InputError(fmt::format("{} auto: layouts are searched for a --spec on a cluster only", tp_auto ? "--tp" : "--pp"));
+  std::vector<ParallelLayout> out;
+  for (ParallelLayout c : candidates) {
+    if (!tp_auto && c.tp != base.tp) continue;
+    if (!pp_auto && c.pp != base.pp) continue;
+    if (c.pp > 1 && !f.schedule.empty()) {
+      const bool chunks = traits(base.schedule).chunks;
+      if (chunks != (c.virtual_stages > 1)) continue;
+      c.schedule = base.schedule;
+    }
+    if (c.pp > 1 && !f.virtual_stages.empty() && c.virtual_stages != base.virtual_stages) continue;
+    if (f.sequence_parallel && c.tp < 2) continue;
+    c.cp = base.cp;
+    out.push_back(c);
+  }
+  if (out.empty())
+    throw InputError(fmt::format("--tp/--pp: no candidate layout matches the flags (tp {}, pp {}{}); relax --schedule "
+                                 "or --virtual-stages",
+                                 f.tp.empty() ? "1" : f.tp, f.pp.empty() ? "1" : f.pp,
+                                 f.schedule.empty() ? "" : ", schedule " + f.schedule));
+  return out;
+}
+
+}  // namespace gaccum::cli

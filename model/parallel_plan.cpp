@@ -1,0 +1,138 @@
+// What/why: see parallel_plan.hpp.
+#include "model/parallel_plan.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "model/pipeline.hpp"
+#include "model/plan_cost.hpp"
+
+namespace gaccum::model {
+
+Config data_parallel_view(const Config& c) {
+  Config d = c;
+  d.world_size = c.data_parallel();
+  d.layout = ParallelLayout{};
+  return d;
+}
+
+namespace {
+
+std::optional<std::string> split_rejection(const ParallelLayout& l, Count layers) {
+  const Count p = l.pp, v = l.virtual_stages, S = p * v;
+  const bool uneven = l.first_stage_layers > 0 || l.last_stage_layers > 0;
+  if (!uneven) {
+    if (layers % S != 0)
+      return fmt::format("{} layers do not split evenly over pp {} x virtual stages {} = {} stages: choose pp and v "
+                         "that divide {}, or give --stage-layers",
+                         layers, p, v, S, layers);
+    return std::nullopt;
+  }
+  if (p < 2) return std::string("--stage-layers needs pp >= 2 (one stage holds every layer)");
+  // The first model stage (rank 0's first chunk) and the last (the last rank's last chunk) as
+  // given, the other S - 2 (or S - 1) even.
+  const Count first = l.first_stage_layers, last = l.last_stage_layers;
+  const Count given = (first > 0 ? 1 : 0) + (last > 0 ? 1 : 0);
+  const Count rest_stages = S - given;
+  const Count rest = layers - first - last;
+  if (first + last >= layers || (rest_stages > 0 && (rest < rest_stages || rest % rest_stages != 0)) ||
+      (rest_stages == 0 && rest != 0))
+    return fmt::format("--stage-layers: first {} and last {} leave {} layers for the other {} stage(s), which must split "
+                       "evenly with at least one layer each",
+                       first, last, rest, rest_stages);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<Count> stage_layers(const ParallelLayout& l, Count layers) {
+  if (auto why = split_rejection(l, layers)) throw InputError(*why);
+  const Count S = l.pp * l.virtual_stages;
+  std::vector<Count> out(static_cast<std::size_t>(S), layers / S);
+  if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {
+    const Count given = (l.first_stage_layers > 0 ? 1 : 0) + (l.last_stage_layers > 0 ? 1 : 0);
+    const Count rest = layers - l.first_stage_layers - l.last_stage_layers;
+    const Count each = S - given > 0 ? rest / (S - given) : 0;
+    for (auto& n : out) n = each;
+    if (l.first_stage_layers > 0) out.front() = l.first_stage_layers;
+    if (l.last_stage_layers > 0) out.back() = l.last_stage_layers;
+  }
+  return out;
+}
+
+std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count gpus_per_node, Count max_gpus) {
+  std::vector<ParallelLayout> out{ParallelLayout{}};
+  constexpr Count kMaxPipeline = 64, kMaxVirtual = 8;
+  for (Count tp = 1; tp <= std::max<Count>(1, gpus_per_node); tp *= 2) {
+    if (t.heads % tp != 0 || t.kv() % tp != 0 || t.ffn() % tp != 0) break;
+    for (Count pp = 1; pp <= std::min(t.layers, kMaxPipeline); ++pp) {
+      if (max_gpus > 0 && tp * pp > max_gpus) continue;
+      if (tp == 1 && pp == 1) continue;  // the data-parallel layout, first
+      for (Count v = 1; v <= (pp > 1 ? kMaxVirtual : 1); ++v) {
+        const Count S = pp * v;
+        if (S > t.layers) break;
+        ParallelLayout l;
+        l.tp = tp;
+        l.pp = pp;
+        l.virtual_stages = v;
+        l.schedule = v > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+        l.sequence_parallel = tp > 1;
+        if (t.layers % S != 0) {
+          // Layers that do not divide: ceil(L / S) on the middle model stages, the rest shared
+          // by the first and last (Llama 3 405B's 126 layers on 16 stages: 7, 8 x 14, 7).
+          const Count per = (t.layers + S - 1) / S;
+          if (S < 3 || t.layers < per * (S - 2) + 2) continue;
+          const Count rest = t.layers - per * (S - 2);
+          if (rest % 2 != 0 || rest / 2 > per) continue;
+          l.first_stage_layers = l.last_stage_layers = rest / 2;
+        }
+        out.push_back(l);
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> layout_rejection(const Config& c, const TransformerShape& t, Count gpus_per_node) {
+  const ParallelLayout& l = c.layout;
+  if (l.data_parallel_only() && !l.sequence_parallel && l.virtual_stages == 1) return std::nullopt;
+  if (l.tp < 1 || l.pp < 1 || l.cp < 1 || l.virtual_stages < 1)
+    return std::string("tp, pp, cp and virtual stages must be at least 1");
+  const Count mp = l.model_parallel();
+  if (c.world_size % mp != 0)
+    return fmt::format("world_size {} is not a multiple of tp x pp x cp = {}: use a multiple of {} GPUs, or change the "
+                       "layout",
+                       c.world_size, mp, mp);
+  if (l.sequence_parallel && l.tp < 2) return std::string("--sequence-parallel needs --tp 2 or more");
+  if (l.tp > 1) {
+    if (t.heads % l.tp != 0 || t.kv() % l.tp != 0)
+      return fmt::format("--tp {}: the {} attention heads and {} kv heads must be multiples of tp; use a tp that divides "
+                         "{}",
+                         l.tp, t.heads, t.kv(), t.kv());
+    if (t.ffn() % l.tp != 0)
+      return fmt::format("--tp {}: ffn_hidden {} is not a multiple of tp", l.tp, t.ffn());
+    if (gpus_per_node > 0 && l.tp > gpus_per_node)
+      return fmt::format("--tp {} spans nodes of {} GPUs: its collectives run on every layer of every microbatch, keep "
+                         "tp within a node (tp <= {}) and use pp across nodes",
+                         l.tp, gpus_per_node, gpus_per_node);
+  }
+  if (l.cp > 1 && t.seq_len % (2 * l.cp) != 0)
+    return fmt::format("--cp {}: seq_len {} must be a multiple of 2 cp = {} (each rank takes two chunks of the causal "
+                       "sequence)",
+                       l.cp, t.seq_len, 2 * l.cp);
+  if (l.pp > 1) {
+    if (auto why = split_rejection(l, t.layers)) return why;
+    if (auto why = schedule_rejection(l.schedule, l.pp, l.virtual_stages, c.accum_steps))
+      return fmt::format("--schedule: {}", *why);
+  } else if (l.virtual_stages != 1) {
+    return std::string("--virtual-stages needs --pp 2 or more");
+  }
+  if (traits(c.strategy).every_micro_step && l.pp > 1)
+    return std::string("a pipeline reduces gradients once per step, after its last microbatch (Megatron-LM, DeepSpeed "
+                       "and torch disable the sync on the others): use --strategy overlap or fused, not every-step");
+  if (c.offload_optimizer || c.offload_params)
+    return std::string("DeepSpeed offload is priced for data-parallel plans only: drop the offload, or tp/pp/cp");
+  return plan_rejection(data_parallel_view(c));
+}
+
+}  // namespace gaccum::model

@@ -1,0 +1,41 @@
+// What: the rules of a tensor/pipeline/context-parallel layout (core/plan.hpp ParallelLayout)
+//       on a transformer, and where its layers go (docs/DESIGN.md, Pipeline plans).
+//   ranks        world_size = tp pp cp dp, placed tp fastest, then cp, then dp, then pp
+//                (Megatron-LM's order): a tp group is tp consecutive ranks, a dp group's ranks
+//                are tp cp apart, pipeline neighbours tp cp dp apart
+//   layers       model stage j = c pp + r (chunk c of pipeline rank r) runs layers_of(j) layers:
+//                even (L / (pp v) each), or first/last stage given (Megatron-LM's
+//                --decoder-first/last-pipeline-num-layers, torchtitan's "less layers") and
+//                the rest even over the middle ranks
+//   rejections   each names the fix: world_size a multiple of tp pp cp; heads, kv_heads and
+//                ffn_hidden multiples of tp; tp within one node (its collectives run on every
+//                layer); sequence parallelism needs tp >= 2; the sequence a multiple of 2 cp
+//                (the causal load-balanced split); layers divisible as above; the schedule's
+//                own rules (model/pipeline.hpp schedule_rejection); a pipeline reduces
+//                gradients once per step (no every-step strategy); no DeepSpeed offload with a
+//                layout; the data-parallel part (sharding over dp) as plan_rejection says
+// Why: one place decides whether a layout runs at all; the cost model, the tuner and check ask it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/prediction.hpp"
+#include "model/transformer.hpp"
+
+namespace gaccum::model {
+
+// Why this layout cannot run the model on this cluster (gpus_per_node 0: unknown), or nullopt.
+std::optional<std::string> layout_rejection(const Config& c, const TransformerShape& t, Count gpus_per_node);
+// Layers of each model stage, [chunk * pp + rank]; InputError when they do not divide.
+std::vector<Count> stage_layers(const ParallelLayout& l, Count layers);
+// The layouts a search may choose from on this model and node size (PlanSupport::
+// layout_candidates), data-parallel first.
+std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count gpus_per_node, Count max_gpus);
+
+// The data-parallel view of a layout's configuration: world_size = dp, layout dp only (what
+// plan_cost.hpp prices for one model part).
+Config data_parallel_view(const Config& c);
+
+}  // namespace gaccum::model

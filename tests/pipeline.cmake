@@ -1,0 +1,47 @@
+# Tensor/pipeline plans end to end (included from tests/CMakeLists.txt): predict's per-stage table
+# and its rule errors, tune on a pinned layout and on a searched one, the frameworks' refusals.
+# The closed forms (bubbles, microbatches in flight, Korthikanti's activations) are unit tests:
+# unit/test_pipeline.cpp (unit_model).
+set(G $<TARGET_FILE:gaccum-tune>)
+set(X "${PROJECT_SOURCE_DIR}/examples")
+set(T "${CMAKE_CURRENT_BINARY_DIR}/pipeline-out")
+set(S70 ${X}/specs/llama2-70b.json)
+set(C64 ${X}/clusters/h100-8node-ib400.json)
+
+# Megatron's 145.6B on 1536 A100 (Narayanan et al. 2021): 1F1B stage 0 holds 8 microbatches,
+# the last rank 1; every stage printed, the peak one marked.
+gaccum_cli_test(pipeline-predict-stages 0 "layout tp 8 x pp 8 1f1b x dp 24 = world_size 1536.*pipeline 1f1b schedule .*bubble [0-9.]+%.*0e 10 .* 8 .*<- peak.*7h 10 .* 1 .*fits yes" -- sh -c
+  "\"$0\" predict --spec \"$1/specs/megatron-gpt-145b.json\" --cluster \"$1/clusters/selene-a100-192node.json\" -p 1536 --tp 8 --pp 8 -b 1 -k 96 --strategy fused --framework megatron | tr -s '\\n ' ' '"
+  ${G} ${X})
+gaccum_cli_test(pipeline-predict-json 0 "\"bubble_fraction\": 0\\.[0-9]+,.*\"peak_stage\": 0,.*\"schedule\": \"interleaved-1f1b\".*\"stages\": \\[.*\"in_flight\": 47" -- sh -c
+  "\"$0\" predict --spec \"$1/specs/megatron-gpt-145b.json\" --cluster \"$1/clusters/selene-a100-192node.json\" -p 1536 --tp 8 --pp 8 --virtual-stages 5 -b 1 -k 96 --strategy fused --json | tr -s '\\n ' ' '"
+  ${G} ${X})
+# Each rule names the fix.
+gaccum_cli_test(pipeline-m-below-pp 2 "--schedule: 1f1b needs at least pp = 8 microbatches per step \\(got m = 4\\).*raise the accumulation steps to 8" --one-line-stderr --
+  ${G} predict --spec ${S70} --cluster ${C64} -p 64 --tp 8 --pp 8 -b 1 -k 4)
+gaccum_cli_test(pipeline-interleaved-groups 2 "interleaved-1f1b runs microbatches in groups of pp = 4 \\(Megatron-LM\\): m = 6 is not a multiple of 4; use m = 4 or 8" --one-line-stderr --
+  ${G} predict --spec ${S70} --cluster ${C64} -p 64 --tp 8 --pp 4 --virtual-stages 2 -b 1 -k 6)
+gaccum_cli_test(pipeline-layers-uneven 2 "80 layers do not split evenly over pp 3 x virtual stages 1 = 3 stages.*--stage-layers" --one-line-stderr --
+  ${G} predict --spec ${S70} --cluster ${C64} -p 48 --tp 8 --pp 3 -b 1 -k 8)
+gaccum_cli_test(pipeline-stage-layers 0 "0e 26 .*1 28 .*2h 26" -- sh -c
+  "\"$0\" predict --spec \"$1\" --cluster \"$2\" -p 48 --tp 8 --pp 3 --stage-layers 26,28,26 -b 1 -k 8 | tr -s '\\n ' ' '" ${G} ${S70} ${C64})
+gaccum_cli_test(pipeline-tp-heads 2 "--tp 16: the 64 attention heads and 8 kv heads must be multiples of tp" --one-line-stderr --
+  ${G} predict --spec ${S70} --cluster ${C64} -p 64 --tp 16 -b 1 -k 8)
+gaccum_cli_test(pipeline-world-multiple 2 "world_size 60 is not a multiple of tp x pp x cp = 16" --one-line-stderr --
+  ${G} predict --spec ${S70} --cluster ${C64} -p 60 --tp 8 --pp 2 -b 1 -k 8)
+gaccum_cli_test(pipeline-every-step 2 "a pipeline reduces gradients once per step.*not every-step" --one-line-stderr --
+  ${G} predict --spec ${S70} --cluster ${C64} -p 64 --tp 8 --pp 2 -b 1 -k 8 --strategy every-step)
+gaccum_cli_test(pipeline-auto-predict 2 "--tp auto: only tune searches a layout" --one-line-stderr --
+  ${G} predict --spec ${S70} --cluster ${C64} -p 64 --tp auto -b 1 -k 8)
+gaccum_cli_test(pipeline-profile-refused 2 "tensor, pipeline and context parallel plans .* are priced for a --spec on a cluster only" --one-line-stderr --
+  ${G} predict --profile ${CMAKE_CURRENT_SOURCE_DIR}/data/small-profile.json -b 4 -k 2 -p 2 --pp 2)
+gaccum_cli_test(pipeline-framework-deepspeed 2 "--framework deepspeed: DeepSpeed's engine has no tensor or context parallelism of its own" --one-line-stderr --
+  ${G} predict --spec ${S70} --cluster ${C64} -p 64 --tp 8 --pp 2 -b 1 -k 8 --strategy fused --framework deepspeed)
+# tune on a pinned layout: the table's plan column, the pipeline in the explanation, the CSV.
+gaccum_cli_test(pipeline-tune-pinned 0 "PINNED-OK" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2\" --cluster \"$3\" --force --global-batch 512 --world-sizes 64 --tp 8 --pp 2 --precision bf16 --out \"$1\" > \"$1/stdout.txt\" && f=$(tr -s '\\n ' ' ' < \"$1/stdout.txt\") && echo \"$f\" | grep -q 'tp8 pp2 zero1 bf16' && echo \"$f\" | grep -q 'pipeline tp 8 x pp 2 1f1b: bubble' && echo \"$f\" | grep -q 'Megatron-LM --tensor-model-parallel-size 8 --pipeline-model-parallel-size 2' && grep -q ',8,2,1,1,1f1b,false,' \"$1/result.csv\" && echo PINNED-OK"
+  ${G} ${T}/pinned ${S70} ${C64})
+# tune --tp auto --pp auto: layouts searched, a pipeline picked for 70B on 64 GPUs.
+gaccum_cli_test(pipeline-tune-auto 0 "layouts searched.*SEARCH-OK" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2\" --cluster \"$3\" --force --global-batch 512 --world-sizes 64 --tp auto --pp auto --precision bf16 --out \"$1\" > \"$1/stdout.txt\" && tr -s '\\n ' ' ' < \"$1/stdout.txt\" && awk -F, 'NR > 1 && $42 > 1' \"$1/result.csv\" | grep -q . && echo SEARCH-OK"
+  ${G} ${T}/auto ${S70} ${C64})
