@@ -49,6 +49,12 @@ void overlay(CheckInputs& b, const CheckInputs& t) {
   take(b.checkpointing, t.checkpointing);
   take(b.offload_optimizer, t.offload_optimizer);
   take(b.offload_params, t.offload_params);
+  take(b.tp, t.tp);
+  take(b.pp, t.pp);
+  take(b.cp, t.cp);
+  take(b.virtual_stages, t.virtual_stages);
+  take(b.schedule, t.schedule);
+  take(b.sequence_parallel, t.sequence_parallel);
   take(b.drop_last, t.drop_last);
   take(b.optimizer, t.optimizer);
   take(b.lr, t.lr);
@@ -103,6 +109,12 @@ CheckInputs inputs_from_job(const JobFile& j) {
   put(in.sharding, j.sharding);
   put(in.precision, j.precision);
   put(in.checkpointing, j.checkpointing);
+  put(in.tp, j.tp);
+  put(in.pp, j.pp);
+  put(in.cp, j.cp);
+  put(in.virtual_stages, j.virtual_stages);
+  put(in.schedule, j.schedule);
+  put(in.sequence_parallel, j.sequence_parallel);
   put(in.drop_last, j.drop_last);
   if (j.optimizer) in.optimizer.set(validate_optimizer(*j.optimizer, j.path + ".optimizer"), src);
   put(in.lr, j.lr);
@@ -158,6 +170,26 @@ ResolvedJob resolve(const CheckInputs& merged) {
   check_limit(in.accum_steps, "accum_steps");
   check_limit(in.world_size, "world_size");
 
+  // The layout: the multiplier of b x k is the data-parallel size dp = world_size / (tp pp cp).
+  ParallelLayout& lay = r.layout;
+  if (in.tp) lay.tp = *in.tp;
+  if (in.pp) lay.pp = *in.pp;
+  if (in.cp) lay.cp = *in.cp;
+  if (in.virtual_stages) lay.virtual_stages = *in.virtual_stages;
+  if (in.schedule) lay.schedule = *in.schedule;
+  else if (lay.virtual_stages > 1) lay.schedule = Schedule::interleaved_1f1b;
+  if (in.sequence_parallel) lay.sequence_parallel = *in.sequence_parallel;
+  for (const auto* f : {&in.tp, &in.pp, &in.cp, &in.virtual_stages})
+    if (*f && (**f < 1 || **f > kMaxSetting))
+      throw InputError(fmt::format("{}: {} is out of range (1..{})", f->source, **f, kMaxSetting));
+  const Count mp = lay.model_parallel();
+  const bool layout = mp > 1;
+  const char* dp_name = layout ? "dp" : "world_size";
+  if (in.world_size && *in.world_size % mp != 0)
+    throw InputError(fmt::format("world_size {} ({}) is not a multiple of tp x pp x cp = {} ({}): use a multiple of {} "
+                                 "GPUs",
+                                 *in.world_size, in.world_size.source, mp, to_string(lay), mp));
+
   const bool b = bool(in.micro_batch), k = bool(in.accum_steps), p = bool(in.world_size), B = bool(in.global_batch);
   auto derive = [&](Sourced<Count>& out, Count num, Count den, const std::string& formula) {
     const Count q = den > 0 ? num / den : 0;
@@ -174,10 +206,12 @@ ResolvedJob resolve(const CheckInputs& merged) {
     if (!checked_mul(x, y, o)) throw InputError(fmt::format("{}: overflows 64 bits", what));
     return o;
   };
+  const Count dp_given = p ? *in.world_size / mp : 0;
   if (!p) {
     if (b && k && B) {
       derive(in.world_size, *in.global_batch, mul(*in.micro_batch, *in.accum_steps, "micro_batch x accum_steps"),
-             "world_size = global_batch / (micro_batch x accum_steps)");
+             fmt::format("{} = global_batch / (micro_batch x accum_steps)", dp_name));
+      if (layout) in.world_size.set(*in.world_size * mp, fmt::format("derived: dp x tp x pp x cp ({})", r.derivation));
     } else {
       throw InputError(
           "world_size: not given; pass --world-size (or --cluster: its GPU count), set world_size in the job file, or run under "
@@ -192,12 +226,12 @@ ResolvedJob resolve(const CheckInputs& merged) {
   } else if (!k) {
     if (!b) in.accum_steps.set(1, "default (neither accum_steps nor micro_batch given)");
     else
-      derive(in.accum_steps, *in.global_batch, mul(*in.micro_batch, *in.world_size, "micro_batch x world_size"),
-             "accum_steps = global_batch / (micro_batch x world_size)");
+      derive(in.accum_steps, *in.global_batch, mul(*in.micro_batch, dp_given, "micro_batch x world_size"),
+             fmt::format("accum_steps = global_batch / (micro_batch x {})", dp_name));
   }
   if (!in.micro_batch) {
-    derive(in.micro_batch, *in.global_batch, mul(*in.accum_steps, *in.world_size, "accum_steps x world_size"),
-           "micro_batch = global_batch / (accum_steps x world_size)");
+    derive(in.micro_batch, *in.global_batch, mul(*in.accum_steps, p ? dp_given : *in.world_size / mp, "accum_steps x world_size"),
+           fmt::format("micro_batch = global_batch / (accum_steps x {})", dp_name));
   }
   check_limit(in.micro_batch, "micro_batch");
   check_limit(in.accum_steps, "accum_steps");
@@ -206,11 +240,12 @@ ResolvedJob resolve(const CheckInputs& merged) {
   r.accum_steps = *in.accum_steps;
   r.world_size = *in.world_size;
   Count prod = 0;
-  if (!checked_mul(r.micro_batch, r.accum_steps, prod) || !checked_mul(prod, r.world_size, prod))
-    throw InputError(fmt::format("micro_batch {} x accum_steps {} x world_size {} overflows 64 bits", r.micro_batch,
-                                 r.accum_steps, r.world_size));
+  if (!checked_mul(r.micro_batch, r.accum_steps, prod) || !checked_mul(prod, r.world_size / mp, prod))
+    throw InputError(fmt::format("micro_batch {} x accum_steps {} x {} {} overflows 64 bits", r.micro_batch,
+                                 r.accum_steps, dp_name, r.world_size / mp));
   r.product = prod;
-  if (!in.global_batch) in.global_batch.set(prod, "derived: micro_batch x accum_steps x world_size");
+  if (!in.global_batch)
+    in.global_batch.set(prod, fmt::format("derived: micro_batch x accum_steps x {}", dp_name));
   r.global_batch = *in.global_batch;
 
   if (in.strategy) r.strategy = *in.strategy;
@@ -258,6 +293,12 @@ nlohmann::ordered_json inputs_json(const CheckInputs& in) {
   add("checkpointing", in.checkpointing, [](Checkpointing c) { return std::string(to_string(c)); });
   add("offload_optimizer", in.offload_optimizer, same);
   add("offload_param", in.offload_params, same);
+  add("tp", in.tp, same);
+  add("pp", in.pp, same);
+  add("cp", in.cp, same);
+  add("virtual_stages", in.virtual_stages, same);
+  add("schedule", in.schedule, [](Schedule s) { return std::string(to_string(s)); });
+  add("sequence_parallel", in.sequence_parallel, same);
   add("max_accum_steps", in.max_accum_steps, same);
   add("dataset_size", in.dataset_size, same);
   add("drop_last", in.drop_last, same);

@@ -51,6 +51,11 @@ struct CheckInputs {
   Sourced<Precision> precision;      // unset: the model's own
   Sourced<Checkpointing> checkpointing;
   Sourced<bool> offload_optimizer, offload_params;  // DeepSpeed offload: state kept off the device
+  // The tensor/pipeline/context-parallel layout, field by field (a flag overrides one field of a
+  // Megatron-LM, NeMo or torchtitan config): world_size = tp pp cp dp, accum_steps = microbatches.
+  Sourced<Count> tp, pp, cp, virtual_stages;
+  Sourced<Schedule> schedule;
+  Sourced<bool> sequence_parallel;
   Sourced<bool> drop_last;
   Sourced<std::string> optimizer;  // sgd | adam | adamw | lamb, or a DeepSpeed type without a rule
   Sourced<double> lr;
@@ -81,8 +86,8 @@ std::string validate_optimizer(const std::string& name, const std::string& field
 struct ResolvedJob {
   CheckInputs inputs;  // merged, with the derived values filled in and their derivation as source
   Count micro_batch = 0, accum_steps = 0, world_size = 0;
-  Count global_batch = 0;            // as given, or b x k x p when derived
-  Count product = 0;                 // b x k x p: the samples one optimizer step really takes
+  Count global_batch = 0;            // as given, or b x k x dp when derived
+  Count product = 0;                 // b x k x dp: the samples one optimizer step really takes
   bool inexact = false;              // a derivation had to round down (check 1 fails)
   std::string derivation;            // how a missing value was derived ("" when all were given)
   Strategy strategy = Strategy::overlap;
@@ -90,6 +95,8 @@ struct ResolvedJob {
   std::optional<Precision> precision;
   std::optional<Checkpointing> checkpointing;
   bool offload_optimizer = false, offload_params = false;
+  ParallelLayout layout;             // dp only unless the inputs give tp, pp or cp
+  Count data_parallel() const { return world_size / layout.model_parallel(); }
   std::string optimizer{to_string(Optimizer::adam)};  // a name of core/optimizer.hpp or a DeepSpeed type without a rule
   std::optional<double> lr;
   std::optional<tuner::LrReference> lr_ref;

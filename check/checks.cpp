@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "model/pipeline.hpp"
 #include "model/plan_cost.hpp"
 #include "model/prediction_json.hpp"
 #include "tuner/critical_batch.hpp"
@@ -53,7 +54,20 @@ model::Config job_config(const ResolvedJob& j) {
   c.checkpointing = j.checkpointing;
   c.offload_optimizer = j.offload_optimizer;
   c.offload_params = j.offload_params;
+  c.layout = j.layout;
   return c;
+}
+
+// Why the model refuses the job's layout (a schedule its microbatch count cannot run, heads over
+// tp, ...), or "" when it runs: the model checks are skipped then and check 9 fails with the rule.
+std::string layout_refusal(const ResolvedJob& j, const model::CostModel* m) {
+  if (!m || j.layout.data_parallel_only()) return "";
+  try {
+    (void)m->predict(job_config(j));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 Bytes hard_memory_limit(const ResolvedJob& j, const model::ModelInfo& info) {
@@ -69,25 +83,31 @@ Bytes hard_memory_limit(const ResolvedJob& j, const model::ModelInfo& info) {
 
 CheckResult check_batch_arithmetic(const ResolvedJob& j) {
   CheckResult r = make(1, "batch_arithmetic", "batch arithmetic");
-  const Count b = j.micro_batch, k = j.accum_steps, p = j.world_size, B = j.global_batch;
+  const Count b = j.micro_batch, k = j.accum_steps, B = j.global_batch;
+  // The multiplier of b x k: the data-parallel size (world_size without a layout).
+  const Count p = j.data_parallel();
+  const std::string p_name = j.layout.data_parallel_only()
+                                 ? std::string("world_size")
+                                 : fmt::format("dp (world_size {} / tp x pp x cp {})", j.world_size,
+                                               j.layout.model_parallel());
   r.data = oj{{"micro_batch", b}, {"accum_steps", k}, {"world_size", p}, {"global_batch", B},
               {"product", j.product}, {"derivation", j.derivation}};
   if (j.consistent()) {
     r.status = Status::pass;
-    r.reason = fmt::format("micro_batch {} x accum_steps {} x world_size {} = global_batch {}{}", b, k, p, B,
+    r.reason = fmt::format("micro_batch {} x accum_steps {} x {} {} = global_batch {}{}", b, k, p_name, p, B,
                            j.derivation.empty() ? "" : fmt::format(" ({})", j.derivation));
     return r;
   }
   r.status = Status::fail;
-  r.reason = j.inexact ? fmt::format("{}: micro_batch {} x accum_steps {} x world_size {} = {} != global_batch {} ({})",
-                                     j.derivation, b, k, p, j.product, B, j.inputs.global_batch.source)
-                       : fmt::format("micro_batch {} x accum_steps {} x world_size {} = {} != global_batch {} ({})", b, k,
-                                     p, j.product, B, j.inputs.global_batch.source);
+  r.reason = j.inexact ? fmt::format("{}: micro_batch {} x accum_steps {} x {} {} = {} != global_batch {} ({})",
+                                     j.derivation, b, k, p_name, p, j.product, B, j.inputs.global_batch.source)
+                       : fmt::format("micro_batch {} x accum_steps {} x {} {} = {} != global_batch {} ({})", b, k,
+                                     p_name, p, j.product, B, j.inputs.global_batch.source);
   // Settings that reach B on the same world_size, closest to what was asked; or B = b k p.
   oj sug = oj::array();
   std::vector<std::string> keep;
   auto add = [&](Count sb, Count sk) {
-    sug.push_back(oj{{"micro_batch", sb}, {"accum_steps", sk}, {"world_size", p}, {"global_batch", sb * sk * p}});
+    sug.push_back(oj{{"micro_batch", sb}, {"accum_steps", sk}, {"world_size", j.world_size}, {"global_batch", sb * sk * p}});
   };
   if (B % p == 0) {
     const Count per_rank = B / p;
@@ -133,8 +153,19 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
   const auto& info = m->info();
   const Bytes hard = hard_memory_limit(j, info);
   const Bytes limit = tuner::apply_margin(hard, j.margin);
+  if (const std::string why = layout_refusal(j, m); !why.empty()) {
+    r.reason = "the layout cannot run as given (check 9): no memory to price";
+    return r;
+  }
   const model::Prediction pred = m->predict(job_config(j));
   const Bytes peak = pred.memory.peak;
+  const bool pipeline = j.layout.pp > 1;
+  // A pipeline's stages differ: the peak is its heaviest stage's, named.
+  const std::string stage_text =
+      pipeline ? fmt::format(" on pipeline stage {} of {} (its heaviest: {} microbatch chunks in flight)",
+                             pred.parallel.peak_stage, j.layout.pp,
+                             pred.parallel.stages[static_cast<std::size_t>(pred.parallel.peak_stage)].in_flight)
+               : "";
 
   tuner::Limits lim;
   lim.limit = limit;
@@ -173,18 +204,25 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                            info.min_micro_batch);
     return r;
   }
+  if (pipeline) {
+    oj stages = oj::array();
+    for (const auto& st : pred.parallel.stages)
+      stages.push_back(oj{{"stage", st.rank}, {"layers", st.layers}, {"in_flight", st.in_flight}, {"peak", st.memory.peak}});
+    r.data["stages"] = stages;
+    r.data["peak_stage"] = pred.parallel.peak_stage;
+  }
   if (peak <= limit) {
     r.status = Status::pass;
-    r.reason = fmt::format("predicted peak {} per rank <= {} ({} - {} margin){}; {}", format_bytes(peak),
+    r.reason = fmt::format("predicted peak {} per rank{} <= {} ({} - {} margin){}; {}", format_bytes(peak), stage_text,
                            format_bytes(limit), cap_text, pct(j.margin), extrap, fits_text);
     return r;
   }
   r.status = peak > hard ? Status::fail : Status::warn;
-  r.reason = peak > hard ? fmt::format("predicted peak {} per rank > {}: out of memory{}", format_bytes(peak), cap_text,
-                                       extrap)
-                         : fmt::format("predicted peak {} per rank is inside the {} safety margin: above {} ({} - {}){}",
-                                       format_bytes(peak), pct(j.margin), format_bytes(limit), cap_text, pct(j.margin),
-                                       extrap);
+  r.reason = peak > hard ? fmt::format("predicted peak {} per rank{} > {}: out of memory{}", format_bytes(peak),
+                                       stage_text, cap_text, extrap)
+                         : fmt::format("predicted peak {} per rank{} is inside the {} safety margin: above {} ({} - {}){}",
+                                       format_bytes(peak), stage_text, pct(j.margin), format_bytes(limit), cap_text,
+                                       pct(j.margin), extrap);
   // The smallest plan change (a ZeRO stage, then checkpointing) that fits this very setting.
   std::string plan_fix;
   if (j.world_size > 1) {
@@ -200,10 +238,16 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
       model::Config c = job_config(j);
       c.sharding = {o.sharding, 0};
       c.strategy = o.strategy;
-      if (model::plan_rejection(c)) continue;
+      if (pipeline && traits(c.strategy).every_micro_step) c.strategy = Strategy::overlap;  // a pipeline reduces once
+      if (c.layout.data_parallel_only() && model::plan_rejection(c)) continue;
       const auto fw = job_framework(j);
       if (fw && !framework_runs(*fw, model::framework_plan(c))) continue;  // not a plan the job's framework runs
-      const model::Prediction alt = m->predict(c);
+      model::Prediction alt;
+      try {
+        alt = m->predict(c);
+      } catch (const InputError&) {
+        continue;  // a plan the layout cannot run
+      }
       if (alt.memory.peak <= limit) {
         plan_fix = fmt::format("shard the model: {} with {} predicts {} per rank <= {} ({} below the {} hard limit; {})",
                                to_string(o.sharding), to_string(o.strategy), format_bytes(alt.memory.peak),
@@ -221,7 +265,7 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                               format_bytes([&] {
                                 model::Config c = job_config(j);
                                 c.micro_batch = 1;
-                                c.accum_steps = 1;
+                                c.accum_steps = pipeline ? std::max(j.accum_steps, j.layout.pp) : 1;
                                 return m->predict(c).memory.peak;
                               }()),
                               format_bytes(limit),
@@ -231,8 +275,8 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                 : plan_fix;
     return r;
   }
-  if (j.consistent() && j.global_batch % j.world_size == 0) {
-    const Count per_rank = j.global_batch / j.world_size;
+  if (j.consistent() && j.global_batch % j.data_parallel() == 0) {
+    const Count per_rank = j.global_batch / j.data_parallel();
     const Count sb = largest_divisor_at_most(per_rank, fit);
     const Count sk = per_rank / sb;
     r.data["suggestion"] = oj{{"micro_batch", sb}, {"accum_steps", sk}, {"world_size", j.world_size},
@@ -325,10 +369,15 @@ CheckResult check_efficiency(const ResolvedJob& j, const model::CostModel* m) {
     r.reason = kNoModel;
     return r;
   }
+  if (!layout_refusal(j, m).empty()) {
+    r.reason = "the layout cannot run as given (check 9): nothing to compare";
+    return r;
+  }
   const model::Prediction mine = m->predict(job_config(j));
   tuner::TuneRequest req;
   req.global_batch_min = req.global_batch_max = j.product;
   req.world_sizes = {j.world_size};
+  if (!j.layout.data_parallel_only()) req.layouts = {j.layout};  // micro_batch and m within the job's layout
   req.memory_cap = MemoryCap{hard_memory_limit(j, m->info()), std::nullopt};
   req.margin = j.margin;
   req.max_accum_steps = j.max_accum_steps.value_or(std::max<Count>(64, j.accum_steps));
@@ -421,6 +470,24 @@ CheckResult check_strategy(const ResolvedJob& j, const model::CostModel* m) {
     return !fw || framework_runs(*fw, model::framework_plan(d));
   };
   if (fw) r.data["framework"] = std::string(to_string(*fw));
+  if (fw && !runs(j.strategy) && !j.layout.data_parallel_only()) {
+    // The framework refuses the layout itself (DeepSpeed and tp, Megatron-LM and gpipe, ...).
+    const FrameworkPlan fp = model::framework_plan(c);
+    r.status = Status::fail;
+    r.reason = fmt::format("{} cannot run {}: {}", traits(*fw).display, to_string(j.layout), *framework_refusal(*fw, fp));
+    const auto others = frameworks_running(fp);
+    r.fix = others.empty() ? std::string("change the layout: no framework in the table runs it")
+                           : fmt::format("run it on {} ({})", framework_displays(others),
+                                         framework_setting(others.front(), fp));
+    return r;
+  }
+  if (!j.layout.data_parallel_only()) {
+    r.status = Status::pass;
+    r.reason = fmt::format("{}: gradients are reduced over dp once per step, after the last microbatch ({}); "
+                           "every-step is not a choice",
+                           to_string(j.layout), to_string(j.strategy));
+    return r;
+  }
   if (fw && !runs(j.strategy)) {
     r.status = Status::fail;
     r.reason = fmt::format("{} cannot run strategy {} under {}: {}", traits(*fw).display, to_string(j.strategy),
@@ -620,6 +687,70 @@ CheckResult check_critical_batch(const ResolvedJob& j, const model::CostModel* m
   r.fix = bp * kk <= a.noise_scale
               ? fmt::format("lower global_batch toward B_noise: accum_steps {} gives global_batch {}", kk, bp * kk)
               : fmt::format("lower micro_batch x world_size ({}) below B_noise ~ {:.0f}", bp, a.noise_scale);
+  return r;
+}
+
+// ---- 9 ------------------------------------------------------------------------------------------
+
+CheckResult check_layout(const ResolvedJob& j, const model::CostModel* m) {
+  CheckResult r = make(9, "layout", "tensor / pipeline layout");
+  const ParallelLayout& l = j.layout;
+  r.data = oj{{"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"dp", j.data_parallel()}, {"virtual_stages", l.virtual_stages},
+              {"schedule", l.pp > 1 ? oj(std::string(to_string(l.schedule))) : oj(nullptr)},
+              {"sequence_parallel", l.sequence_parallel}, {"microbatches", j.accum_steps}};
+  // The schedule's own rule needs no model: m microbatches on pp stages.
+  std::string why;
+  if (l.pp > 1)
+    if (auto s = model::schedule_rejection(l.schedule, l.pp, l.virtual_stages, j.accum_steps)) why = *s;
+  if (why.empty()) why = layout_refusal(j, m);
+  if (!why.empty()) {
+    r.status = Status::fail;
+    r.reason = fmt::format("{} cannot run as given: {}", to_string(l), why);
+    // The fix keeps the global batch where it can (a micro_batch whose m the schedule runs),
+    // else the nearest global batch it runs at this micro_batch.
+    const bool schedule_rule = l.pp > 1 && model::schedule_rejection(l.schedule, l.pp, l.virtual_stages, j.accum_steps);
+    if (schedule_rule) {
+      const Count dp = std::max<Count>(1, j.data_parallel());
+      const Count per_rank = j.global_batch / dp;
+      Count best_b = 0;
+      for (Count b : tuner::divisors(per_rank))
+        if (!model::schedule_rejection(l.schedule, l.pp, l.virtual_stages, per_rank / b)) best_b = b;
+      if (best_b > 0 && j.global_batch % dp == 0) {
+        r.fix = fmt::format("micro_batch {} x accum_steps {} keeps global_batch {} and the {} schedule runs it", best_b,
+                            per_rank / best_b, j.global_batch, to_string(l.schedule));
+      } else {
+        Count mm = std::max(j.accum_steps, l.pp);
+        while (model::schedule_rejection(l.schedule, l.pp, l.virtual_stages, mm)) ++mm;
+        r.fix = fmt::format("global_batch {} (micro_batch {} x m {} x dp {}) is the nearest the {} schedule runs; or "
+                            "fewer pipeline stages",
+                            j.micro_batch * mm * dp, j.micro_batch, mm, dp, to_string(l.schedule));
+      }
+    } else {
+      r.fix = "change the layout as the rule says (--tp, --pp, --virtual-stages, --schedule)";
+    }
+    return r;
+  }
+  if (!m) {
+    r.status = Status::pass;
+    r.reason = fmt::format("{}: the schedule runs m = {} microbatches ({} to price its bubble)", to_string(l),
+                           j.accum_steps, "pass --spec");
+    return r;
+  }
+  const model::Prediction p = m->predict(job_config(j));
+  r.data["bubble_fraction"] = round_sig(p.parallel.bubble_fraction);
+  r.data["peak_stage"] = p.parallel.peak_stage;
+  r.status = Status::pass;
+  r.reason = l.pp > 1 ? fmt::format("{} x dp {}: m = {} microbatches, bubble {} of the schedule, peak memory on stage {}",
+                                    to_string(l), j.data_parallel(), j.accum_steps, pct(p.parallel.bubble_fraction),
+                                    p.parallel.peak_stage)
+                      : fmt::format("{} x dp {}: tensor/context-parallel collectives {} per step on the critical path",
+                                    to_string(l), j.data_parallel(), format_seconds(p.parallel.tp_comm + p.parallel.cp_comm));
+  // A large bubble: more microbatches (a smaller micro_batch) or interleaving shrink it.
+  if (l.pp > 1 && p.parallel.bubble_fraction > 0.25) {
+    r.status = Status::warn;
+    r.fix = fmt::format("the bubble is (pp - 1) / (m + pp - 1) for 1f1b: more microbatches per step (a smaller "
+                        "micro_batch, or a larger global batch) or virtual stages (interleaved-1f1b) shrink it");
+  }
   return r;
 }
 

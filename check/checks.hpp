@@ -59,6 +59,9 @@ CheckResult check_efficiency(const ResolvedJob& job, const model::CostModel* mod
 CheckResult check_strategy(const ResolvedJob& job, const model::CostModel* model);
 CheckResult check_learning_rate(const ResolvedJob& job);
 CheckResult check_critical_batch(const ResolvedJob& job, const model::CostModel* model);
+// 9, only for a tensor/pipeline/context-parallel layout: the schedule's and the layout's rules
+// (FAIL naming the fix), the bubble (WARN above 25%).
+CheckResult check_layout(const ResolvedJob& job, const model::CostModel* model);
 
 // The configuration the job runs: (b, k, p, strategy).
 model::Config job_config(const ResolvedJob& job);

@@ -51,7 +51,8 @@ const std::vector<std::string> kJobKeys = {
     "accum_steps", "world_size",     "global_batch", "strategy",     "max_accum_steps", "dataset_size",
     "drop_last",   "optimizer",      "lr",          "lr_ref",        "noise_scale",     "memory_cap",
     "margin",      "tolerance",      "lr_tolerance", "sharding",      "precision",       "checkpointing",
-    "framework"};
+    "framework",   "tp",             "pp",          "cp",            "virtual_stages",  "schedule",
+    "sequence_parallel", "megatron_args", "nemo_config", "torchtitan_config"};
 const std::vector<std::string> kTorchScriptKeys = {"path", "input_shape", "inputs", "target"};
 const std::vector<std::string> kLrRefKeys = {"lr", "global_batch"};
 
@@ -194,6 +195,15 @@ JobFile job_from_json(const json& doc, const std::string& what, const std::strin
   if (auto s = f.opt_str("sharding")) j.sharding = parse_sharding(*s, f.child("sharding"));
   if (auto s = f.opt_str("precision")) j.precision = parse_precision(*s, f.child("precision"));
   if (auto s = f.opt_str("checkpointing")) j.checkpointing = parse_checkpointing(*s, f.child("checkpointing"));
+  j.tp = f.opt_positive("tp");
+  j.pp = f.opt_positive("pp");
+  j.cp = f.opt_positive("cp");
+  j.virtual_stages = f.opt_positive("virtual_stages");
+  if (auto s = f.opt_str("schedule")) j.schedule = parse_schedule(*s, f.child("schedule"));
+  j.sequence_parallel = f.opt_boolean("sequence_parallel");
+  for (auto [key, dst] : {std::pair{"megatron_args", &j.megatron_args}, std::pair{"nemo_config", &j.nemo_config},
+                          std::pair{"torchtitan_config", &j.torchtitan_config}})
+    if (auto s = f.opt_str(key)) *dst = resolve_path(*s, base_dir);
   j.drop_last = f.opt_boolean("drop_last");
   j.optimizer = f.opt_str("optimizer");
   if (f.has("lr")) j.lr = read_positive_number(f.any("lr"), f.child("lr"));

@@ -78,6 +78,12 @@ struct JobFile {
   std::optional<ShardingChoice> sharding;
   std::optional<Precision> precision;
   std::optional<Checkpointing> checkpointing;
+  std::optional<Count> tp, pp, cp, virtual_stages;  // the layout (core/plan.hpp ParallelLayout)
+  std::optional<Schedule> schedule;
+  std::optional<bool> sequence_parallel;
+  // A framework's own config the job runs with (check/framework_configs.hpp), relative paths
+  // resolved against the job file's folder.
+  std::optional<std::string> megatron_args, nemo_config, torchtitan_config;
   std::optional<bool> drop_last;
   std::optional<std::string> optimizer;
   std::optional<double> lr;

@@ -1,6 +1,8 @@
 // What/why: see verdict.hpp.
 #include "check/verdict.hpp"
 
+#include "core/error.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -76,7 +78,13 @@ Verdict run_checks(const ResolvedJob& job, const model::CostModel* model, CheckR
   v.ctx = std::move(ctx);
   if (model) {
     v.model_info = model->info();
-    v.prediction = model->predict(job_config(job));
+    try {
+      v.prediction = model->predict(job_config(job));
+    } catch (const InputError&) {
+      if (job.layout.data_parallel_only()) throw;  // a layout the model refuses fails check 9 instead
+    }
+  }
+  if (model && v.prediction) {
     const auto& u = v.prediction->unconfirmed;
     if (!u.empty())
       v.ctx.warnings.push_back(fmt::format(
@@ -92,6 +100,7 @@ Verdict run_checks(const ResolvedJob& job, const model::CostModel* model, CheckR
   v.checks.push_back(check_strategy(job, model));
   v.checks.push_back(check_learning_rate(job));
   v.checks.push_back(check_critical_batch(job, model));
+  if (!job.layout.data_parallel_only()) v.checks.push_back(check_layout(job, model));
   return v;
 }
 
@@ -172,9 +181,15 @@ std::string print_table(const Verdict& v) {
   } else {
     line("gaccum-tune check: no cost model (memory, efficiency and strategy checks skipped)");
   }
-  line(fmt::format("  job    micro_batch {} x accum_steps {} x world_size {} = {} samples per step (global_batch {}), "
-                   "strategy {}",
-                   jb.micro_batch, jb.accum_steps, jb.world_size, jb.product, jb.global_batch, to_string(jb.strategy)));
+  if (jb.layout.data_parallel_only())
+    line(fmt::format("  job    micro_batch {} x accum_steps {} x world_size {} = {} samples per step (global_batch {}), "
+                     "strategy {}",
+                     jb.micro_batch, jb.accum_steps, jb.world_size, jb.product, jb.global_batch, to_string(jb.strategy)));
+  else
+    line(fmt::format("  job    micro_batch {} x accum_steps (microbatches) {} x dp {} = {} samples per step (global_batch "
+                     "{}), {} x dp {} on world_size {}, strategy {}",
+                     jb.micro_batch, jb.accum_steps, jb.data_parallel(), jb.product, jb.global_batch,
+                     to_string(jb.layout), jb.data_parallel(), jb.world_size, to_string(jb.strategy)));
   if (v.prediction) {
     const auto& p = *v.prediction;
     line(fmt::format("  model  {} per step, {:.1f} samples/s, peak memory {} per rank{}", format_seconds(p.time.step_time),

@@ -27,6 +27,7 @@
 
 #include "check/check_inputs.hpp"
 #include "check/deepspeed_config.hpp"
+#include "check/framework_configs.hpp"
 #include "check/job.hpp"
 #include "check/profile_match.hpp"
 #include "check/rank_agreement.hpp"
@@ -35,6 +36,7 @@
 #include "comm/communicator.hpp"
 #include "profiler/link_probe.hpp"
 #include "cli/model_flags.hpp"
+#include "cli/layout_flags.hpp"
 #include "cli/model_source.hpp"
 #include "core/model_inputs.hpp"
 #include "cli/command.hpp"
@@ -59,6 +61,8 @@ using check::Sourced;
 
 struct CheckOptions {
   std::string job, deepspeed_config;
+  std::string megatron_args, nemo_config, torchtitan_config;  // a framework's own config (check/framework_configs.hpp)
+  LayoutFlags layout;  // --tp, --pp, --cp, --virtual-stages, --schedule, --sequence-parallel
   std::string profile, spec, cluster, mfu, workload;
   TorchScriptFlags ts;  // --torchscript and its inputs
   std::string micro_batch, accum_steps, world_size, global_batch, strategy, optimizer;
@@ -94,6 +98,19 @@ CheckInputs flag_inputs(const CheckOptions& o) {
   if (!o.strategy.empty()) in.strategy.set(parse_strategy(o.strategy, "--strategy"), "flag --strategy");
   if (!o.framework.empty()) in.framework.set(parse_framework(o.framework, "--framework"), "flag --framework");
   if (!o.sharding.empty()) in.sharding.set(parse_sharding(o.sharding, "--sharding"), "flag --sharding");
+  if (o.layout.given()) {
+    // Field by field, so a flag overrides one field of a framework config.
+    const ParallelLayout l = layout_from_flags(o.layout);
+    if (!o.layout.tp.empty()) in.tp.set(l.tp, "flag --tp");
+    if (!o.layout.pp.empty()) in.pp.set(l.pp, "flag --pp");
+    if (!o.layout.cp.empty()) in.cp.set(l.cp, "flag --cp");
+    if (!o.layout.virtual_stages.empty()) in.virtual_stages.set(l.virtual_stages, "flag --virtual-stages");
+    if (!o.layout.schedule.empty() || !o.layout.virtual_stages.empty())
+      in.schedule.set(l.schedule, o.layout.schedule.empty() ? "flag --virtual-stages" : "flag --schedule");
+    if (o.layout.sequence_parallel) in.sequence_parallel.set(true, "flag --sequence-parallel");
+    if (!o.layout.stage_layers.empty())
+      throw InputError("--stage-layers: check prices the even split (predict takes --stage-layers)");
+  }
   if (!o.precision.empty()) in.precision.set(parse_precision(o.precision, "--precision"), "flag --precision");
   if (!o.checkpointing.empty())
     in.checkpointing.set(parse_checkpointing(o.checkpointing, "--checkpointing"), "flag --checkpointing");
@@ -232,6 +249,28 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
           "are not priced, so the predicted step time is a lower bound",
           ds_path));
   }
+  // A framework's own config (Megatron-LM arguments, NeMo YAML, torchtitan TOML): one layer above
+  // DeepSpeed's, below the job file and the flags.
+  std::optional<check::FrameworkConfig> fwc;
+  {
+    const std::string m = !o.megatron_args.empty() ? o.megatron_args : job && job->megatron_args ? *job->megatron_args : "";
+    const std::string n = !o.nemo_config.empty() ? o.nemo_config : job && job->nemo_config ? *job->nemo_config : "";
+    const std::string t =
+        !o.torchtitan_config.empty() ? o.torchtitan_config : job && job->torchtitan_config ? *job->torchtitan_config : "";
+    if (int(!m.empty()) + int(!n.empty()) + int(!t.empty()) + int(!ds_path.empty()) > 1)
+      throw InputError("--megatron-args, --nemo-config, --torchtitan-config and --deepspeed-config: give the one config "
+                       "the job launches with");
+    if (!m.empty()) fwc = check::load_megatron_args(m);
+    else if (!n.empty()) fwc = check::load_nemo_config(n);
+    else if (!t.empty()) fwc = check::load_torchtitan_config(t);
+    if (fwc) {
+      out.warnings.insert(out.warnings.end(), fwc->warnings.begin(), fwc->warnings.end());
+      ds_hash = fwc->hash;
+      check::overlay(merged, fwc->inputs);
+      if (!fwc->builtin_model.empty() && !flags.spec && !from_job.spec)
+        merged.spec.set(fwc->builtin_model, fmt::format("{} [model] name and flavor", fwc->path));
+    }
+  }
   check::overlay(merged, from_job);
   check::overlay(merged, flags);
   if (!merged.world_size && cluster_world && !(merged.micro_batch && merged.accum_steps && merged.global_batch))
@@ -240,13 +279,18 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
   const CheckInputs& in = out.job.inputs;
 
   // The cost model.
+  const bool file_model = fwc && fwc->model && !in.spec && !in.profile && !in.workload && !in.torchscript;
+  if (fwc && fwc->model && in.spec)
+    out.warnings.push_back(fmt::format("{} describes the model, and {} gives a spec: the spec is priced", fwc->path,
+                                       in.spec.source));
   if (in.spec && (in.profile || in.workload || in.torchscript))
     throw InputError(fmt::format("{} and {}: give a spec or a profile/workload, not both", in.spec.source,
                                  in.profile ? in.profile.source : in.workload ? in.workload.source : in.torchscript.source));
   if (in.workload && in.torchscript)
     throw InputError(fmt::format("{} and {}: give a workload or a TorchScript file, not both", in.workload.source,
                                  in.torchscript.source));
-  if (in.mfu && !in.spec) throw InputError(fmt::format("mfu (from {}): applies to a spec only", in.mfu.source));
+  if (in.mfu && !in.spec && !file_model)
+    throw InputError(fmt::format("mfu (from {}): applies to a spec only", in.mfu.source));
   if (o.reprofile && (in.profile || in.spec))
     throw InputError("--reprofile applies to --workload / --torchscript without a profile");
   const std::string cluster = in.cluster ? *in.cluster : std::string();
@@ -263,6 +307,10 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
   src.cluster = cluster;
   if (in.spec) {
     src.spec = *in.spec;
+    if (in.mfu) src.mfu = *in.mfu;
+  } else if (file_model) {
+    src.spec_object = *fwc->model;
+    src.spec_label = fwc->path;
     if (in.mfu) src.mfu = *in.mfu;
   } else if (in.profile) {
     src.profile = *in.profile;
@@ -285,7 +333,7 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
     if (in.precision) src.precision = *in.precision;
     if (in.checkpointing) src.checkpointing = *in.checkpointing;
   }
-  if (src.spec || src.profile || src.workload) {
+  if (src.spec || src.spec_object || src.profile || src.workload) {
     LoadedModel l = load_model_source(src);
     if (in.profile) {
       const std::string where = in.workload ? in.workload.source : in.workload_hash ? in.workload_hash.source : "";
@@ -495,6 +543,13 @@ void add_check_command(CLI::App& app, Action& action) {
   auto* sub = app.add_subcommand("check", "Pre-launch gate: check a job's batch, memory, ranks, LR and efficiency");
   sub->add_option("--job", o->job, "Job file (JSON or YAML; schema: examples/jobs/, check/job.hpp)");
   sub->add_option("--deepspeed-config", o->deepspeed_config, "DeepSpeed config (batch fields, optimizer, ZeRO)");
+  sub->add_option("--megatron-args", o->megatron_args,
+                  "Megatron-LM arguments (a command line or an arguments file): layout, batch, recompute, precision, "
+                  "and the model when whole");
+  sub->add_option("--nemo-config", o->nemo_config, "NeMo / Megatron-Bridge YAML (model: and trainer: fields)");
+  sub->add_option("--torchtitan-config", o->torchtitan_config,
+                  "torchtitan TOML ([parallelism], [training], [activation_checkpoint], [model] llama3 flavors)");
+  add_layout_flags(sub, o->layout);
   sub->add_option("--profile", o->profile, "Measured profile.json (from `gaccum-tune profile`)");
   sub->add_option("--spec", o->spec, "Analytic transformer spec.json (needs --cluster)");
   sub->add_option("--cluster", o->cluster, "Cluster description (device memory, links)");

@@ -12,9 +12,12 @@
 namespace gaccum::cli {
 
 LoadedModel load_model_source(const ModelSource& s) {
-  if (int(s.profile.has_value()) + int(s.spec.has_value()) + int(s.workload.has_value()) != 1)
+  if (int(s.profile.has_value()) + int(s.spec.has_value()) + int(s.spec_object.has_value()) +
+          int(s.workload.has_value()) !=
+      1)
     throw InputError("pass one of --workload / --torchscript, --profile profile.json or --spec spec.json");
   if (s.spec) return load_spec_model(*s.spec, s.cluster, s.mfu);
+  if (s.spec_object) return load_spec_model(*s.spec_object, s.spec_label, s.cluster, s.mfu);
   if (s.profile) return load_profile_model(*s.profile, s.cluster);
   auto cfg = *s.workload;
   cfg.device = workloads::resolve_device("auto");

@@ -17,6 +17,7 @@
 
 #include "cli/model_flags.hpp"
 #include "cli/profile_source.hpp"
+#include "model/spec_model.hpp"
 #include "core/optimizer.hpp"
 #include "core/plan.hpp"
 #include "workloads/workload.hpp"
@@ -25,6 +26,8 @@ namespace gaccum::cli {
 
 struct ModelSource {
   std::optional<std::string> profile, spec;           // file paths
+  std::optional<model::TransformerSpec> spec_object;  // a spec a framework config describes (check)
+  std::string spec_label;                             // where spec_object came from
   std::optional<workloads::WorkloadConfig> workload;  // profile-first (device resolved by the loader)
   std::string cluster;                                // "" none
   std::optional<double> mfu;                          // spec only

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "model/profile_model.hpp"
 #include "model/spec_model.hpp"
@@ -12,11 +14,20 @@ namespace gaccum::cli {
 LoadedModel load_spec_model(const std::string& spec_path, const std::string& cluster_path, std::optional<double> mfu) {
   if (cluster_path.empty())
     throw InputError("--spec needs --cluster cluster.json (device peak FLOP/s, memory and links)");
+  return load_spec_model(model::load_spec(spec_path), spec_path, cluster_path, mfu);
+}
+
+LoadedModel load_spec_model(const model::TransformerSpec& spec, const std::string& label,
+                            const std::string& cluster_path, std::optional<double> mfu) {
+  if (cluster_path.empty())
+    throw InputError(fmt::format("{}: pricing its model needs --cluster cluster.json (device peak FLOP/s, memory and "
+                                 "links)",
+                                 label));
   LoadedModel l;
   l.cluster = model::load_cluster(cluster_path);
   if (mfu && !(*mfu > 0)) throw InputError("--mfu: must be above 0 (a fraction such as 0.4 or 40%)");
-  l.model = model::make_spec_model(model::load_spec(spec_path), *l.cluster, mfu);
-  l.source = {{"kind", "spec"}, {"path", spec_path}, {"cluster", cluster_path}};
+  l.model = model::make_spec_model(spec, *l.cluster, mfu);
+  l.source = {{"kind", "spec"}, {"path", label}, {"cluster", cluster_path}};
   if (mfu) l.source["mfu"] = *mfu;
   else if (const auto* g = l.cluster->gpu()) l.source["compute_model"] = "gpu:" + g->id;
   else l.source["mfu"] = model::kDefaultMfu;

@@ -18,6 +18,7 @@
 #include "core/units.hpp"
 #include "model/cluster.hpp"
 #include "model/cost_model.hpp"
+#include "model/spec_model.hpp"
 
 namespace gaccum::cli {
 
@@ -31,6 +32,9 @@ struct LoadedModel {
 
 // From a spec file: needs a cluster (InputError naming --spec otherwise); mfu default 0.4.
 LoadedModel load_spec_model(const std::string& spec_path, const std::string& cluster_path, std::optional<double> mfu);
+// The same from a spec in memory (a framework config's model); `label` names it in the source.
+LoadedModel load_spec_model(const model::TransformerSpec& spec, const std::string& label,
+                            const std::string& cluster_path, std::optional<double> mfu);
 // From a profile file (ProfileError for a malformed file, another schema version, or, when
 // expected_workload_hash is given, another workload).
 LoadedModel load_profile_model(const std::string& profile_path, const std::string& cluster_path,

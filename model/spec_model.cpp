@@ -116,7 +116,45 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
   return s;
 }
 
+TransformerSpec builtin_spec(const std::string& name_seq) {
+  std::string name = name_seq;
+  Count seq = 8192;
+  if (const auto at = name.find('@'); at != std::string::npos) {
+    const std::string s = name.substr(at + 1);
+    name.resize(at);
+    seq = 0;
+    for (char c : s) seq = (c >= '0' && c <= '9' && seq < (Count(1) << 24)) ? seq * 10 + (c - '0') : -1;
+    if (seq < 1) throw InputError(fmt::format("builtin:{}: '{}' is not a sequence length", name_seq, s));
+  }
+  TransformerSpec t;
+  t.name = name;
+  t.heads = 0;
+  if (name == "llama3-8b") t.layers = 32, t.hidden = 4096, t.heads = 32, t.ffn_hidden = 14336;
+  else if (name == "llama3-70b") t.layers = 80, t.hidden = 8192, t.heads = 64, t.ffn_hidden = 28672;
+  else if (name == "llama3-405b") t.layers = 126, t.hidden = 16384, t.heads = 128, t.ffn_hidden = 53248;
+  else
+    throw InputError(fmt::format("builtin:{}: not a model this tool knows: llama3-8b, llama3-70b or llama3-405b (or give "
+                                 "a spec file)",
+                                 name));
+  t.kv_heads = 8;
+  t.vocab = 128256;
+  t.seq_len = seq;
+  t.gated_mlp = true;
+  t.flash_attention = true;
+  t.bias = false;
+  t.rms_norm = true;
+  t.learned_positions = false;
+  t.tied_embeddings = false;
+  t.dropout = false;
+  t.dtype = Precision::bf16;
+  t.optimizer = Optimizer::adamw;
+  t.mean_tokens_per_sample = double(seq);
+  t.source = "Meta, The Llama 3 Herd of Models (2024), Table 3";
+  return t;
+}
+
 TransformerSpec load_spec(const std::string& path) {
+  if (path.rfind("builtin:", 0) == 0) return builtin_spec(path.substr(8));
   return spec_from_json(parse_json_text(read_text_file(path, "--spec"), path), path);
 }
 

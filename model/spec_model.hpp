@@ -76,7 +76,12 @@ struct TransformerSpec {
 // The spec file's fields, for the "unknown field" error.
 const std::vector<std::string>& spec_fields();
 TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what);
+// A spec file, or "builtin:NAME[@SEQ_LEN]" for a model this tool knows (builtin_spec).
 TransformerSpec load_spec(const std::string& path);
+// Models known by name (what a torchtitan config's model flavor names): llama3-8b, llama3-70b,
+// llama3-405b (Meta's "The Llama 3 Herd of Models", Table 3; sequence 8192 unless @SEQ_LEN).
+// InputError listing them for any other name.
+TransformerSpec builtin_spec(const std::string& name);
 
 // The flat MFU of a spec on a device the GPU compute model does not know.
 inline constexpr double kDefaultMfu = 0.4;

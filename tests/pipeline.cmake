@@ -45,3 +45,28 @@ gaccum_cli_test(pipeline-tune-pinned 0 "PINNED-OK" -- sh -c
 gaccum_cli_test(pipeline-tune-auto 0 "layouts searched.*SEARCH-OK" -- sh -c
   "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2\" --cluster \"$3\" --force --global-batch 512 --world-sizes 64 --tp auto --pp auto --precision bf16 --out \"$1\" > \"$1/stdout.txt\" && tr -s '\\n ' ' ' < \"$1/stdout.txt\" && awk -F, 'NR > 1 && $42 > 1' \"$1/result.csv\" | grep -q . && echo SEARCH-OK"
   ${G} ${T}/auto ${S70} ${C64})
+
+# check on a framework's own config: Megatron-LM arguments, a NeMo YAML and a torchtitan TOML of
+# the same Llama 3 70B job (tp 8 x pp 4 x dp 2 on 64 H100, tests/data/frameworks/): the legal plan
+# that fits passes (check 9 names the bubble and the peak stage); m < pp, an illegal interleaving
+# and a stage-0 OOM each fail naming the fix; a flag overrides one field of the file.
+set(FW ${CMAKE_CURRENT_SOURCE_DIR}/data/frameworks)
+gaccum_cli_test(check-megatron-args 0 "9 tensor / pipeline layout PASS tp 8 sp x pp 4 1f1b x dp 2: m = 32 microbatches, bubble [0-9.]+% of the schedule, peak memory on stage 0.*tp 8 megatron args .*--tensor-model-parallel-size.*verdict: PASS" -- sh -c
+  "\"$0\" check --megatron-args \"$1/llama3-70b-megatron.sh\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64})
+gaccum_cli_test(check-nemo-config 0 "2 peak memory PASS predicted peak [0-9.]+ GiB per rank on pipeline stage 0 of 4.*9 tensor / pipeline layout PASS tp 8 sp x pp 4 1f1b x dp 2: m = 32.*verdict: PASS" -- sh -c
+  "\"$0\" check --nemo-config \"$1/llama3-70b-nemo.yaml\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64})
+gaccum_cli_test(check-torchtitan-config 0 "check: llama3-70b \\(spec builtin:llama3-70b@8192.*9 tensor / pipeline layout PASS tp 8 sp x pp 4 1f1b x dp 2: m = 32.*verdict: PASS" -- sh -c
+  "\"$0\" check --torchtitan-config \"$1/llama3-70b-torchtitan.toml\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64})
+gaccum_cli_test(check-megatron-m-below-pp 0 "9 tensor / pipeline layout FAIL .*1f1b needs at least pp = 4 microbatches per step \\(got m = 2\\).*fix: global_batch 8 \\(micro_batch 1 x m 4 x dp 2\\) is the nearest the 1f1b schedule runs.*EXIT1" -- sh -c
+  "\"$0\" check --megatron-args \"$1/llama3-70b-megatron.sh\" --cluster \"$2\" --global-batch 4 > \"$3/check-megatron-m-below-pp.txt\" && echo EXIT0 >> \"$3/check-megatron-m-below-pp.txt\" || echo EXIT$? >> \"$3/check-megatron-m-below-pp.txt\" && tr -s '\\n ' ' ' < \"$3/check-megatron-m-below-pp.txt\"" ${G} ${FW} ${C64} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-nemo-interleaving 0 "9 tensor / pipeline layout FAIL .*groups of pp = 4 \\(Megatron-LM\\): m = 6 is not a multiple of 4.*fix: global_batch 16 \\(micro_batch 1 x m 8 x dp 2\\).*EXIT1" -- sh -c
+  "\"$0\" check --nemo-config \"$1/llama3-70b-nemo.yaml\" --cluster \"$2\" --virtual-stages 2 --global-batch 12 > \"$3/check-nemo-interleaving.txt\" && echo EXIT0 >> \"$3/check-nemo-interleaving.txt\" || echo EXIT$? >> \"$3/check-nemo-interleaving.txt\" && tr -s '\\n ' ' ' < \"$3/check-nemo-interleaving.txt\"" ${G} ${FW} ${C64} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-torchtitan-stage0-oom 0 "2 peak memory FAIL predicted peak [0-9.]+ GiB per rank on pipeline stage 0 of 4 .* out of memory fix: use micro_batch 2 with accum_steps 16.*EXIT1" -- sh -c
+  "\"$0\" check --torchtitan-config \"$1/llama3-70b-torchtitan.toml\" --cluster \"$2\" --micro-batch 4 --accum-steps 8 --checkpointing none > \"$3/check-torchtitan-stage0-oom.txt\" && echo EXIT0 >> \"$3/check-torchtitan-stage0-oom.txt\" || echo EXIT$? >> \"$3/check-torchtitan-stage0-oom.txt\" && tr -s '\\n ' ' ' < \"$3/check-torchtitan-stage0-oom.txt\"" ${G} ${FW} ${C64} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-framework-refuses-layout 0 "6 gradient sync strategy FAIL DeepSpeed cannot run tp 8 sp x pp 4 1f1b: .*fix: run it on torchtitan.*EXIT1" -- sh -c
+  "\"$0\" check --torchtitan-config \"$1/llama3-70b-torchtitan.toml\" --cluster \"$2\" --framework deepspeed > \"$3/check-framework-refuses-layout.txt\" && echo EXIT0 >> \"$3/check-framework-refuses-layout.txt\" || echo EXIT$? >> \"$3/check-framework-refuses-layout.txt\" && tr -s '\\n ' ' ' < \"$3/check-framework-refuses-layout.txt\"" ${G} ${FW} ${C64} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-two-configs 2 "give the one config the job launches with" --one-line-stderr --
+  ${G} check --nemo-config ${FW}/llama3-70b-nemo.yaml --megatron-args ${FW}/llama3-70b-megatron.sh --cluster ${C64})
+gaccum_cli_test(check-torchtitan-bad-schedule 2 "pipeline_parallel_schedule 'ZBVZeroBubble': priced here are GPipe, 1F1B and Interleaved1F1B" --one-line-stderr -- sh -c
+  "sed 's/\"1F1B\"/\"ZBVZeroBubble\"/' \"$1/llama3-70b-torchtitan.toml\" > \"$2/zbv.toml\" && \"$0\" check --torchtitan-config \"$2/zbv.toml\" --cluster \"$3\""
+  ${G} ${FW} ${CMAKE_CURRENT_BINARY_DIR} ${C64})

@@ -1,0 +1,475 @@
+// What/why: see framework_configs.hpp.
+#include "check/framework_configs.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "check/structured_text.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/hash.hpp"
+
+namespace gaccum::check {
+namespace {
+
+using json = nlohmann::json;
+
+Count positive(const json& v, const std::string& field) {
+  if (v.is_number_integer() && v.get<long long>() >= 1) return static_cast<Count>(v.get<long long>());
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    Count n = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec == std::errc() && end == s.data() + s.size() && n >= 1) return n;
+  }
+  throw InputError(fmt::format("{}: expected a positive integer, got {}", field, v.dump()));
+}
+
+// ---- Megatron-LM arguments --------------------------------------------------------------------
+
+// Shell-like words: whitespace-separated, '...' and "..." quoting, backslash-newline joins, # to
+// the end of a line outside quotes.
+std::vector<std::string> shell_words(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+      else cur += c;
+      continue;
+    }
+    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r')) {
+      while (i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r')) ++i;
+      continue;
+    }
+    if (c == '#' && !in_word) {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_word) out.push_back(cur), cur.clear(), in_word = false;
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+      continue;
+    }
+    cur += c;
+    in_word = true;
+  }
+  if (quote) throw InputError("unterminated quote");
+  if (in_word) out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+FrameworkConfig load_megatron_args(const std::string& path) {
+  const std::string text = read_text_file(path, "--megatron-args");
+  FrameworkConfig fc;
+  fc.path = path;
+  fc.framework = Framework::megatron;
+  fc.hash = hex64(fnv1a64(text));
+  std::vector<std::string> words;
+  try {
+    words = shell_words(text);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", path, e.what()));
+  }
+  // --name value, --name=value, or a bare --name (a switch).
+  std::map<std::string, std::string> args;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.rfind("--", 0) != 0) continue;  // the launcher, the script, positional words
+    std::string name = w.substr(2), value;
+    if (const auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    } else if (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) {
+      value = words[++i];
+    }
+    args[name] = value;
+  }
+  const std::string src = "megatron args " + path;
+  auto has = [&](const char* n) { return args.count(n) > 0; };
+  auto count = [&](const char* n) -> std::optional<Count> {
+    auto it = args.find(n);
+    if (it == args.end()) return std::nullopt;
+    return positive(json(it->second), fmt::format("{}: --{}", path, n));
+  };
+  CheckInputs& in = fc.inputs;
+  in.framework.set(Framework::megatron, src);
+  auto put = [&](Sourced<Count>& dst, const char* n) {
+    if (auto v = count(n)) dst.set(*v, fmt::format("{} --{}", src, n));
+  };
+  put(in.tp, "tensor-model-parallel-size");
+  put(in.pp, "pipeline-model-parallel-size");
+  put(in.cp, "context-parallel-size");
+  put(in.micro_batch, "micro-batch-size");
+  put(in.global_batch, "global-batch-size");
+  put(in.virtual_stages, "virtual-pipeline-model-parallel-size");
+  const auto layers = count("num-layers");
+  if (auto per = count("num-layers-per-virtual-pipeline-stage")) {
+    const Count pp = in.pp ? *in.pp : 1;
+    if (!layers || *layers % (pp * *per) != 0)
+      throw InputError(fmt::format("{}: --num-layers-per-virtual-pipeline-stage {} needs --num-layers divisible by "
+                                   "pp x {} (got {})",
+                                   path, *per, *per, layers ? fmt::format("{}", *layers) : std::string("none")));
+    in.virtual_stages.set(*layers / (pp * *per),
+                          fmt::format("{} --num-layers / (--pipeline-model-parallel-size x "
+                                      "--num-layers-per-virtual-pipeline-stage)",
+                                      src));
+  }
+  if (in.virtual_stages && *in.virtual_stages > 1) in.schedule.set(Schedule::interleaved_1f1b, src);
+  else if (in.pp && *in.pp > 1) in.schedule.set(Schedule::one_f_one_b, src);
+  if (has("sequence-parallel")) in.sequence_parallel.set(true, src + " --sequence-parallel");
+  if (has("recompute-granularity")) {
+    const std::string g = args["recompute-granularity"];
+    if (g != "full" && g != "selective")
+      throw InputError(fmt::format("{}: --recompute-granularity '{}': expected full or selective", path, g));
+    in.checkpointing.set(g == "full" ? Checkpointing::full : Checkpointing::selective,
+                         src + " --recompute-granularity");
+  } else if (has("recompute-activations")) {
+    in.checkpointing.set(Checkpointing::selective, src + " --recompute-activations");
+  } else {
+    in.checkpointing.set(Checkpointing::none, src + " (no --recompute-granularity)");
+  }
+  in.sharding.set(has("use-distributed-optimizer") ? ShardingChoice{Sharding::zero1, 0} : ShardingChoice{},
+                  has("use-distributed-optimizer") ? src + " --use-distributed-optimizer"
+                                                   : src + " (no --use-distributed-optimizer)");
+  in.strategy.set(has("overlap-grad-reduce") ? Strategy::overlap : Strategy::fused,
+                  has("overlap-grad-reduce") ? src + " --overlap-grad-reduce" : src + " (no --overlap-grad-reduce)");
+  in.precision.set(has("bf16") ? Precision::bf16 : has("fp16") ? Precision::fp16 : Precision::fp32,
+                   has("bf16") ? src + " --bf16" : has("fp16") ? src + " --fp16" : src + " (neither --bf16 nor --fp16)");
+  // The model, when the arguments describe it whole.
+  const auto hidden = count("hidden-size"), heads = count("num-attention-heads");
+  const auto seq = count("seq-length"), vocab = count("vocab-size");
+  if (layers && hidden && heads && seq) {
+    if (!vocab) {
+      fc.warnings.push_back(fmt::format("{}: no --vocab-size (Megatron takes it from the tokenizer): the model comes "
+                                        "from --spec",
+                                        path));
+    } else {
+      model::TransformerSpec s;
+      s.name = "megatron-args";
+      s.layers = *layers;
+      s.hidden = *hidden;
+      s.heads = *heads;
+      s.seq_len = *seq;
+      s.vocab = *vocab;
+      if (auto f = count("ffn-hidden-size")) s.ffn_hidden = *f;
+      if (has("group-query-attention")) s.kv_heads = count("num-query-groups").value_or(*heads);
+      s.gated_mlp = has("swiglu");
+      s.rms_norm = args.count("normalization") && args["normalization"] == "RMSNorm";
+      s.learned_positions = !(args.count("position-embedding-type") && args["position-embedding-type"] == "rope");
+      s.tied_embeddings = !has("untie-embeddings-and-output-weights");
+      s.bias = !has("disable-bias-linear");
+      s.flash_attention = has("use-flash-attn") || has("transformer-impl") || s.gated_mlp;
+      s.dropout = !(args.count("attention-dropout") && args["attention-dropout"] == "0.0" &&
+                    args.count("hidden-dropout") && args["hidden-dropout"] == "0.0");
+      s.dtype = *in.precision;
+      s.activation_checkpointing = *in.checkpointing;
+      s.mean_tokens_per_sample = double(s.seq_len);
+      s.source = src;
+      fc.model = s;
+    }
+  }
+  return fc;
+}
+
+FrameworkConfig load_nemo_config(const std::string& path) {
+  const std::string text = read_text_file(path, "--nemo-config");
+  const json doc = parse_structured_text(text, TextFormat::yaml, path);
+  FrameworkConfig fc;
+  fc.path = path;
+  fc.framework = Framework::megatron;  // NeMo and Megatron-Bridge train with Megatron-Core
+  fc.hash = hex64(fnv1a64(text));
+  if (!doc.is_object()) throw InputError(fmt::format("{}: expected a mapping with model: and trainer:", path));
+  const json model = doc.value("model", json::object());
+  const json trainer = doc.value("trainer", json::object());
+  const std::string src = "nemo config " + path;
+  CheckInputs& in = fc.inputs;
+  in.framework.set(Framework::megatron, src + " (NeMo trains with Megatron-Core)");
+  auto get = [&](const json& obj, const char* section, const char* key) -> std::optional<json> {
+    if (!obj.is_object() || !obj.contains(key) || obj[key].is_null()) return std::nullopt;
+    (void)section;
+    return obj[key];
+  };
+  auto put = [&](Sourced<Count>& dst, const char* key) {
+    if (auto v = get(model, "model", key)) dst.set(positive(*v, fmt::format("{}: model.{}", path, key)),
+                                                    fmt::format("{} model.{}", src, key));
+  };
+  put(in.micro_batch, "micro_batch_size");
+  put(in.global_batch, "global_batch_size");
+  put(in.tp, "tensor_model_parallel_size");
+  put(in.pp, "pipeline_model_parallel_size");
+  put(in.cp, "context_parallel_size");
+  put(in.virtual_stages, "virtual_pipeline_model_parallel_size");
+  if (in.virtual_stages && *in.virtual_stages > 1) in.schedule.set(Schedule::interleaved_1f1b, src);
+  else if (in.pp && *in.pp > 1) in.schedule.set(Schedule::one_f_one_b, src);
+  if (auto v = get(model, "model", "sequence_parallel"); v && v->is_boolean())
+    in.sequence_parallel.set(v->get<bool>(), src + " model.sequence_parallel");
+  if (auto v = get(model, "model", "activations_checkpoint_granularity")) {
+    const std::string g = v->is_string() ? v->get<std::string>() : v->dump();
+    if (g != "full" && g != "selective")
+      throw InputError(fmt::format("{}: model.activations_checkpoint_granularity '{}': expected full, selective or null",
+                                   path, g));
+    in.checkpointing.set(g == "full" ? Checkpointing::full : Checkpointing::selective,
+                         src + " model.activations_checkpoint_granularity");
+  } else {
+    in.checkpointing.set(Checkpointing::none, src + " (model.activations_checkpoint_granularity null)");
+  }
+  if (auto v = get(trainer, "trainer", "precision")) {
+    const std::string p = v->is_string() ? v->get<std::string>() : v->dump();
+    const Precision prec = p.rfind("bf16", 0) == 0 ? Precision::bf16
+                           : (p.rfind("16", 0) == 0 || p.rfind("fp16", 0) == 0) ? Precision::fp16
+                                                                                : Precision::fp32;
+    in.precision.set(prec, src + " trainer.precision");
+  }
+  if (auto d = get(trainer, "trainer", "devices"); d && d->is_number_integer()) {
+    const Count nodes = get(trainer, "trainer", "num_nodes") ? positive(*get(trainer, "trainer", "num_nodes"),
+                                                                        path + ": trainer.num_nodes")
+                                                             : 1;
+    in.world_size.set(positive(*d, path + ": trainer.devices") * nodes,
+                      src + " trainer.devices x trainer.num_nodes");
+  }
+  const json optim = model.is_object() ? model.value("optim", json::object()) : json::object();
+  const bool dist = optim.is_object() && optim.value("name", std::string()).find("distributed") != std::string::npos;
+  in.sharding.set(dist ? ShardingChoice{Sharding::zero1, 0} : ShardingChoice{},
+                  dist ? src + " model.optim.name distributed_fused_adam" : src + " (model.optim.name)");
+  in.strategy.set(Strategy::fused, src + " (Megatron-Core reduces once per step)");
+  // The model, when whole (NeMo takes the vocabulary from the tokenizer: --spec otherwise).
+  auto c = [&](const char* key) -> std::optional<Count> {
+    if (auto v = get(model, "model", key)) return positive(*v, fmt::format("{}: model.{}", path, key));
+    return std::nullopt;
+  };
+  const auto layers = c("num_layers"), hidden = c("hidden_size"), heads = c("num_attention_heads");
+  const auto seq = c("encoder_seq_length") ? c("encoder_seq_length") : c("seq_length");
+  const auto vocab = c("vocab_size");
+  if (layers && hidden && heads && seq && vocab) {
+    model::TransformerSpec s;
+    s.name = "nemo-config";
+    s.layers = *layers;
+    s.hidden = *hidden;
+    s.heads = *heads;
+    s.seq_len = *seq;
+    s.vocab = *vocab;
+    if (auto f = c("ffn_hidden_size")) s.ffn_hidden = *f;
+    if (auto g = c("num_query_groups")) s.kv_heads = *g;
+    const std::string act = model.value("activation", std::string());
+    s.gated_mlp = act.find("swiglu") != std::string::npos || act.find("glu") != std::string::npos;
+    s.rms_norm = model.value("normalization", std::string()) == "rmsnorm";
+    s.learned_positions = model.value("position_embedding_type", std::string("learned_absolute")) == "learned_absolute";
+    s.tied_embeddings = model.value("share_embeddings_and_output_weights", true);
+    s.bias = model.value("bias", true);
+    s.flash_attention = true;
+    s.dropout = model.value("hidden_dropout", 0.1) > 0;
+    s.dtype = in.precision ? *in.precision : Precision::bf16;
+    s.activation_checkpointing = *in.checkpointing;
+    s.mean_tokens_per_sample = double(s.seq_len);
+    s.source = src;
+    fc.model = s;
+  } else if (layers || hidden) {
+    fc.warnings.push_back(fmt::format("{}: the model's shape is partial (no model.vocab_size: NeMo takes it from the "
+                                      "tokenizer): the model comes from --spec",
+                                      path));
+  }
+  return fc;
+}
+
+json parse_toml(const std::string& text, const std::string& what) {
+  json out = json::object();
+  std::string table;
+  std::size_t line_no = 0, pos = 0;
+  auto trim = [](std::string s) {
+    const auto a = s.find_first_not_of(" \t\r");
+    if (a == std::string::npos) return std::string();
+    const auto b = s.find_last_not_of(" \t\r");
+    return s.substr(a, b - a + 1);
+  };
+  auto scalar = [&](const std::string& v) -> json {
+    if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) return v.substr(1, v.size() - 2);
+    if (v == "true") return true;
+    if (v == "false") return false;
+    std::string num;
+    for (char ch : v)
+      if (ch != '_') num += ch;
+    long long i = 0;
+    auto [e1, ec1] = std::from_chars(num.data(), num.data() + num.size(), i);
+    if (ec1 == std::errc() && e1 == num.data() + num.size()) return i;
+    char* end = nullptr;
+    const double d = std::strtod(num.c_str(), &end);
+    if (!num.empty() && end == num.c_str() + num.size()) return d;
+    throw InputError(fmt::format("{}:{}: '{}' is not a TOML value this reader knows (string, number, boolean, array)",
+                                 what, line_no, v));
+  };
+  while (pos <= text.size()) {
+    const auto nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? text.size() + 1 : nl + 1;
+    ++line_no;
+    // A # outside quotes starts a comment.
+    char q = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      if (q) {
+        if (line[i] == q) q = 0;
+      } else if (line[i] == '"' || line[i] == '\'') {
+        q = line[i];
+      } else if (line[i] == '#') {
+        line.resize(i);
+        break;
+      }
+    }
+    line = trim(line);
+    if (line.empty()) continue;
+    if (line.front() == '[') {
+      if (line.size() < 3 || line.back() != ']' || line[1] == '[')
+        throw InputError(fmt::format("{}:{}: '{}': expected a [table] header", what, line_no, line));
+      table = trim(line.substr(1, line.size() - 2));
+      continue;
+    }
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) throw InputError(fmt::format("{}:{}: '{}': expected key = value", what, line_no, line));
+    const std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    if (key.empty() || value.empty()) throw InputError(fmt::format("{}:{}: '{}': expected key = value", what, line_no, line));
+    json v;
+    if (value.front() == '[') {
+      if (value.back() != ']') throw InputError(fmt::format("{}:{}: arrays must close on their line", what, line_no));
+      v = json::array();
+      const std::string body = trim(value.substr(1, value.size() - 2));
+      std::size_t s = 0;
+      while (!body.empty() && s <= body.size()) {
+        const auto comma = body.find(',', s);
+        const std::string item = trim(body.substr(s, comma == std::string::npos ? std::string::npos : comma - s));
+        if (!item.empty()) v.push_back(scalar(item));
+        if (comma == std::string::npos) break;
+        s = comma + 1;
+      }
+    } else {
+      v = scalar(value);
+    }
+    const std::string full = table.empty() ? key : table + "." + key;
+    if (out.contains(full)) throw InputError(fmt::format("{}:{}: '{}' is set twice", what, line_no, full));
+    out[full] = v;
+  }
+  return out;
+}
+
+FrameworkConfig load_torchtitan_config(const std::string& path) {
+  const std::string text = read_text_file(path, "--torchtitan-config");
+  const json t = parse_toml(text, path);
+  FrameworkConfig fc;
+  fc.path = path;
+  fc.framework = Framework::torchtitan;
+  fc.hash = hex64(fnv1a64(text));
+  const std::string src = "torchtitan config " + path;
+  CheckInputs& in = fc.inputs;
+  in.framework.set(Framework::torchtitan, src);
+  auto get = [&](const char* key) -> std::optional<json> {
+    if (!t.contains(key)) return std::nullopt;
+    return t[key];
+  };
+  auto count = [&](const char* key) -> std::optional<Count> {
+    auto v = get(key);
+    if (!v) return std::nullopt;
+    return positive(*v, fmt::format("{}: {}", path, key));
+  };
+  auto degree = [&](const char* key, Sourced<Count>& dst) {
+    if (auto v = count(key)) dst.set(*v, fmt::format("{} {}", src, key));
+  };
+  degree("parallelism.tensor_parallel_degree", in.tp);
+  degree("parallelism.pipeline_parallel_degree", in.pp);
+  degree("parallelism.context_parallel_degree", in.cp);
+  if (in.tp && *in.tp > 1) in.sequence_parallel.set(true, src + " (torchtitan's tensor parallelism shards the sequence)");
+  // Data parallel: shard degree -1 takes what is left of the world size.
+  long long shard = -1, replicate = 1;
+  if (auto v = get("parallelism.data_parallel_shard_degree")) {
+    if (!v->is_number_integer() || (v->get<long long>() < 1 && v->get<long long>() != -1))
+      throw InputError(fmt::format("{}: parallelism.data_parallel_shard_degree: expected -1 or a positive integer", path));
+    shard = v->get<long long>();
+  }
+  if (auto v = count("parallelism.data_parallel_replicate_degree")) replicate = static_cast<long long>(*v);
+  const Count mp = (in.tp ? *in.tp : 1) * (in.pp ? *in.pp : 1) * (in.cp ? *in.cp : 1);
+  if (shard > 0) in.world_size.set(mp * static_cast<Count>(shard * replicate), src + " tp x pp x cp x dp degrees");
+  if (shard == 1 && replicate == 1) in.sharding.set(ShardingChoice{}, src + " (data_parallel_shard_degree 1)");
+  else if (replicate > 1 && shard != 1)
+    in.sharding.set(ShardingChoice{Sharding::hsdp, shard > 0 ? static_cast<Count>(shard) : 0},
+                    src + " data_parallel_shard_degree x data_parallel_replicate_degree");
+  else if (replicate > 1)
+    in.sharding.set(ShardingChoice{}, src + " data_parallel_replicate_degree (DDP)");
+  else
+    in.sharding.set(ShardingChoice{Sharding::zero3, 0}, src + " data_parallel_shard_degree (FSDP2)");
+  if (auto v = get("parallelism.pipeline_parallel_schedule")) {
+    const std::string s = v->is_string() ? v->get<std::string>() : v->dump();
+    if (s != "GPipe" && s != "1F1B" && s != "Interleaved1F1B")
+      throw InputError(fmt::format("{}: parallelism.pipeline_parallel_schedule '{}': priced here are GPipe, 1F1B and "
+                                   "Interleaved1F1B",
+                                   path, s));
+    in.schedule.set(parse_schedule(s, path + ": parallelism.pipeline_parallel_schedule"),
+                    src + " parallelism.pipeline_parallel_schedule");
+    if (s == "Interleaved1F1B") in.virtual_stages.set(2, src + " (Interleaved1F1B: 2 stages per rank, torchtitan's default)");
+  } else if (in.pp && *in.pp > 1) {
+    in.schedule.set(Schedule::one_f_one_b, src + " (pipeline_parallel_schedule default 1F1B)");
+  }
+  if (auto v = count("parallelism.pipeline_parallel_layers_per_stage"); v && in.pp)
+    (void)v;  // stages from layers: the even split is what this reader prices
+  // The batch: local_batch_size per data-parallel rank and step; microbatches of
+  // pipeline_parallel_microbatch_size (pp > 1), else one micro-batch of local_batch_size.
+  const auto local = count("training.local_batch_size") ? count("training.local_batch_size") : count("training.batch_size");
+  const auto mb = count("parallelism.pipeline_parallel_microbatch_size");
+  if (local) {
+    if (in.pp && *in.pp > 1) {
+      const Count b = mb.value_or(1);
+      if (*local % b != 0)
+        throw InputError(fmt::format("{}: training.local_batch_size {} is not a multiple of "
+                                     "parallelism.pipeline_parallel_microbatch_size {}",
+                                     path, *local, b));
+      in.micro_batch.set(b, src + " parallelism.pipeline_parallel_microbatch_size" + (mb ? "" : " (default 1)"));
+      in.accum_steps.set(*local / b, src + " training.local_batch_size / pipeline_parallel_microbatch_size");
+    } else {
+      in.micro_batch.set(*local, src + " training.local_batch_size");
+    }
+  }
+  if (auto g = get("training.global_batch_size"); g && g->is_number_integer() && g->get<long long>() > 0)
+    in.global_batch.set(static_cast<Count>(g->get<long long>()), src + " training.global_batch_size");
+  if (auto v = get("training.mixed_precision_param")) {
+    const std::string p = v->is_string() ? v->get<std::string>() : "";
+    in.precision.set(p == "float32" ? Precision::fp32 : Precision::bf16, src + " training.mixed_precision_param");
+  } else {
+    in.precision.set(Precision::bf16, src + " (mixed_precision_param default bfloat16)");
+  }
+  if (auto v = get("activation_checkpoint.mode")) {
+    const std::string m = v->is_string() ? v->get<std::string>() : "";
+    if (m != "none" && m != "selective" && m != "full")
+      throw InputError(fmt::format("{}: activation_checkpoint.mode '{}': expected none, selective or full", path, m));
+    in.checkpointing.set(parse_checkpointing(m, path + ": activation_checkpoint.mode"), src + " activation_checkpoint.mode");
+  }
+  // torchtitan's pipelines reduce once after the last microbatch; without one its accumulation
+  // reduce-scatters every micro-batch (core/framework.hpp).
+  in.strategy.set(in.pp && *in.pp > 1 ? Strategy::overlap : Strategy::every_step,
+                  src + (in.pp && *in.pp > 1 ? " (torch pipelining reduces once per step)"
+                                             : " (torchtitan reduces on every micro-batch)"));
+  const std::string name = get("model.name") && get("model.name")->is_string() ? get("model.name")->get<std::string>() : "";
+  const std::string flavor =
+      get("model.flavor") && get("model.flavor")->is_string() ? get("model.flavor")->get<std::string>() : "";
+  if (name == "llama3" && (flavor == "8B" || flavor == "70B" || flavor == "405B")) {
+    std::string f = flavor;
+    for (auto& ch : f) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    fc.builtin_model = "builtin:llama3-" + f;
+    if (auto seq = count("training.seq_len")) fc.builtin_model += fmt::format("@{}", *seq);
+  } else if (!name.empty()) {
+    fc.warnings.push_back(fmt::format("{}: model {} {} is not one this tool knows (llama3 8B, 70B, 405B): the model "
+                                      "comes from --spec",
+                                      path, name, flavor));
+  }
+  return fc;
+}
+
+}  // namespace gaccum::check

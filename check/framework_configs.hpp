@@ -1,0 +1,62 @@
+// What: the training frameworks' own configs as `check` inputs (one layer, like a DeepSpeed
+//       config): the batch, the tensor/pipeline layout, precision, recompute, sharding and sync
+//       strategy, and the model when the file describes it whole.
+//   Megatron-LM arguments (--megatron-args FILE: a command line or an arguments file; a leading
+//     `torchrun ... pretrain_gpt.py`, backslash-newlines and # comments allowed):
+//     --tensor-model-parallel-size, --pipeline-model-parallel-size, --context-parallel-size,
+//     --virtual-pipeline-model-parallel-size or --num-layers-per-virtual-pipeline-stage (v =
+//     num-layers / (pp x that)), --sequence-parallel, --micro-batch-size, --global-batch-size,
+//     --recompute-granularity full|selective (--recompute-activations: selective),
+//     --use-distributed-optimizer (zero1), --overlap-grad-reduce (strategy overlap; else fused),
+//     --bf16 / --fp16 (else fp32); the model from --num-layers, --hidden-size,
+//     --num-attention-heads, --seq-length, --ffn-hidden-size (default 4h), --group-query-attention
+//     with --num-query-groups, --swiglu, --normalization RMSNorm, --position-embedding-type rope,
+//     --untie-embeddings-and-output-weights, --disable-bias-linear, --vocab-size (else the model
+//     needs --spec). Other arguments are Megatron's own and ignored.
+//   NeMo / Megatron-Bridge YAML (--nemo-config FILE): model.{micro_batch_size, global_batch_size,
+//     tensor_model_parallel_size, pipeline_model_parallel_size, virtual_pipeline_model_parallel_size,
+//     context_parallel_size, sequence_parallel, activations_checkpoint_granularity, num_layers,
+//     hidden_size, ffn_hidden_size, num_attention_heads, num_query_groups, encoder_seq_length |
+//     seq_length, make_vocab_size_divisible_by is ignored}, trainer.{devices, num_nodes, precision
+//     (bf16-mixed, 16-mixed, 32)}, model.optim.name distributed_fused_adam (zero1).
+//   torchtitan TOML (--torchtitan-config FILE): [parallelism] data_parallel_shard_degree (-1:
+//     the rest), data_parallel_replicate_degree, tensor_parallel_degree, pipeline_parallel_degree,
+//     pipeline_parallel_schedule (GPipe, 1F1B, Interleaved1F1B), pipeline_parallel_microbatch_size,
+//     context_parallel_degree; [training] local_batch_size (per data-parallel rank),
+//     global_batch_size, seq_len, mixed_precision_param; [activation_checkpoint] mode;
+//     [model] name + flavor: llama3 8B, 70B and 405B are known (model/spec_model.hpp
+//     builtin_spec), other models need --spec. Sharding: shard degree > 1 is zero3 (hsdp with a
+//     replicate degree > 1). The microbatches of one step: local_batch_size /
+//     pipeline_parallel_microbatch_size (torchtitan's n_microbatches).
+// Why: Megatron-LM, NeMo and torchtitan users check the file they launch with, not a transcription.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "check/check_inputs.hpp"
+#include "model/spec_model.hpp"
+
+namespace gaccum::check {
+
+struct FrameworkConfig {
+  std::string path;
+  Framework framework = Framework::megatron;
+  CheckInputs inputs;                           // every value sourced to the file and its field
+  std::optional<model::TransformerSpec> model;  // the model the file describes, when whole
+  std::string builtin_model;                    // torchtitan flavor known here: "builtin:llama3-8b"
+  std::vector<std::string> warnings;
+  std::string hash;                             // content hash (check 3's files hash)
+};
+
+FrameworkConfig load_megatron_args(const std::string& path);
+FrameworkConfig load_nemo_config(const std::string& path);
+FrameworkConfig load_torchtitan_config(const std::string& path);
+
+// Minimal TOML (what torchtitan configs use): [table] and [a.b] headers, key = value with strings
+// ("..." or '...'), integers, floats, booleans and one-line arrays; # comments. Keys as
+// "table.key". InputError naming the file and line on anything else.
+nlohmann::json parse_toml(const std::string& text, const std::string& what);
+
+}  // namespace gaccum::check
