@@ -53,6 +53,8 @@ void overlay(CheckInputs& b, const CheckInputs& t) {
   take(b.pp, t.pp);
   take(b.cp, t.cp);
   take(b.virtual_stages, t.virtual_stages);
+  take(b.first_stage_layers, t.first_stage_layers);
+  take(b.last_stage_layers, t.last_stage_layers);
   take(b.schedule, t.schedule);
   take(b.sequence_parallel, t.sequence_parallel);
   take(b.drop_last, t.drop_last);
@@ -176,6 +178,8 @@ ResolvedJob resolve(const CheckInputs& merged) {
   if (in.pp) lay.pp = *in.pp;
   if (in.cp) lay.cp = *in.cp;
   if (in.virtual_stages) lay.virtual_stages = *in.virtual_stages;
+  if (in.first_stage_layers) lay.first_stage_layers = *in.first_stage_layers;
+  if (in.last_stage_layers) lay.last_stage_layers = *in.last_stage_layers;
   if (in.schedule) lay.schedule = *in.schedule;
   else if (lay.virtual_stages > 1) lay.schedule = Schedule::interleaved_1f1b;
   if (in.sequence_parallel) lay.sequence_parallel = *in.sequence_parallel;
@@ -297,6 +301,8 @@ nlohmann::ordered_json inputs_json(const CheckInputs& in) {
   add("pp", in.pp, same);
   add("cp", in.cp, same);
   add("virtual_stages", in.virtual_stages, same);
+  add("first_stage_layers", in.first_stage_layers, same);
+  add("last_stage_layers", in.last_stage_layers, same);
   add("schedule", in.schedule, [](Schedule s) { return std::string(to_string(s)); });
   add("sequence_parallel", in.sequence_parallel, same);
   add("max_accum_steps", in.max_accum_steps, same);

@@ -54,6 +54,7 @@ struct CheckInputs {
   // The tensor/pipeline/context-parallel layout, field by field (a flag overrides one field of a
   // Megatron-LM, NeMo or torchtitan config): world_size = tp pp cp dp, accum_steps = microbatches.
   Sourced<Count> tp, pp, cp, virtual_stages;
+  Sourced<Count> first_stage_layers, last_stage_layers;  // uneven first/last pipeline stage
   Sourced<Schedule> schedule;
   Sourced<bool> sequence_parallel;
   Sourced<bool> drop_last;

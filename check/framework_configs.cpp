@@ -115,6 +115,8 @@ FrameworkConfig load_megatron_args(const std::string& path) {
   put(in.micro_batch, "micro-batch-size");
   put(in.global_batch, "global-batch-size");
   put(in.virtual_stages, "virtual-pipeline-model-parallel-size");
+  put(in.first_stage_layers, "decoder-first-pipeline-num-layers");
+  put(in.last_stage_layers, "decoder-last-pipeline-num-layers");
   const auto layers = count("num-layers");
   if (auto per = count("num-layers-per-virtual-pipeline-stage")) {
     const Count pp = in.pp ? *in.pp : 1;

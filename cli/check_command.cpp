@@ -108,8 +108,8 @@ CheckInputs flag_inputs(const CheckOptions& o) {
     if (!o.layout.schedule.empty() || !o.layout.virtual_stages.empty())
       in.schedule.set(l.schedule, o.layout.schedule.empty() ? "flag --virtual-stages" : "flag --schedule");
     if (o.layout.sequence_parallel) in.sequence_parallel.set(true, "flag --sequence-parallel");
-    if (!o.layout.stage_layers.empty())
-      throw InputError("--stage-layers: check prices the even split (predict takes --stage-layers)");
+    if (l.first_stage_layers > 0) in.first_stage_layers.set(l.first_stage_layers, "flag --stage-layers");
+    if (l.last_stage_layers > 0) in.last_stage_layers.set(l.last_stage_layers, "flag --stage-layers");
   }
   if (!o.precision.empty()) in.precision.set(parse_precision(o.precision, "--precision"), "flag --precision");
   if (!o.checkpointing.empty())

@@ -47,18 +47,26 @@ ParallelLayout parse_layout(const LayoutFlags& f, bool allow_auto) {
   if (!f.stage_layers.empty() && l.virtual_stages > 1)
     throw InputError("--stage-layers with --virtual-stages: give one or the other (an interleaved split is even here)");
   if (!f.stage_layers.empty()) {
-    std::vector<Count> n;
+    // "7,8,8,7" one count per rank, or "7,...,7": the first and last stage, the middle even.
+    std::vector<std::string> parts;
     std::size_t start = 0;
-    while (start <= f.stage_layers.size()) {
+    while (true) {
       const std::size_t comma = f.stage_layers.find(',', start);
-      const std::string part =
-          f.stage_layers.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      n.push_back(parse_count_at_most(part, "--stage-layers", Count(1) << 16, "65536"));
+      parts.push_back(f.stage_layers.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
+    auto layers = [](const std::string& part) { return parse_count_at_most(part, "--stage-layers", Count(1) << 16, "65536"); };
+    if (parts.size() == 3 && parts[1] == "...") {
+      l.first_stage_layers = layers(parts[0]);
+      l.last_stage_layers = layers(parts[2]);
+      return l;
+    }
+    std::vector<Count> n;
+    for (const auto& part : parts) n.push_back(layers(part));
     if (static_cast<Count>(n.size()) != l.pp)
-      throw InputError(fmt::format("--stage-layers: {} values for --pp {}: give one layer count per pipeline rank",
+      throw InputError(fmt::format("--stage-layers: {} values for --pp {}: give one layer count per pipeline rank, or "
+                                   "FIRST,...,LAST",
                                    n.size(), l.pp));
     for (std::size_t i = 1; i + 1 < n.size(); ++i)
       if (n[i] != n[1])

@@ -1,7 +1,8 @@
 // What: the tensor/pipeline/context-parallel flags that predict, tune and check share:
 //   --tp N, --pp N, --cp N, --virtual-stages V, --schedule gpipe|1f1b|interleaved-1f1b|zb-h1,
 //   --sequence-parallel, --stage-layers A,B,...,Z (layers per pipeline rank: only the first and
-//   last may differ from the rest, as Megatron-LM's --decoder-first/last-pipeline-num-layers).
+//   last may differ from the rest, as Megatron-LM's --decoder-first/last-pipeline-num-layers), or
+//   FIRST,...,LAST (the middle ranks even).
 //   --virtual-stages above 1 without --schedule means interleaved-1f1b; --pp without it 1f1b.
 //   tune also takes --tp auto and --pp auto (searched over the model's candidate layouts).
 // Why: one spelling and one parser for the layout on every subcommand.

@@ -363,6 +363,14 @@ std::string next_command(const TuneOptions& o, const tuner::TuneResult& r, const
                        to_string(c.strategy), to_string(c.sharding));
     if (c.precision) cmd += fmt::format(" --precision {}", to_string(*c.precision));
     if (c.checkpointing) cmd += fmt::format(" --checkpointing {}", to_string(*c.checkpointing));
+    const ParallelLayout& l = c.layout;
+    if (l.tp > 1) cmd += fmt::format(" --tp {}", l.tp);
+    if (l.sequence_parallel) cmd += " --sequence-parallel";
+    if (l.pp > 1) cmd += fmt::format(" --pp {} --schedule {}", l.pp, to_string(l.schedule));
+    if (l.pp > 1 && l.virtual_stages > 1) cmd += fmt::format(" --virtual-stages {}", l.virtual_stages);
+    if (l.first_stage_layers > 0 || l.last_stage_layers > 0)
+      cmd += fmt::format(" --stage-layers {},...,{}", l.first_stage_layers, l.last_stage_layers);
+    if (l.cp > 1) cmd += fmt::format(" --cp {}", l.cp);
     if (r.request.framework) cmd += fmt::format(" --framework {}", to_string(*r.request.framework));
     return cmd;
   }

@@ -41,10 +41,9 @@ struct PlanSupport {
   bool layouts = false;          // prices tensor/pipeline/context-parallel layouts (a --spec)
   // The layouts `tune --tp auto --pp auto` chooses from (model/parallel_plan.hpp
   // candidate_layouts): tp a power of two within a node dividing the heads, kv heads and
-  // ffn_hidden; pp up to 64 dividing the layers, or not dividing them with ceil(L / pp) layers on
-  // the middle stages and the rest split evenly between the first and last; 1f1b, and
-  // interleaved-1f1b with v = 2..8 dividing the layers per stage (even splits); sequence parallel
-  // with tp.
+  // ffn_hidden; pp up to 64 dividing the layers (1f1b, and interleaved-1f1b with v = 2..8 where
+  // pp v divides them), or not dividing them (1f1b with ceil(L / pp) layers on the middle stages
+  // and the rest split evenly between the first and last); sequence parallel with tp.
   std::vector<ParallelLayout> layout_candidates;
   std::string limits;            // why precisions/checkpointings are limited (for the error), "" if not
   std::string sharded_comm;      // where reduce-scatter / all-gather times come from (one line)

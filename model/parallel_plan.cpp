@@ -78,8 +78,10 @@ std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count g
         l.schedule = v > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
         l.sequence_parallel = tp > 1;
         if (t.layers % S != 0) {
-          // Layers that do not divide: ceil(L / S) on the middle model stages, the rest shared
-          // by the first and last (Llama 3 405B's 126 layers on 16 stages: 7, 8 x 14, 7).
+          // Layers that do not divide pp: ceil(L / pp) on the middle stages, the rest shared by the
+          // first and last (Llama 3 405B's 126 layers on 16 stages: 7, 8 x 14, 7); one chunk per
+          // rank (an uneven interleaved split is not searched).
+          if (v > 1 || t.layers % pp == 0) continue;
           const Count per = (t.layers + S - 1) / S;
           if (S < 3 || t.layers < per * (S - 2) + 2) continue;
           const Count rest = t.layers - per * (S - 2);

@@ -1,0 +1,121 @@
+// Unit tests for the frameworks' own configs as check inputs (check/framework_configs.hpp): the
+// TOML subset torchtitan configs use, Megatron-LM arguments (command line, quoting, = forms,
+// virtual stages from layers per virtual stage), NeMo YAML and torchtitan TOML fields, and the
+// batch arithmetic over dp that resolve() applies to a layout.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "check/framework_configs.hpp"
+#include "core/error.hpp"
+
+using namespace gaccum;
+using namespace gaccum::check;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / "gaccum-framework-configs";
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("TOML subset: tables, scalars, arrays, comments; errors name the line", "[check][toml]") {
+  const auto j = parse_toml("# top\n[a]\nx = 1\ny = \"s # not a comment\" # comment\n[b.c]\nz = 2.5\nw = true\n"
+                            "arr = [1, 2, 3]\nbig = 1_000\n",
+                            "t.toml");
+  CHECK(j["a.x"] == 1);
+  CHECK(j["a.y"] == "s # not a comment");
+  CHECK(j["b.c.z"] == 2.5);
+  CHECK(j["b.c.w"] == true);
+  CHECK(j["b.c.arr"].size() == 3);
+  CHECK(j["b.c.big"] == 1000);
+  CHECK_THROWS_WITH(parse_toml("[a]\nx = 1\nx = 2\n", "t.toml"), Catch::Contains("t.toml:3") && Catch::Contains("twice"));
+  CHECK_THROWS_WITH(parse_toml("[a]\nnot a pair\n", "t.toml"), Catch::Contains("t.toml:2: 'not a pair': expected key = value"));
+  CHECK_THROWS_WITH(parse_toml("x = {inline = 1}\n", "t.toml"), Catch::Contains("not a TOML value"));
+}
+
+TEST_CASE("Megatron-LM arguments: layout, batch, plan and the model", "[check][megatron]") {
+  const auto path = write_temp("m.sh", "torchrun --nproc-per-node 8 pretrain_gpt.py \\\n"
+                                       "  --tensor-model-parallel-size=4 --pipeline-model-parallel-size 2 \\\n"
+                                       "  --num-layers-per-virtual-pipeline-stage 4 --num-layers 16 # 16 / (2 x 4)\n"
+                                       "  --micro-batch-size 2 --global-batch-size 128 --recompute-granularity full \\\n"
+                                       "  --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --vocab-size 32000 \\\n"
+                                       "  --use-distributed-optimizer --fp16 --data-path 'a b'\n");
+  const FrameworkConfig fc = load_megatron_args(path);
+  const CheckInputs& in = fc.inputs;
+  CHECK(*in.tp == 4);
+  CHECK(*in.pp == 2);
+  CHECK(*in.virtual_stages == 2);
+  CHECK(*in.schedule == Schedule::interleaved_1f1b);
+  CHECK(*in.micro_batch == 2);
+  CHECK(*in.global_batch == 128);
+  CHECK(*in.checkpointing == Checkpointing::full);
+  CHECK(in.sharding->sharding == Sharding::zero1);
+  CHECK(*in.strategy == Strategy::fused);  // no --overlap-grad-reduce
+  CHECK(*in.precision == Precision::fp16);
+  CHECK_THAT(in.tp.source, Catch::Contains("--tensor-model-parallel-size"));
+  REQUIRE(fc.model);
+  CHECK(fc.model->layers == 16);
+  CHECK(fc.model->vocab == 32000);
+  CHECK(fc.model->tied_embeddings);
+  // Layers that do not divide are refused naming both arguments.
+  const auto bad = write_temp("bad.sh", "--pipeline-model-parallel-size 4 --num-layers 10 "
+                                        "--num-layers-per-virtual-pipeline-stage 2\n");
+  CHECK_THROWS_WITH(load_megatron_args(bad), Catch::Contains("--num-layers divisible by pp x 2"));
+}
+
+TEST_CASE("NeMo YAML and torchtitan TOML fields", "[check][nemo][torchtitan]") {
+  const auto nemo = write_temp("n.yaml", "trainer: {devices: 8, num_nodes: 2, precision: bf16-mixed}\n"
+                                         "model: {micro_batch_size: 2, global_batch_size: 64, tensor_model_parallel_size: 2,"
+                                         " pipeline_model_parallel_size: 2, virtual_pipeline_model_parallel_size: 2,"
+                                         " sequence_parallel: true, activations_checkpoint_granularity: null}\n");
+  const FrameworkConfig n = load_nemo_config(nemo);
+  CHECK(*n.inputs.world_size == 16);
+  CHECK(*n.inputs.virtual_stages == 2);
+  CHECK(*n.inputs.schedule == Schedule::interleaved_1f1b);
+  CHECK(*n.inputs.sequence_parallel);
+  CHECK(*n.inputs.checkpointing == Checkpointing::none);
+  CHECK(*n.inputs.precision == Precision::bf16);
+  CHECK(!n.model);  // no model shape in the file
+
+  const auto tt = write_temp("t.toml", "[model]\nname = \"llama3\"\nflavor = \"8B\"\n"
+                                       "[training]\nlocal_batch_size = 8\nseq_len = 4096\n"
+                                       "[parallelism]\ndata_parallel_shard_degree = 4\ndata_parallel_replicate_degree = 2\n"
+                                       "tensor_parallel_degree = 2\npipeline_parallel_degree = 2\n"
+                                       "pipeline_parallel_microbatch_size = 2\n");
+  const FrameworkConfig t = load_torchtitan_config(tt);
+  CHECK(*t.inputs.world_size == 2 * 2 * 4 * 2);
+  CHECK(t.inputs.sharding->sharding == Sharding::hsdp);
+  CHECK(t.inputs.sharding->group == 4);
+  CHECK(*t.inputs.micro_batch == 2);
+  CHECK(*t.inputs.accum_steps == 4);  // local_batch_size / microbatch size
+  CHECK(*t.inputs.strategy == Strategy::overlap);
+  CHECK(t.builtin_model == "builtin:llama3-8b@4096");
+  const auto odd = write_temp("odd.toml", "[training]\nlocal_batch_size = 6\n[parallelism]\npipeline_parallel_degree = 2\n"
+                                          "pipeline_parallel_microbatch_size = 4\n");
+  CHECK_THROWS_WITH(load_torchtitan_config(odd), Catch::Contains("local_batch_size 6 is not a multiple"));
+}
+
+TEST_CASE("resolve: a layout's batch arithmetic is over dp = world_size / (tp pp cp)", "[check][layout]") {
+  CheckInputs in = default_inputs();
+  in.micro_batch.set(1, "t");
+  in.global_batch.set(64, "t");
+  in.world_size.set(64, "t");
+  in.tp.set(8, "t");
+  in.pp.set(4, "t");
+  const ResolvedJob j = resolve(in);
+  CHECK(j.data_parallel() == 2);
+  CHECK(j.accum_steps == 32);  // 64 / (1 x 2)
+  CHECK(j.product == 64);
+  CHECK(j.consistent());
+  CHECK(j.layout.pp == 4);
+  CheckInputs bad = in;
+  bad.world_size.set(60, "flag --world-size");
+  CHECK_THROWS_WITH(resolve(bad), Catch::Contains("world_size 60 (flag --world-size) is not a multiple of tp x pp x cp = 32"));
+}
