@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <map>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -74,6 +75,8 @@ std::vector<std::string> shell_words(const std::string& text) {
 FrameworkConfig load_megatron_args(const std::string& path) {
   const std::string text = read_text_file(path, "--megatron-args");
   FrameworkConfig fc;
+  fc.kind = ConfigKind::megatron_args;
+  fc.text = text;
   fc.path = path;
   fc.framework = Framework::megatron;
   fc.hash = hex64(fnv1a64(text));
@@ -190,6 +193,8 @@ FrameworkConfig load_nemo_config(const std::string& path) {
   const std::string text = read_text_file(path, "--nemo-config");
   const json doc = parse_structured_text(text, TextFormat::yaml, path);
   FrameworkConfig fc;
+  fc.kind = ConfigKind::nemo;
+  fc.text = text;
   fc.path = path;
   fc.framework = Framework::megatron;  // NeMo and Megatron-Bridge train with Megatron-Core
   fc.hash = hex64(fnv1a64(text));
@@ -368,6 +373,8 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
   const std::string text = read_text_file(path, "--torchtitan-config");
   const json t = parse_toml(text, path);
   FrameworkConfig fc;
+  fc.kind = ConfigKind::torchtitan;
+  fc.text = text;
   fc.path = path;
   fc.framework = Framework::torchtitan;
   fc.hash = hex64(fnv1a64(text));
@@ -472,6 +479,139 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
                                       path, name, flavor));
   }
   return fc;
+}
+
+const char* completed_name(ConfigKind k) {
+  switch (k) {
+    case ConfigKind::megatron_args: return "megatron_args.sh";
+    case ConfigKind::nemo: return "nemo_config.yaml";
+    case ConfigKind::torchtitan: return "torchtitan.toml";
+  }
+  return "config";
+}
+
+namespace {
+
+// Megatron: `--name value` / `--name=value` set in place, else appended as a continued line.
+void set_arg(std::string& t, const std::string& name, const std::string& value) {
+  const std::regex re("--" + name + "(=|[ \\t]+)[^ \\t\\r\\n\\\\]+");
+  if (std::regex_search(t, re)) {
+    t = std::regex_replace(t, re, "--" + name + " " + value, std::regex_constants::format_first_only);
+    return;
+  }
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  t += " \\\n  --" + name + (value.empty() ? "" : " " + value) + "\n";
+}
+void drop_arg(std::string& t, const std::string& name, bool with_value) {
+  const std::regex re("[ \\t]*--" + name + (with_value ? "(=|[ \\t]+)[^ \\t\\r\\n\\\\]+" : "(?![-\\w])"));
+  t = std::regex_replace(t, re, "");
+}
+
+// YAML: `key: value` under the top-level `model:` (or `trainer:`) block, else inserted after it.
+void set_yaml(std::string& t, const std::string& block, const std::string& key, const std::string& value) {
+  const std::regex head("(^|\\n)" + block + ":[ \\t]*\\n");
+  std::smatch m;
+  if (!std::regex_search(t, m, head)) {
+    t += (t.empty() || t.back() == '\n' ? "" : "\n") + block + ":\n  " + key + ": " + value + "\n";
+    return;
+  }
+  const std::size_t start = static_cast<std::size_t>(m.position(0) + m.length(0));
+  // The block ends at the next line that starts without indentation.
+  std::size_t end = start;
+  while (end < t.size()) {
+    const std::size_t nl = t.find('\n', end);
+    const std::size_t line_end = nl == std::string::npos ? t.size() : nl + 1;
+    if (end < t.size() && t[end] != ' ' && t[end] != '\t' && t[end] != '\n' && t[end] != '#') break;
+    end = line_end;
+  }
+  std::string body = t.substr(start, end - start);
+  const std::regex line("(^|\\n)([ \\t]+)" + key + ":[^\\n]*");
+  if (std::regex_search(body, m, line)) {
+    body = std::regex_replace(body, line, "$1$2" + key + ": " + value, std::regex_constants::format_first_only);
+  } else {
+    body = "  " + key + ": " + value + "\n" + body;
+  }
+  t = t.substr(0, start) + body + t.substr(end);
+}
+
+// TOML: `key = value` in [table], else inserted after its header (the table appended if absent).
+void set_toml(std::string& t, const std::string& table, const std::string& key, const std::string& value) {
+  const std::regex head("(^|\\n)\\[" + table + "\\][ \\t]*(#[^\\n]*)?\\n");
+  std::smatch m;
+  if (!std::regex_search(t, m, head)) {
+    t += (t.empty() || t.back() == '\n' ? "" : "\n") + std::string("\n[") + table + "]\n" + key + " = " + value + "\n";
+    return;
+  }
+  const std::size_t start = static_cast<std::size_t>(m.position(0) + m.length(0));
+  std::size_t end = t.find("\n[", start);
+  end = end == std::string::npos ? t.size() : end + 1;
+  std::string body = t.substr(start, end - start);
+  const std::regex line("(^|\\n)[ \\t]*" + key + "[ \\t]*=[^\\n]*");
+  if (std::regex_search(body, m, line))
+    body = std::regex_replace(body, line, "$1" + key + " = " + value, std::regex_constants::format_first_only);
+  else
+    body = key + " = " + value + "\n" + body;
+  t = t.substr(0, start) + body + t.substr(end);
+}
+
+}  // namespace
+
+std::string complete_framework_config(const FrameworkConfig& fc, const model::Config& pick, Count layers) {
+  std::string t = fc.text;
+  const ParallelLayout& l = pick.layout;
+  const auto n = [](Count v) { return fmt::format("{}", v); };
+  switch (fc.kind) {
+    case ConfigKind::megatron_args:
+      set_arg(t, "micro-batch-size", n(pick.micro_batch));
+      set_arg(t, "global-batch-size", n(pick.global_batch()));
+      set_arg(t, "tensor-model-parallel-size", n(l.tp));
+      set_arg(t, "pipeline-model-parallel-size", n(l.pp));
+      if (l.cp > 1 || fc.inputs.cp) set_arg(t, "context-parallel-size", n(l.cp));
+      if (l.virtual_stages > 1) {
+        if (fc.text.find("--num-layers-per-virtual-pipeline-stage") != std::string::npos && layers > 0)
+          set_arg(t, "num-layers-per-virtual-pipeline-stage", n(layers / (l.pp * l.virtual_stages)));
+        else
+          set_arg(t, "virtual-pipeline-model-parallel-size", n(l.virtual_stages));
+      } else {
+        drop_arg(t, "num-layers-per-virtual-pipeline-stage", true);
+        drop_arg(t, "virtual-pipeline-model-parallel-size", true);
+      }
+      if (l.sequence_parallel && fc.text.find("--sequence-parallel") == std::string::npos) set_arg(t, "sequence-parallel", "");
+      if (!l.sequence_parallel) drop_arg(t, "sequence-parallel", false);
+      break;
+    case ConfigKind::nemo:
+      set_yaml(t, "model", "micro_batch_size", n(pick.micro_batch));
+      set_yaml(t, "model", "global_batch_size", n(pick.global_batch()));
+      set_yaml(t, "model", "tensor_model_parallel_size", n(l.tp));
+      set_yaml(t, "model", "pipeline_model_parallel_size", n(l.pp));
+      set_yaml(t, "model", "virtual_pipeline_model_parallel_size", l.virtual_stages > 1 ? n(l.virtual_stages) : "null");
+      set_yaml(t, "model", "sequence_parallel", l.sequence_parallel ? "true" : "false");
+      if (l.cp > 1 || fc.inputs.cp) set_yaml(t, "model", "context_parallel_size", n(l.cp));
+      break;
+    case ConfigKind::torchtitan:
+      // A pipeline's step runs local_batch_size / microbatch_size microbatches; without one,
+      // torchtitan accumulates global_batch_size / (local_batch_size x dp) micro-batches.
+      set_toml(t, "training", "local_batch_size", n(l.pp > 1 ? pick.micro_batch * pick.accum_steps : pick.micro_batch));
+      set_toml(t, "training", "global_batch_size", n(pick.global_batch()));
+      set_toml(t, "parallelism", "tensor_parallel_degree", n(l.tp));
+      set_toml(t, "parallelism", "pipeline_parallel_degree", n(l.pp));
+      {
+        // The data-parallel degrees follow the pick's dp = world_size / (tp pp cp).
+        const Count dp = pick.data_parallel();
+        const Count replicate = pick.sharding.sharding == Sharding::hsdp && pick.sharding.group > 0
+                                    ? dp / pick.sharding.group
+                                    : pick.sharding.sharding == Sharding::none ? dp : 1;
+        set_toml(t, "parallelism", "data_parallel_replicate_degree", n(std::max<Count>(1, replicate)));
+        set_toml(t, "parallelism", "data_parallel_shard_degree", n(std::max<Count>(1, dp / std::max<Count>(1, replicate))));
+      }
+      if (l.pp > 1) {
+        set_toml(t, "parallelism", "pipeline_parallel_microbatch_size", n(pick.micro_batch));
+        set_toml(t, "parallelism", "pipeline_parallel_schedule", fmt::format("\"{}\"", traits(l.schedule).torchtitan));
+      }
+      if (l.cp > 1 || fc.inputs.cp) set_toml(t, "parallelism", "context_parallel_degree", n(l.cp));
+      break;
+  }
+  return t;
 }
 
 }  // namespace gaccum::check

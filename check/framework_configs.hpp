@@ -40,7 +40,11 @@
 
 namespace gaccum::check {
 
+enum class ConfigKind { megatron_args, nemo, torchtitan };
+
 struct FrameworkConfig {
+  ConfigKind kind = ConfigKind::megatron_args;
+  std::string text;  // the file as read (what complete_framework_config edits)
   std::string path;
   Framework framework = Framework::megatron;
   CheckInputs inputs;                           // every value sourced to the file and its field
@@ -53,6 +57,15 @@ struct FrameworkConfig {
 FrameworkConfig load_megatron_args(const std::string& path);
 FrameworkConfig load_nemo_config(const std::string& path);
 FrameworkConfig load_torchtitan_config(const std::string& path);
+
+// The file completed with a configuration (tune's pick): the batch (micro_batch, global batch;
+// torchtitan's local_batch_size = b x m with a pipeline, b without), the layout (tp, pp, v, schedule, sequence parallel)
+// set in the file's own fields by text edits, every other line kept; a field the file lacks is
+// added. `layers` converts v into Megatron's --num-layers-per-virtual-pipeline-stage where the file
+// uses it.
+std::string complete_framework_config(const FrameworkConfig& fc, const model::Config& pick, Count layers);
+// The completed file's name in tune's --out: megatron_args.sh, nemo_config.yaml, torchtitan.toml.
+const char* completed_name(ConfigKind k);
 
 // Minimal TOML (what torchtitan configs use): [table] and [a.b] headers, key = value with strings
 // ("..." or '...'), integers, floats, booleans and one-line arrays; # comments. Keys as

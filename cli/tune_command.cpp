@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "check/deepspeed_tune.hpp"
+#include "check/framework_configs.hpp"
 #include "cli/pick_cache.hpp"
 #include "cli/command.hpp"
 #include "cli/model_flags.hpp"
@@ -94,13 +95,89 @@ struct TuneOptions {
   std::string command;  // reconstructed for the reports
   std::string deepspeed_config;  // --deepspeed-config: pins what it fixes, written back completed
   LayoutFlags layout;            // --tp, --pp, --cp, --virtual-stages, --schedule, --sequence-parallel, --stage-layers
+  std::string megatron_args, nemo_config, torchtitan_config;  // a framework's config: pins what it fixes, written back
 };
+
+// ---- --megatron-args / --nemo-config / --torchtitan-config (check/framework_configs.hpp) ---------
+
+std::optional<check::FrameworkConfig> load_framework_config(const TuneOptions& o) {
+  const int given = int(!o.megatron_args.empty()) + int(!o.nemo_config.empty()) + int(!o.torchtitan_config.empty()) +
+                    int(!o.deepspeed_config.empty());
+  if (given > 1)
+    throw InputError("--megatron-args, --nemo-config, --torchtitan-config and --deepspeed-config: give the one config "
+                     "the job launches with");
+  if (!o.megatron_args.empty()) return check::load_megatron_args(o.megatron_args);
+  if (!o.nemo_config.empty()) return check::load_nemo_config(o.nemo_config);
+  if (!o.torchtitan_config.empty()) return check::load_torchtitan_config(o.torchtitan_config);
+  return std::nullopt;
+}
+
+// What the file fixes joins the request (a flag given wins): the layout, the global batch, the
+// world size, the plan and the framework; tune then searches micro_batch and microbatches.
+void apply_framework_config(const TuneOptions& o, const check::FrameworkConfig& fc, tuner::TuneRequest& r) {
+  const auto& in = fc.inputs;
+  if (!o.layout.given()) {
+    ParallelLayout l;
+    if (in.tp) l.tp = *in.tp;
+    if (in.pp) l.pp = *in.pp;
+    if (in.cp) l.cp = *in.cp;
+    if (in.virtual_stages) l.virtual_stages = *in.virtual_stages;
+    if (in.schedule) l.schedule = *in.schedule;
+    if (in.sequence_parallel) l.sequence_parallel = *in.sequence_parallel;
+    if (in.first_stage_layers) l.first_stage_layers = *in.first_stage_layers;
+    if (in.last_stage_layers) l.last_stage_layers = *in.last_stage_layers;
+    r.layouts = {l};
+  }
+  const bool batch_flag = !o.global_batch.empty() || !o.global_batch_range.empty() || !o.global_batch_tokens.empty();
+  if (!batch_flag) {
+    if (in.global_batch) {
+      r.global_batch_min = r.global_batch_max = *in.global_batch;
+    } else if (in.micro_batch && in.world_size) {
+      // torchtitan without global_batch_size: local_batch_size on each data-parallel rank.
+      const Count mp = r.layouts.empty() ? 1 : r.layouts.front().model_parallel();
+      r.global_batch_min = r.global_batch_max = *in.micro_batch * (in.accum_steps ? *in.accum_steps : 1) *
+                                                (*in.world_size / std::max<Count>(1, mp));
+    }
+  }
+  if (in.world_size && o.world_sizes.empty() && o.max_world_size.empty()) r.world_sizes = {*in.world_size};
+  if (in.precision && o.precision == "auto") r.precision = *in.precision;
+  if (in.checkpointing && o.checkpointing == "auto") r.checkpointing = *in.checkpointing;
+  if (in.sharding && o.sharding == "auto") r.sharding = *in.sharding;
+  // The strategy follows the layout (a pipeline reduces once; torchtitan without one every
+  // micro-batch): pinned from the file only with the file's own layout.
+  if (in.strategy && o.strategy == "auto" && !o.layout.given()) r.strategy = *in.strategy;
+  if (o.framework.empty()) {
+    r.framework = fc.framework;
+    r.framework_source = fc.path;
+  }
+  r.notes.push_back(fmt::format("{}: the layout, batch and plan it sets pin the search; {} in --out is the file "
+                                "completed with the pick",
+                                fc.path, check::completed_name(fc.kind)));
+}
 
 // ---- model ---------------------------------------------------------------------------------
 // The source resolution (profile / spec / cached profile of a workload) is shared with predict and
 // check: cli/model_source.hpp.
 
-LoadedModel load_model(const TuneOptions& o) {
+LoadedModel load_model(const TuneOptions& o, const std::optional<check::FrameworkConfig>& fc = std::nullopt) {
+  const bool no_source = o.source.spec.empty() && o.source.profile.empty() && o.source.workload.empty() && !o.source.ts.given();
+  if (fc && no_source && fc->model) {
+    // The model the framework config describes (Megatron arguments with --vocab-size, NeMo with
+    // model.vocab_size).
+    ModelSource src;
+    src.spec_object = *fc->model;
+    src.spec_label = fc->path;
+    src.cluster = o.source.cluster;
+    if (!o.source.mfu.empty()) src.mfu = parse_fraction(o.source.mfu, "--mfu");
+    return load_model_source(src);
+  }
+  if (fc && no_source && !fc->builtin_model.empty()) {
+    ModelSource src;
+    src.spec = fc->builtin_model;
+    src.cluster = o.source.cluster;
+    if (!o.source.mfu.empty()) src.mfu = parse_fraction(o.source.mfu, "--mfu");
+    return load_model_source(src);
+  }
   auto src = model_source_from_flags(o.source, parse_optimizer(o.optimizer, "--optimizer"), kDefaultWorkload);
   if (o.precision != "auto") src.precision = parse_precision(o.precision, "--precision");
   if (o.checkpointing != "auto") src.checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
@@ -389,6 +466,8 @@ int run_tune(const TuneOptions& o) {
   const fs::path out(o.out);
   std::vector<std::string> output_names = kOutputNames;
   if (!o.deepspeed_config.empty()) output_names.push_back(kDeepSpeedOutput);
+  const std::optional<check::FrameworkConfig> fwc = load_framework_config(o);
+  if (fwc) output_names.push_back(check::completed_name(fwc->kind));
   reports::check_outputs(out, output_names, o.force);  // refuse before any expensive work
   std::optional<DeepSpeedInput> ds = load_deepspeed(o);
   {
@@ -398,9 +477,10 @@ int run_tune(const TuneOptions& o) {
     tuner::validate(early);
   }
 
-  LoadedModel l = load_model(o);
+  LoadedModel l = load_model(o, fwc);
   tuner::TuneRequest req = make_request(o, l);
   if (ds) apply_deepspeed(o, *ds, req, &l.model->info());
+  if (fwc) apply_framework_config(o, *fwc, req);
   {
     // B_noise: --noise-scale, else a stronger one validate measured for this workload, else the
     // profile's; without any, the report names the validate command (cli/noise_scale_cache.hpp).
@@ -420,6 +500,17 @@ int run_tune(const TuneOptions& o) {
   ctx.source = l.source;
   if (ds) ctx.deepspeed_config = (out / kDeepSpeedOutput).string();
   ctx.next_command = next_command(o, result, out, ds.has_value());
+  if (fwc) {
+    // check the completed file, as the job will launch with it.
+    const char* flag = fwc->kind == check::ConfigKind::megatron_args ? "--megatron-args"
+                       : fwc->kind == check::ConfigKind::nemo        ? "--nemo-config"
+                                                                     : "--torchtitan-config";
+    ctx.next_command = fmt::format("gaccum-tune check {} {}{}{} --world-size {}", flag,
+                                   shell_word((out / check::completed_name(fwc->kind)).string()),
+                                   o.source.spec.empty() ? "" : " --spec " + shell_word(o.source.spec),
+                                   o.source.cluster.empty() ? "" : " --cluster " + shell_word(o.source.cluster),
+                                   result.best().config().world_size);
+  }
   const std::string json = reports::print_json(result, ctx);
   std::vector<reports::OutputFile> files = {
       {"result.csv", reports::print_csv(reports::make_rows(result))},
@@ -428,6 +519,10 @@ int run_tune(const TuneOptions& o) {
       {"report.html", reports::print_html(result, ctx)},
   };
   if (ds) files.push_back({kDeepSpeedOutput, check::complete_deepspeed_config(ds->document, result.best().config(), ds->precision_priced).dump(2) + "\n"});
+  if (fwc) {
+    const Count layers = fwc->model ? fwc->model->layers : 0;
+    files.push_back({check::completed_name(fwc->kind), check::complete_framework_config(*fwc, result.best().config(), layers)});
+  }
   const auto written = reports::write_outputs(out, files, o.force);
   // validate on this workload without -b/-k/-p runs this pick (cli/pick_cache.hpp).
   if (l.profile) record_tune_pick(l.model->info().workload_hash, out / "result.json");
@@ -473,6 +568,12 @@ void add_tune_command(CLI::App& app, Action& action) {
       "tune", "Recommend micro_batch, accum_steps, world_size and strategy for a global batch, with reasons");
   add_model_source_flags(sub, o->source, true);
   add_layout_flags(sub, o->layout);
+  sub->add_option("--megatron-args", o->megatron_args,
+                  "Megatron-LM arguments (a command line or arguments file): the layout, batch and plan pin the search; "
+                  "the file completed with the pick is written to --out/megatron_args.sh");
+  sub->add_option("--nemo-config", o->nemo_config, "NeMo / Megatron-Bridge YAML: as --megatron-args (--out/nemo_config.yaml)");
+  sub->add_option("--torchtitan-config", o->torchtitan_config,
+                  "torchtitan TOML: as --megatron-args (--out/torchtitan.toml)");
   sub->add_option("--deepspeed-config", o->deepspeed_config,
                   "DeepSpeed config: its numeric batch fields, ZeRO stage, bf16/fp16, activation_checkpointing and "
                   "offload pin the search; \"auto\" fields are filled with the pick in --out/deepspeed_config.json");

@@ -70,3 +70,18 @@ gaccum_cli_test(check-two-configs 2 "give the one config the job launches with" 
 gaccum_cli_test(check-torchtitan-bad-schedule 2 "pipeline_parallel_schedule 'ZBVZeroBubble': priced here are GPipe, 1F1B and Interleaved1F1B" --one-line-stderr -- sh -c
   "sed 's/\"1F1B\"/\"ZBVZeroBubble\"/' \"$1/llama3-70b-torchtitan.toml\" > \"$2/zbv.toml\" && \"$0\" check --torchtitan-config \"$2/zbv.toml\" --cluster \"$3\""
   ${G} ${FW} ${CMAKE_CURRENT_BINARY_DIR} ${C64})
+# tune on each framework config writes the file completed with its pick, and check passes it:
+# the file's own layout (micro_batch and m searched at global batch 128), and --tp/--pp auto.
+foreach(kind megatron-args:llama3-70b-megatron.sh:megatron_args.sh nemo-config:llama3-70b-nemo.yaml:nemo_config.yaml
+             torchtitan-config:llama3-70b-torchtitan.toml:torchtitan.toml)
+  string(REPLACE ":" ";" _k "${kind}")
+  list(GET _k 0 _flag)
+  list(GET _k 1 _in)
+  list(GET _k 2 _out)
+  gaccum_cli_test(tune-${_flag}-completed 0 "(--global-batch-size 128|global_batch_size: 128|global_batch_size = 128).*verdict: PASS" -- sh -c
+    "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --${_flag} \"$2/${_in}\" --cluster \"$3\" --global-batch 128 --out \"$1\" --force > \"$1/stdout.txt\" && (cat \"$1/${_out}\" && \"$0\" check --${_flag} \"$1/${_out}\" --cluster \"$3\") | tr -s '\\n ' ' '"
+    ${G} ${T}/completed-${_flag} ${FW} ${C64})
+  gaccum_cli_test(tune-${_flag}-auto-completed 0 "verdict: PASS" -- sh -c
+    "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --${_flag} \"$2/${_in}\" --cluster \"$3\" --tp auto --pp auto --global-batch 256 --out \"$1\" --force > \"$1/stdout.txt\" && \"$0\" check --${_flag} \"$1/${_out}\" --cluster \"$3\" | tr -s '\\n ' ' '"
+    ${G} ${T}/auto-${_flag} ${FW} ${C64})
+endforeach()

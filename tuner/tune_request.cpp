@@ -187,10 +187,11 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
   l.offload_optimizer = r.offload_optimizer;
   l.offload_params = r.offload_params;
   l.framework = r.framework;
-  if (r.framework && r.strategy && l.shardings.size() == 1) {
+  if (r.framework && r.strategy && l.shardings.size() == 1 && r.layouts.size() <= 1) {
     // A pinned plan the framework refuses is bad input naming both, not an empty search.
     FrameworkPlan fp{*r.strategy, l.shardings.front(), l.precisions.size() == 1 ? l.precisions.front() : Precision::fp32,
-                     r.offload_optimizer, r.offload_params, 2, ParallelLayout{}};
+                     r.offload_optimizer, r.offload_params, 2,
+                     r.layouts.size() == 1 ? r.layouts.front() : ParallelLayout{}};
     if (auto refusal = framework_refusal(*r.framework, fp))
       throw InputError(fmt::format("--strategy {} with sharding {} on {} ({}): {}", to_string(*r.strategy),
                                    to_string(l.shardings.front()), traits(*r.framework).display,
