@@ -481,6 +481,18 @@ CalibrationReport calibrate(const std::vector<CalibrationRun>& runs, HoldOut hol
   std::set<std::string> keys;
   for (const auto& x : rep.results) keys.insert(key(*x.run));
   for (const auto& k : keys) {
+    // Rows that are never fitted (held out) need no refit: the full fit never saw them.
+    bool only_held_out = true;
+    for (const auto& x : rep.results)
+      if (key(*x.run) == k && !x.run->held_out) only_held_out = false;
+    if (only_held_out) {
+      for (auto& x : rep.results)
+        if (key(*x.run) == k) {
+          x.cross_validated = x.predicted;
+          x.note = "held out: never fitted, predicted by the full fit";
+        }
+      continue;
+    }
     std::map<GpuGeneration, std::vector<const CalibrationRun*>> train;
     for (const auto& [g, rs] : by_gen)
       for (const auto* r : rs)
@@ -512,7 +524,8 @@ CalibrationReport calibrate(const std::vector<CalibrationRun>& runs, HoldOut hol
   for (auto& c : rep.calibrations) {
     std::vector<double> e;
     for (const auto& x : rep.results)
-      if (x.run->generation == c.generation && x.cross_validated > 0) e.push_back(x.cross_validated / x.run->published - 1);
+      if (x.run->generation == c.generation && x.cross_validated > 0 && !x.run->held_out)
+        e.push_back(x.cross_validated / x.run->published - 1);
     c.cross_validated = summarise_errors(e);
   }
   return rep;

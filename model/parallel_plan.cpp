@@ -134,7 +134,10 @@ std::optional<std::string> layout_rejection(const Config& c, const TransformerSh
                        "and torch disable the sync on the others): use --strategy overlap or fused, not every-step");
   if (c.offload_optimizer || c.offload_params)
     return std::string("DeepSpeed offload is priced for data-parallel plans only: drop the offload, or tp/pp/cp");
-  return plan_rejection(data_parallel_view(c));
+  if (auto why = plan_rejection(data_parallel_view(c)))
+    return fmt::format("the data-parallel part is dp = world_size {} / (tp x pp x cp = {}) = {} ranks: {}", c.world_size,
+                       mp, c.data_parallel(), *why);
+  return std::nullopt;
 }
 
 }  // namespace gaccum::model

@@ -358,14 +358,86 @@ std::string breakdown_chart(const tuner::TuneResult& r) {
   ch.value_label = "seconds per optimizer step";
   ch.segments = {"compute (k x forward+backward)", "exposed communication", "optimizer"};
   ch.colors = {"#0072B2", "#D55E00", "#009E73"};
+  bool bubble = false;  // a pipeline pick: its idle time is a segment of its own
+  for (std::size_t i = 0; i < r.picks.size() && i < 8; ++i)
+    bubble = bubble || r.search.candidates[r.picks[i].candidate].prediction.time.bubble > 0;
+  if (bubble) {
+    ch.segments.push_back("pipeline bubble");
+    ch.colors.push_back("#999999");
+  }
   for (std::size_t i = 0; i < r.picks.size() && i < 8; ++i) {
     const auto& c = r.search.candidates[r.picks[i].candidate];
     ch.categories.push_back(fmt::format("#{} {}", r.picks[i].rank, tuner::short_config(c.config())));
     const auto& t = c.prediction.time;
     ch.values.push_back({t.compute, t.comm_exposed, t.optimizer});
+    if (bubble) ch.values.back().push_back(t.bubble);
   }
   ch.format = axis_seconds;
   return figure(ch.title, "", bar_chart(ch));
+}
+
+// A pipeline pick: each stage's peak memory by term, against the cap and the limit.
+std::string stage_memory_chart(const tuner::TuneResult& r) {
+  const auto& best = r.best().prediction;
+  const auto& l = r.search.limits;
+  const auto [unit, unit_name] = memory_axis_unit(l);
+  BarChart ch;
+  ch.title = fmt::format("Peak memory per pipeline stage of the pick ({})", to_string(best.config.layout));
+  ch.value_label = unit_name;
+  ch.segments = {"weights", "gradients + optimizer state", "activations (microbatches in flight)", "buffers + allocator"};
+  ch.colors = {"#0072B2", "#009E73", "#D55E00", "#999999"};
+  for (const auto& st : best.parallel.stages) {
+    const auto& m = st.memory;
+    ch.categories.push_back(fmt::format("stage {}{}: {} in flight", st.rank, st.embedding ? "e" : st.head ? "h" : "",
+                                        st.in_flight));
+    ch.values.push_back({double(m.weights + m.gathered) / unit, double(m.gradients + m.optimizer_state) / unit,
+                         double(m.activations) / unit, double(m.comm_buffers + m.allocator_reserve) / unit});
+  }
+  ch.lines.push_back({double(l.cap) / unit, fmt::format("cap {}", format_bytes(l.cap)), kLimitColor, false});
+  ch.lines.push_back({double(l.limit) / unit, fmt::format("limit {}", format_bytes(l.limit)), kLimitColor, true});
+  ch.format = [](double v) { return fmt::format("{:g}", v); };
+  return figure(ch.title,
+                fmt::format("Stage {} peaks (e: the embedding's stage, h: the head's; {} layers per stage at most). Under "
+                            "1F1B stage r holds min(pp - r, m) microbatches' activations, the first the most; the last "
+                            "holds the logits.",
+                            best.parallel.peak_stage,
+                            std::max_element(best.parallel.stages.begin(), best.parallel.stages.end(),
+                                             [](const auto& a, const auto& b) { return a.layers < b.layers; })
+                                ->layers),
+                bar_chart(ch));
+}
+
+// A pipeline pick: the bubble at each microbatch count the search priced for the same layout,
+// plan and world size (micro_batch x m fixed by the global batch).
+std::string bubble_chart(const tuner::TuneResult& r) {
+  const auto& best = r.best().config();
+  LineChart ch;
+  ch.title = fmt::format("Pipeline bubble vs microbatches per step ({})", to_string(best.layout));
+  ch.x_label = "microbatches per step m (accum_steps)";
+  ch.y_label = "bubble, % of the schedule";
+  ch.log2_x = true;
+  ChartSeries s;
+  s.name = fmt::format("{} at global_batch {}", short_string(best.layout), best.global_batch());
+  s.color = "#0072B2";
+  std::map<Count, double> by_m;
+  for (const auto& c : r.search.candidates) {
+    const auto& k = c.config();
+    if (k.layout != best.layout || k.world_size != best.world_size || k.strategy != best.strategy ||
+        k.sharding.sharding != best.sharding.sharding || k.precision != best.precision ||
+        k.checkpointing != best.checkpointing || k.global_batch() != best.global_batch())
+      continue;
+    by_m[k.accum_steps] = 100 * c.prediction.parallel.bubble_fraction;
+  }
+  for (const auto& [m, b] : by_m) s.points.push_back({double(m), b});
+  ch.series.push_back(s);
+  ch.marker = ChartMarker{{double(best.accum_steps), 100 * r.best().prediction.parallel.bubble_fraction},
+                          fmt::format("pick: m = {}", best.accum_steps)};
+  ch.x_format = [](double v) { return fmt::format("{:g}", v); };
+  ch.y_format = [](double v) { return fmt::format("{:g}", v); };
+  return figure(ch.title,
+                "More microbatches shrink the bubble ((pp - 1) / (m + pp - 1) for balanced 1F1B stages) but each "
+                "is a smaller micro_batch: smaller GEMMs. Larger m the search did not price did not fit or was pruned.",
+                line_chart(ch));
 }
 
 std::string strategy_chart(const tuner::TuneResult& r) {
@@ -648,6 +720,10 @@ std::string print_html(const tuner::TuneResult& r, const ReportContext& ctx) {
   charts += throughput_chart(r);
   charts += memory_chart(r);
   charts += breakdown_chart(r);
+  if (r.best().config().layout.pp > 1) {
+    charts += stage_memory_chart(r);
+    charts += bubble_chart(r);
+  }
   charts += strategy_chart(r);
   if (plans_searched(r)) {
     charts += memory_terms_chart(r);

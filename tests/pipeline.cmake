@@ -85,3 +85,17 @@ foreach(kind megatron-args:llama3-70b-megatron.sh:megatron_args.sh nemo-config:l
     "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --${_flag} \"$2/${_in}\" --cluster \"$3\" --tp auto --pp auto --global-batch 256 --out \"$1\" --force > \"$1/stdout.txt\" && \"$0\" check --${_flag} \"$1/${_out}\" --cluster \"$3\" | tr -s '\\n ' ' '"
     ${G} ${T}/auto-${_flag} ${FW} ${C64})
 endforeach()
+# report.html of a pipeline pick: the per-stage memory and bubble-vs-m charts, rendered in
+# headless Chromium (exit 77 = skipped without chromium).
+gaccum_cli_test(pipeline-report-charts 0 "Peak memory per pipeline stage of the pick.*Pipeline bubble vs microbatches per step" -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --spec \"$2\" --cluster \"$3\" --global-batch 512 --world-sizes 64 --tp 8 --pp 4 --sequence-parallel --precision bf16 --out \"$1\" > /dev/null && tr -s '\\n ' ' ' < \"$1/report.html\""
+  ${G} ${T}/report ${S70} ${C64})
+find_program(GACCUM_PYTHON3_PIPE NAMES python3)
+if(GACCUM_PYTHON3_PIPE)
+  add_test(NAME "html: pipeline report renders in headless chromium"
+           COMMAND sh -c "rm -rf \"$1\" && \"$0\" tune --spec \"$2\" --cluster \"$3\" --global-batch 512 --world-sizes 64 --tp 8 --pp 4 --sequence-parallel --precision bf16 --out \"$1\" >/dev/null && \"$4\" \"$5\" \"$1/report.html\" --screenshot \"$1/report.png\""
+                   $<TARGET_FILE:gaccum-tune> ${T}/report-chromium ${S70} ${C64} ${GACCUM_PYTHON3_PIPE}
+                   ${CMAKE_CURRENT_SOURCE_DIR}/integration/html_report_chromium.py)
+  set_tests_properties("html: pipeline report renders in headless chromium" PROPERTIES LABELS integration
+                       SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
