@@ -70,6 +70,40 @@ std::vector<std::string> shell_words(const std::string& text) {
   return out;
 }
 
+// The model a framework config describes whole: the shape its fields give, the plan the file runs.
+struct ModelFields {
+  std::string name, source;
+  Count layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
+  std::optional<Count> ffn, kv_heads;
+  bool gated = false, rms_norm = false, learned_positions = true, tied = true, bias = true, flash = true, dropout = true;
+  Precision dtype = Precision::bf16;
+  Checkpointing checkpointing = Checkpointing::none;
+};
+
+model::TransformerSpec spec_of(const ModelFields& f) {
+  model::TransformerSpec s;
+  s.name = f.name;
+  s.layers = f.layers;
+  s.hidden = f.hidden;
+  s.heads = f.heads;
+  s.seq_len = f.seq;
+  s.vocab = f.vocab;
+  if (f.ffn) s.ffn_hidden = *f.ffn;
+  if (f.kv_heads) s.kv_heads = *f.kv_heads;
+  s.gated_mlp = f.gated;
+  s.rms_norm = f.rms_norm;
+  s.learned_positions = f.learned_positions;
+  s.tied_embeddings = f.tied;
+  s.bias = f.bias;
+  s.flash_attention = f.flash;
+  s.dropout = f.dropout;
+  s.dtype = f.dtype;
+  s.activation_checkpointing = f.checkpointing;
+  s.mean_tokens_per_sample = double(f.seq);
+  s.source = f.source;
+  return s;
+}
+
 }  // namespace
 
 FrameworkConfig load_megatron_args(const std::string& path) {
@@ -162,27 +196,27 @@ FrameworkConfig load_megatron_args(const std::string& path) {
                                         "from --spec",
                                         path));
     } else {
-      model::TransformerSpec s;
-      s.name = "megatron-args";
-      s.layers = *layers;
-      s.hidden = *hidden;
-      s.heads = *heads;
-      s.seq_len = *seq;
-      s.vocab = *vocab;
-      if (auto f = count("ffn-hidden-size")) s.ffn_hidden = *f;
-      if (has("group-query-attention")) s.kv_heads = count("num-query-groups").value_or(*heads);
-      s.gated_mlp = has("swiglu");
-      s.rms_norm = args.count("normalization") && args["normalization"] == "RMSNorm";
-      s.learned_positions = !(args.count("position-embedding-type") && args["position-embedding-type"] == "rope");
-      s.tied_embeddings = !has("untie-embeddings-and-output-weights");
-      s.bias = !has("disable-bias-linear");
-      s.flash_attention = has("use-flash-attn") || has("transformer-impl") || s.gated_mlp;
-      s.dropout = !(args.count("attention-dropout") && args["attention-dropout"] == "0.0" &&
+      ModelFields m;
+      m.name = "megatron-args";
+      m.source = src;
+      m.layers = *layers;
+      m.hidden = *hidden;
+      m.heads = *heads;
+      m.seq = *seq;
+      m.vocab = *vocab;
+      m.ffn = count("ffn-hidden-size");
+      if (has("group-query-attention")) m.kv_heads = count("num-query-groups").value_or(*heads);
+      m.gated = has("swiglu");
+      m.rms_norm = args.count("normalization") && args["normalization"] == "RMSNorm";
+      m.learned_positions = !(args.count("position-embedding-type") && args["position-embedding-type"] == "rope");
+      m.tied = !has("untie-embeddings-and-output-weights");
+      m.bias = !has("disable-bias-linear");
+      m.flash = has("use-flash-attn") || has("transformer-impl") || m.gated;
+      m.dropout = !(args.count("attention-dropout") && args["attention-dropout"] == "0.0" &&
                     args.count("hidden-dropout") && args["hidden-dropout"] == "0.0");
-      s.dtype = *in.precision;
-      s.activation_checkpointing = *in.checkpointing;
-      s.mean_tokens_per_sample = double(s.seq_len);
-      s.source = src;
+      m.dtype = *in.precision;
+      m.checkpointing = *in.checkpointing;
+      const model::TransformerSpec s = spec_of(m);
       fc.model = s;
     }
   }
@@ -261,27 +295,27 @@ FrameworkConfig load_nemo_config(const std::string& path) {
   const auto seq = c("encoder_seq_length") ? c("encoder_seq_length") : c("seq_length");
   const auto vocab = c("vocab_size");
   if (layers && hidden && heads && seq && vocab) {
-    model::TransformerSpec s;
-    s.name = "nemo-config";
-    s.layers = *layers;
-    s.hidden = *hidden;
-    s.heads = *heads;
-    s.seq_len = *seq;
-    s.vocab = *vocab;
-    if (auto f = c("ffn_hidden_size")) s.ffn_hidden = *f;
-    if (auto g = c("num_query_groups")) s.kv_heads = *g;
+    ModelFields mf;
+    mf.name = "nemo-config";
+    mf.source = src;
+    mf.layers = *layers;
+    mf.hidden = *hidden;
+    mf.heads = *heads;
+    mf.seq = *seq;
+    mf.vocab = *vocab;
+    mf.ffn = c("ffn_hidden_size");
+    mf.kv_heads = c("num_query_groups");
     const std::string act = model.value("activation", std::string());
-    s.gated_mlp = act.find("swiglu") != std::string::npos || act.find("glu") != std::string::npos;
-    s.rms_norm = model.value("normalization", std::string()) == "rmsnorm";
-    s.learned_positions = model.value("position_embedding_type", std::string("learned_absolute")) == "learned_absolute";
-    s.tied_embeddings = model.value("share_embeddings_and_output_weights", true);
-    s.bias = model.value("bias", true);
-    s.flash_attention = true;
-    s.dropout = model.value("hidden_dropout", 0.1) > 0;
-    s.dtype = in.precision ? *in.precision : Precision::bf16;
-    s.activation_checkpointing = *in.checkpointing;
-    s.mean_tokens_per_sample = double(s.seq_len);
-    s.source = src;
+    mf.gated = act.find("glu") != std::string::npos;
+    mf.rms_norm = model.value("normalization", std::string()) == "rmsnorm";
+    mf.learned_positions = model.value("position_embedding_type", std::string("learned_absolute")) == "learned_absolute";
+    mf.tied = model.value("share_embeddings_and_output_weights", true);
+    mf.bias = model.value("bias", true);
+    mf.flash = true;
+    mf.dropout = model.value("hidden_dropout", 0.1) > 0;
+    mf.dtype = in.precision ? *in.precision : Precision::bf16;
+    mf.checkpointing = *in.checkpointing;
+    const model::TransformerSpec s = spec_of(mf);
     fc.model = s;
   } else if (layers || hidden) {
     fc.warnings.push_back(fmt::format("{}: the model's shape is partial (no model.vocab_size: NeMo takes it from the "

@@ -61,7 +61,7 @@ using check::Sourced;
 
 struct CheckOptions {
   std::string job, deepspeed_config;
-  std::string megatron_args, nemo_config, torchtitan_config;  // a framework's own config (check/framework_configs.hpp)
+  FrameworkConfigFlags fw_config;  // a framework's own config (check/framework_configs.hpp)
   LayoutFlags layout;  // --tp, --pp, --cp, --virtual-stages, --schedule, --sequence-parallel
   std::string profile, spec, cluster, mfu, workload;
   TorchScriptFlags ts;  // --torchscript and its inputs
@@ -253,10 +253,12 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
   // DeepSpeed's, below the job file and the flags.
   std::optional<check::FrameworkConfig> fwc;
   {
-    const std::string m = !o.megatron_args.empty() ? o.megatron_args : job && job->megatron_args ? *job->megatron_args : "";
-    const std::string n = !o.nemo_config.empty() ? o.nemo_config : job && job->nemo_config ? *job->nemo_config : "";
-    const std::string t =
-        !o.torchtitan_config.empty() ? o.torchtitan_config : job && job->torchtitan_config ? *job->torchtitan_config : "";
+    const auto& fc = o.fw_config;
+    const std::string m = !fc.megatron_args.empty() ? fc.megatron_args : job && job->megatron_args ? *job->megatron_args : "";
+    const std::string n = !fc.nemo_config.empty() ? fc.nemo_config : job && job->nemo_config ? *job->nemo_config : "";
+    const std::string t = !fc.torchtitan_config.empty() ? fc.torchtitan_config
+                          : job && job->torchtitan_config ? *job->torchtitan_config
+                                                          : "";
     if (int(!m.empty()) + int(!n.empty()) + int(!t.empty()) + int(!ds_path.empty()) > 1)
       throw InputError("--megatron-args, --nemo-config, --torchtitan-config and --deepspeed-config: give the one config "
                        "the job launches with");
@@ -543,12 +545,7 @@ void add_check_command(CLI::App& app, Action& action) {
   auto* sub = app.add_subcommand("check", "Pre-launch gate: check a job's batch, memory, ranks, LR and efficiency");
   sub->add_option("--job", o->job, "Job file (JSON or YAML; schema: examples/jobs/, check/job.hpp)");
   sub->add_option("--deepspeed-config", o->deepspeed_config, "DeepSpeed config (batch fields, optimizer, ZeRO)");
-  sub->add_option("--megatron-args", o->megatron_args,
-                  "Megatron-LM arguments (a command line or an arguments file): layout, batch, recompute, precision, "
-                  "and the model when whole");
-  sub->add_option("--nemo-config", o->nemo_config, "NeMo / Megatron-Bridge YAML (model: and trainer: fields)");
-  sub->add_option("--torchtitan-config", o->torchtitan_config,
-                  "torchtitan TOML ([parallelism], [training], [activation_checkpoint], [model] llama3 flavors)");
+  add_framework_config_flags(sub, o->fw_config, "the layout, batch, recompute, precision, and the model when whole");
   add_layout_flags(sub, o->layout);
   sub->add_option("--profile", o->profile, "Measured profile.json (from `gaccum-tune profile`)");
   sub->add_option("--spec", o->spec, "Analytic transformer spec.json (needs --cluster)");

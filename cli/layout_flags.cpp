@@ -84,6 +84,13 @@ ParallelLayout parse_layout(const LayoutFlags& f, bool allow_auto) {
 
 ParallelLayout layout_from_flags(const LayoutFlags& f) { return parse_layout(f, false); }
 
+void add_framework_config_flags(CLI::App* sub, FrameworkConfigFlags& f, const std::string& what) {
+  sub->add_option("--megatron-args", f.megatron_args, "Megatron-LM arguments (a command line or arguments file): " + what);
+  sub->add_option("--nemo-config", f.nemo_config, "NeMo / Megatron-Bridge YAML (model: and trainer: fields): " + what);
+  sub->add_option("--torchtitan-config", f.torchtitan_config,
+                  "torchtitan TOML ([parallelism], [training], [activation_checkpoint], [model] llama3 flavors): " + what);
+}
+
 std::vector<ParallelLayout> layouts_from_flags(const LayoutFlags& f, const std::vector<ParallelLayout>& candidates) {
   if (!f.given()) return {};
   const bool tp_auto = f.tp == "auto", pp_auto = f.pp == "auto";

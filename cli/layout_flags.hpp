@@ -28,6 +28,13 @@ struct LayoutFlags {
 };
 
 void add_layout_flags(CLI::App* sub, LayoutFlags& f);
+
+// --megatron-args, --nemo-config, --torchtitan-config (check/framework_configs.hpp); `what` says
+// what the subcommand does with the file.
+struct FrameworkConfigFlags {
+  std::string megatron_args, nemo_config, torchtitan_config;
+};
+void add_framework_config_flags(CLI::App* sub, FrameworkConfigFlags& f, const std::string& what);
 // InputError naming the flag for a bad value (and for `auto`, which only tune searches).
 ParallelLayout layout_from_flags(const LayoutFlags& f);
 // tune: `--tp auto` / `--pp auto` search those dimensions over the model's candidates (the

@@ -95,20 +95,21 @@ struct TuneOptions {
   std::string command;  // reconstructed for the reports
   std::string deepspeed_config;  // --deepspeed-config: pins what it fixes, written back completed
   LayoutFlags layout;            // --tp, --pp, --cp, --virtual-stages, --schedule, --sequence-parallel, --stage-layers
-  std::string megatron_args, nemo_config, torchtitan_config;  // a framework's config: pins what it fixes, written back
+  FrameworkConfigFlags fw_config;  // a framework's config: pins what it fixes, written back completed
 };
 
 // ---- --megatron-args / --nemo-config / --torchtitan-config (check/framework_configs.hpp) ---------
 
 std::optional<check::FrameworkConfig> load_framework_config(const TuneOptions& o) {
-  const int given = int(!o.megatron_args.empty()) + int(!o.nemo_config.empty()) + int(!o.torchtitan_config.empty()) +
+  const auto& f = o.fw_config;
+  const int given = int(!f.megatron_args.empty()) + int(!f.nemo_config.empty()) + int(!f.torchtitan_config.empty()) +
                     int(!o.deepspeed_config.empty());
   if (given > 1)
     throw InputError("--megatron-args, --nemo-config, --torchtitan-config and --deepspeed-config: give the one config "
                      "the job launches with");
-  if (!o.megatron_args.empty()) return check::load_megatron_args(o.megatron_args);
-  if (!o.nemo_config.empty()) return check::load_nemo_config(o.nemo_config);
-  if (!o.torchtitan_config.empty()) return check::load_torchtitan_config(o.torchtitan_config);
+  if (!f.megatron_args.empty()) return check::load_megatron_args(f.megatron_args);
+  if (!f.nemo_config.empty()) return check::load_nemo_config(f.nemo_config);
+  if (!f.torchtitan_config.empty()) return check::load_torchtitan_config(f.torchtitan_config);
   return std::nullopt;
 }
 
@@ -568,12 +569,9 @@ void add_tune_command(CLI::App& app, Action& action) {
       "tune", "Recommend micro_batch, accum_steps, world_size and strategy for a global batch, with reasons");
   add_model_source_flags(sub, o->source, true);
   add_layout_flags(sub, o->layout);
-  sub->add_option("--megatron-args", o->megatron_args,
-                  "Megatron-LM arguments (a command line or arguments file): the layout, batch and plan pin the search; "
-                  "the file completed with the pick is written to --out/megatron_args.sh");
-  sub->add_option("--nemo-config", o->nemo_config, "NeMo / Megatron-Bridge YAML: as --megatron-args (--out/nemo_config.yaml)");
-  sub->add_option("--torchtitan-config", o->torchtitan_config,
-                  "torchtitan TOML: as --megatron-args (--out/torchtitan.toml)");
+  add_framework_config_flags(sub, o->fw_config,
+                             "its layout, batch and plan pin the search; the file completed with the pick is written "
+                             "to --out (megatron_args.sh, nemo_config.yaml, torchtitan.toml)");
   sub->add_option("--deepspeed-config", o->deepspeed_config,
                   "DeepSpeed config: its numeric batch fields, ZeRO stage, bf16/fp16, activation_checkpointing and "
                   "offload pin the search; \"auto\" fields are filled with the pick in --out/deepspeed_config.json");
