@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "model/parallel_plan.hpp"
 #include "model/pipeline.hpp"
 #include "model/plan_cost.hpp"
 #include "model/prediction_json.hpp"
@@ -265,7 +266,7 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                               format_bytes([&] {
                                 model::Config c = job_config(j);
                                 c.micro_batch = 1;
-                                c.accum_steps = pipeline ? std::max(j.accum_steps, j.layout.pp) : 1;
+                                c.accum_steps = model::memory_accum_steps(j.layout, j.accum_steps);
                                 return m->predict(c).memory.peak;
                               }()),
                               format_bytes(limit),

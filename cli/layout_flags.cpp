@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/checked.hpp"
+#include "core/parse.hpp"
 
 namespace gaccum::cli {
 
@@ -48,22 +49,15 @@ ParallelLayout parse_layout(const LayoutFlags& f, bool allow_auto) {
     throw InputError("--stage-layers with --virtual-stages: give one or the other (an interleaved split is even here)");
   if (!f.stage_layers.empty()) {
     // "7,8,8,7" one count per rank, or "7,...,7": the first and last stage, the middle even.
-    std::vector<std::string> parts;
-    std::size_t start = 0;
-    while (true) {
-      const std::size_t comma = f.stage_layers.find(',', start);
-      parts.push_back(f.stage_layers.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
+    const std::string& text = f.stage_layers;
     auto layers = [](const std::string& part) { return parse_count_at_most(part, "--stage-layers", Count(1) << 16, "65536"); };
-    if (parts.size() == 3 && parts[1] == "...") {
-      l.first_stage_layers = layers(parts[0]);
-      l.last_stage_layers = layers(parts[2]);
+    if (const auto dots = text.find(",...,"); dots != std::string::npos) {
+      l.first_stage_layers = layers(text.substr(0, dots));
+      l.last_stage_layers = layers(text.substr(dots + 5));
       return l;
     }
-    std::vector<Count> n;
-    for (const auto& part : parts) n.push_back(layers(part));
+    const std::vector<Count> n = parse_count_list(text, "--stage-layers");
+    for (Count v : n) (void)layers(std::to_string(v));  // at most 65536 each
     if (static_cast<Count>(n.size()) != l.pp)
       throw InputError(fmt::format("--stage-layers: {} values for --pp {}: give one layer count per pipeline rank, or "
                                    "FIRST,...,LAST",

@@ -17,6 +17,7 @@
 // Why: one place decides whether a layout runs at all; the cost model, the tuner and check ask it.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,14 @@ std::vector<Count> stage_layers(const ParallelLayout& l, Count layers);
 // The layouts a search may choose from on this model and node size (PlanSupport::
 // layout_candidates), data-parallel first.
 std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count gpus_per_node, Count max_gpus);
+
+// The microbatch count at which a plan's peak memory is priced for a given m: 1 without a pipeline
+// (memory does not depend on accumulation), pp for every schedule but gpipe (in flight saturates
+// at m >= pp), m itself for gpipe (every microbatch held).
+inline Count memory_accum_steps(const ParallelLayout& l, Count m) {
+  if (l.pp < 2) return 1;
+  return l.schedule == Schedule::gpipe ? std::max<Count>(1, m) : l.pp;
+}
 
 // The data-parallel view of a layout's configuration: world_size = dp, layout dp only (what
 // plan_cost.hpp prices for one model part).

@@ -72,10 +72,11 @@ PipeSchedule zb_h1_ops(Count p, Count m) {
   std::vector<Count> pending_w(static_cast<std::size_t>(p), 0), next_w(static_cast<std::size_t>(p), 0);
   std::size_t left = 0;
   for (const auto& ops : fb) left += ops.size();
+  std::vector<std::pair<std::size_t, PipeOp>> started;  // this step's F and B, recorded after it
   for (long long step = 0; left > 0; ++step) {
     if (step > 16 * static_cast<long long>(n) + 64) throw std::logic_error("zb-h1: the unit replay did not finish");
     // Decide every rank's operation for this step from finish times before it.
-    std::vector<std::pair<std::size_t, PipeOp>> started;
+    started.clear();
     for (Count r = 0; r < p; ++r) {
       const auto ru = static_cast<std::size_t>(r);
       bool ran = false;

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "model/parallel_plan.hpp"
 #include "model/pipeline.hpp"
 
 namespace gaccum::tuner {
@@ -58,11 +59,7 @@ std::size_t divisor_count(Count n) {
 Count max_micro_batch_within(const model::CostModel& model, const Limits& limits, const model::Config& shape,
                              Count upper) {
   model::Config c = shape;
-  c.accum_steps = 1;
-  // A pipeline needs m >= pp (a multiple of pp when interleaved); 1f1b's and interleaved's
-  // memory does not depend on m beyond that (gpipe's does: the shape's own m is kept).
-  const Count pp = shape.layout.pp;
-  if (pp > 1) c.accum_steps = shape.layout.schedule == Schedule::gpipe ? std::max<Count>(1, shape.accum_steps) : pp;
+  c.accum_steps = model::memory_accum_steps(shape.layout, shape.accum_steps);
   auto fits = [&](Count b) {
     c.micro_batch = b;
     try {

@@ -49,7 +49,7 @@ std::vector<MemoryCurvePoint> memory_curve(const model::CostModel& model, const 
       pt.micro_batch = b;
       model::Config c = shape;
       c.micro_batch = b;
-      if (c.layout.pp > 1 && c.layout.schedule != Schedule::gpipe) c.accum_steps = c.layout.pp;
+      if (c.layout.pp > 1) c.accum_steps = model::memory_accum_steps(c.layout, c.accum_steps);
       try {
         pt.peak = model.predict(c).memory.peak;
       } catch (const InputError&) {
