@@ -51,6 +51,9 @@ struct ValidateCliOptions {
   std::string seed = "0";
   std::string dataset_size;
   std::string partial_window = "run";
+  std::string pp = "1";
+  std::string virtual_stages = "1";
+  std::string schedule;           // default: 1f1b, interleaved-1f1b with --virtual-stages above 1
   std::string from_tune;
   std::string top = "3";
   std::string tolerance = "10%";
@@ -71,7 +74,7 @@ double parse_percent(const std::string& text, const char* flag) {
 
 // Which of the run's settings the command line gave (the rest may come from tune's pick).
 struct GivenFlags {
-  bool workload = false, world_size = false, micro_batch = false, accum_steps = false;
+  bool workload = false, world_size = false, micro_batch = false, accum_steps = false, strategy = false;
   bool setting() const { return world_size || micro_batch || accum_steps; }
 };
 
@@ -109,6 +112,20 @@ int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
   s.seed = static_cast<std::uint64_t>(parse_count_or_zero(c.seed, "--seed"));
   s.dataset_size = c.dataset_size.empty() ? 0 : parse_positive_count(c.dataset_size, "--dataset-size");
   s.partial_window = runner::parse_partial_window(c.partial_window, "--partial-window");
+  s.pp = parse_count_at_most(c.pp, "--pp");
+  s.virtual_stages = parse_count_at_most(c.virtual_stages, "--virtual-stages");
+  s.schedule = !c.schedule.empty()       ? parse_schedule(c.schedule, "--schedule")
+               : s.virtual_stages > 1 ? Schedule::interleaved_1f1b
+                                      : Schedule::one_f_one_b;
+  if (s.pp > 1 && !given.strategy) s.strategy = Strategy::fused;  // a pipeline's one reduction per step
+  if (s.pp > 1 && !c.profile.empty())
+    throw InputError("--profile: a profile's cost model prices data-parallel plans; a pipeline run (--pp) is compared "
+                     "with its schedule's simulation instead: drop --profile");
+  if (s.pp > 1 && !c.from_tune.empty())
+    throw InputError("--from-tune: validate runs a tune pick's data-parallel plan; give the pipeline run with "
+                     "-b/-k/-p and --pp/--schedule instead");
+  if (s.pp == 1 && (!c.schedule.empty() || s.virtual_stages > 1))
+    throw InputError("--schedule/--virtual-stages: need --pp 2 or more");
   o.world_size_given = world_size_given;
   o.profile_path = c.profile;
   o.tolerance_pct = parse_percent(c.tolerance, "--tolerance");
@@ -147,7 +164,7 @@ int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
   // predictions are printed beside the measurements but only --profile / --from-tune make them
   // part of the exit code.
   const bool local = !detect_rank_context(false).distributed();
-  if (local && o.from_tune.empty() && !given.setting()) {
+  if (local && o.from_tune.empty() && !given.setting() && s.pp == 1) {
     if (const auto pick = find_tune_pick(workload_hash)) {
       o.from_tune = pick->string();
       o.top = 1;
@@ -156,7 +173,7 @@ int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
                                pick->string());
     }
   }
-  if (local && o.profile_path.empty() && o.from_tune.empty()) {
+  if (local && o.profile_path.empty() && o.from_tune.empty() && s.pp == 1) {
     auto cfg = s.workload;
     cfg.device = workloads::resolve_device(cfg.device);
     if (const auto cached = find_cached_profile(cfg, s.optimizer); !cached.empty()) {
@@ -217,6 +234,11 @@ void add_validate_command(CLI::App& app, Action& action) {
                              "Samples in the dataset: one epoch, then the last partial window (sets the steps)");
   sub->add_option("--partial-window", o->partial_window,
                   "Last partial window: run (normalised by its real samples/tokens) | drop");
+  sub->add_option("--pp", o->pp,
+                  "Pipeline stages (built-in gpt): world_size = pp x dp, ranks pp-outermost; accum_steps are the "
+                  "microbatches");
+  sub->add_option("--virtual-stages", o->virtual_stages, "Model chunks per pipeline rank (interleaved-1f1b)");
+  sub->add_option("--schedule", o->schedule, "Pipeline schedule: gpipe | 1f1b | interleaved-1f1b (default 1f1b)");
   sub->add_option("--from-tune", o->from_tune, "A tune result.json: validate its top picks");
   sub->add_option("--top", o->top, "How many picks of --from-tune to validate");
   sub->add_option("-o,--output", o->output, "validation.json to write");
@@ -227,6 +249,7 @@ void add_validate_command(CLI::App& app, Action& action) {
     given.workload = sub->get_option("--workload")->count() > 0;
     given.micro_batch = sub->get_option("--micro-batch")->count() > 0;
     given.accum_steps = sub->get_option("--accum-steps")->count() > 0;
+    given.strategy = sub->get_option("--strategy")->count() > 0;
     action = [o, given] { return run_validate(*o, given); };
   });
 }

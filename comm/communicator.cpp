@@ -109,8 +109,9 @@ class WorkHandle final : public PendingCollective {
  public:
   // track_completion: record the completion time from the work's future (Gloo only: an NCCL
   // future completes when the kernel is enqueued, not when it ends).
-  WorkHandle(c10::intrusive_ptr<c10d::Work> w, bool track_completion, CollectiveWait mode)
-      : w_(std::move(w)), mode_(mode) {
+  WorkHandle(c10::intrusive_ptr<c10d::Work> w, bool track_completion, CollectiveWait mode,
+             const char* op = "allreduce.wait")
+      : w_(std::move(w)), mode_(mode), op_(op) {
     if (!track_completion) return;
     done_ = std::make_shared<std::atomic<std::int64_t>>(-1);
     try {
@@ -129,7 +130,7 @@ class WorkHandle final : public PendingCollective {
   }
   void wait() override {
     if (!w_) return;
-    GACCUM_C10D("allreduce.wait", await_work(*w_, mode_));
+    GACCUM_C10D(op_, await_work(*w_, mode_));
     w_.reset();
   }
   std::optional<Clock::time_point> completed_at() const override {
@@ -142,6 +143,7 @@ class WorkHandle final : public PendingCollective {
  private:
   c10::intrusive_ptr<c10d::Work> w_;
   CollectiveWait mode_;
+  const char* op_;
   std::shared_ptr<std::atomic<std::int64_t>> done_;
 };
 
@@ -205,6 +207,18 @@ class C10dCommunicator final : public Communicator {
     o.reduceOp = c10d::ReduceOp::SUM;
     auto work = GACCUM_C10D("allreduce", pg_->allreduce(v, o));
     return std::make_unique<WorkHandle>(std::move(work), backend_ == Backend::gloo, wait_);
+  }
+
+  std::unique_ptr<PendingCollective> send_async(torch::Tensor& t, int dst, int tag) override {
+    std::vector<at::Tensor> v{t};
+    auto work = GACCUM_C10D(fmt::format("send to rank {} tag {}", dst, tag), pg_->send(v, dst, tag));
+    // Gloo's send/recv works complete inside wait() only (isCompleted() stays false): never polled.
+    return std::make_unique<WorkHandle>(std::move(work), false, CollectiveWait::block, "send.wait");
+  }
+  std::unique_ptr<PendingCollective> recv_async(torch::Tensor& t, int src, int tag) override {
+    std::vector<at::Tensor> v{t};
+    auto work = GACCUM_C10D(fmt::format("recv from rank {} tag {}", src, tag), pg_->recv(v, src, tag));
+    return std::make_unique<WorkHandle>(std::move(work), false, CollectiveWait::block, "recv.wait");
   }
 
   void broadcast(torch::Tensor& t, int root) override {

@@ -74,6 +74,13 @@ class Communicator {
   // tensor late, which would move a tracked 8-byte allocation into the next phase's peak.
   double allreduce_sum_scalar(double v);
   virtual void broadcast(torch::Tensor& t, int root) = 0;
+  // Point-to-point, for pipeline stages: `t` (contiguous, alive until wait()) to rank `dst` of
+  // this communicator, or received into `t` from rank `src`. `tag` pairs a send with its recv on
+  // Gloo (NCCL matches by order, so both sides must issue them in the same order). Gloo's send
+  // completes only once the peer has posted the matching recv: a rank that must not block posts
+  // its sends and waits for them later.
+  virtual std::unique_ptr<PendingCollective> send_async(torch::Tensor& t, int dst, int tag) = 0;
+  virtual std::unique_ptr<PendingCollective> recv_async(torch::Tensor& t, int src, int tag) = 0;
   // Reduce-scatter (sum): `input` holds world_size equal chunks (contiguous, numel a multiple of
   // world_size); rank r receives the sum over ranks of chunk r in `output` (numel / world_size).
   // Gloo runs it as an all-to-all of the chunks followed by a local sum over the received

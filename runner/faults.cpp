@@ -45,7 +45,7 @@ Faults Faults::from_env(int rank) {
     if (rank_of(parts, "GACCUM_TEST_FAULT") == rank) {
       f.kind = parts[2];
       if (f.kind != "exit" && f.kind != "abort" && f.kind != "sigkill" && f.kind != "hang" && f.kind != "oom" &&
-          f.kind != "nojoin")
+          f.kind != "nojoin" && f.kind != "dropsend")
         throw InputError(fmt::format("environment: GACCUM_TEST_FAULT: unknown fault '{}'", f.kind));
       if (parts.size() > 3) f.step = parts[3] == "0" ? 0 : parse_positive_count(parts[3], "GACCUM_TEST_FAULT step");
       if (parts.size() > 4) f.micro = parts[4] == "0" ? 0 : parse_positive_count(parts[4], "GACCUM_TEST_FAULT micro");
@@ -54,8 +54,12 @@ Faults Faults::from_env(int rank) {
   if (const char* v = std::getenv("GACCUM_TEST_PERTURB"); v && *v) {
     auto parts = split(v, ':');
     if (rank_of(parts, "GACCUM_TEST_PERTURB") == rank) {
-      if (parts[2] != "seed") throw InputError("environment: GACCUM_TEST_PERTURB: only 'seed' can be perturbed");
-      f.perturb_seed = true;
+      if (parts[2] == "seed")
+        f.perturb_seed = true;
+      else if (parts[2] == "schedule")
+        f.other_schedule = true;
+      else
+        throw InputError("environment: GACCUM_TEST_PERTURB: only 'seed' or 'schedule' can be perturbed");
     }
   }
   if (const char* v = std::getenv("GACCUM_TEST_BREAK"); v && *v) {
@@ -66,6 +70,8 @@ Faults Faults::from_env(int rank) {
       f.normalise_by_k = true;
     } else if (b == "shard-overwrite") {
       f.shard = comm::ShardFault::overwrite;
+    } else if (b == "swap-forwards") {
+      f.swap_forwards = true;
     } else if (b == "shard-local") {
       f.shard = comm::ShardFault::local;
     } else {
@@ -78,8 +84,12 @@ Faults Faults::from_env(int rank) {
   return f;
 }
 
+bool Faults::drops_send(Count step, Count micro) const {
+  return kind == "dropsend" && step == this->step && micro == this->micro;
+}
+
 void Faults::maybe_trigger(Count step, Count micro) const {
-  if (kind.empty() || kind == "nojoin" || step != this->step || micro != this->micro) return;
+  if (kind.empty() || kind == "nojoin" || kind == "dropsend" || step != this->step || micro != this->micro) return;
   if (kind == "exit") std::_Exit(1);
   if (kind == "abort") std::abort();
   if (kind == "sigkill") ::kill(::getpid(), SIGKILL);

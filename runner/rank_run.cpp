@@ -24,12 +24,12 @@
 #include "engine/rank_error.hpp"
 #include "engine/rank_job.hpp"
 #include "engine/watchdog.hpp"
+#include "runner/pipeline_run.hpp"
 #include "runner/record_checks.hpp"
 #include "runner/run_observer.hpp"
 #include "workloads/optimizer.hpp"
 
 namespace gaccum::runner {
-namespace {
 
 using nlohmann::json;
 
@@ -41,7 +41,7 @@ std::string host_name() {
 
 // The run's identity, which every rank must agree on before step 1.
 json identity_of(const RunSpec& spec, const WorkloadIdentity& id, std::uint64_t seed, const std::string& params_hash) {
-  return json{{"workload_hash", id.hash},
+  json j{{"workload_hash", id.hash},
               {"workload", id.name},
               {"micro_batch", spec.micro_batch},
               {"accum_steps", spec.accum_steps},
@@ -58,6 +58,12 @@ json identity_of(const RunSpec& spec, const WorkloadIdentity& id, std::uint64_t 
               {"lr", spec.lr},
               {"initial_parameters_hash", params_hash},
               {"libtorch", TORCH_VERSION}};
+  if (spec.pp > 1) {
+    j["pp"] = spec.pp;
+    j["virtual_stages"] = spec.virtual_stages;
+    j["schedule"] = std::string(to_string(spec.schedule));
+  }
+  return j;
 }
 
 CheckRecord agreement_check(const RunSpec& spec, const WorkloadIdentity& id, std::uint64_t seed,
@@ -86,6 +92,8 @@ std::unique_ptr<comm::Communicator> join(const RunSpec& spec, const comm::RankCo
   };
   return comm::connect(ctx, co);
 }
+
+namespace {
 
 // The plan's synchroniser: DDP's allreduces, or the sharded plan's reduce-scatters and all-gathers.
 std::unique_ptr<comm::WindowSync> make_sync(const RunSpec& spec, comm::Communicator* comm,
@@ -129,6 +137,7 @@ RankRecord my_record(const comm::RankContext& ctx, const comm::Communicator* com
 }  // namespace
 
 int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, const RankRunOptions& opts) {
+  if (spec_in.pp > 1) return run_pipeline_rank(spec_in, ctx, opts);
   spec_in.validate();
   if (ctx.world_size != spec_in.world_size)
     throw InputError(fmt::format("--world-size: {} but the launcher started {} ranks", spec_in.world_size,

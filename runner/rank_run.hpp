@@ -12,13 +12,19 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "comm/rank_env.hpp"
 #include "runner/run_record.hpp"
 #include "runner/run_spec.hpp"
+
+namespace gaccum::comm {
+class Communicator;
+}
 
 namespace gaccum::runner {
 
@@ -41,5 +47,17 @@ int run_validation_rank(const RunSpec& spec, const comm::RankContext& ctx, const
 // "job_dir"}; rank 0 writes the record to engine::rank_result_path(job_dir, 0). Maps failures
 // to exit codes with engine::rank_failure_exit_code.
 int validate_rank_role(const nlohmann::json& args);
+
+// Shared with the pipeline rank (runner/pipeline_run.hpp), which run_validation_rank hands a
+// spec with pp > 1:
+std::string host_name();
+// The run's identity, which every rank must agree on before step 1.
+nlohmann::json identity_of(const RunSpec& spec, const WorkloadIdentity& id, std::uint64_t seed,
+                           const std::string& params_hash);
+CheckRecord agreement_check(const RunSpec& spec, const WorkloadIdentity& id, std::uint64_t seed,
+                            const std::vector<nlohmann::json>& identities);
+// The job's communicator after a rendezvous that names missing ranks (null at world_size 1).
+std::unique_ptr<comm::Communicator> join(const RunSpec& spec, const comm::RankContext& ctx, const std::string& device,
+                                         const RankRunOptions& opts);
 
 }  // namespace gaccum::runner

@@ -31,12 +31,15 @@ void gradient_checks(std::vector<CheckRecord>& out, const RunFacts& f, const Win
           ? fmt::format(
                 "the same {} micro-batches ({} samples) computed one after another in one process (the model "
                 "has batch statistics or dropout, so they are not slices of one big batch)",
-                spec.accum_steps * spec.world_size, c0.samples)
+                spec.accum_steps * spec.data_parallel(), c0.samples)
           : fmt::format("one pass over the same {} samples", c0.samples);
   const std::string summary =
       fmt::format("step 0: the accumulated, {}, averaged gradient vs {}: "
                   "max |diff| {}, rel L2 {}, {} of {} elements outside rtol {} atol {}",
-                  spec.sharding.sharding == Sharding::none
+                  spec.pp > 1 ? fmt::format("pipelined ({} stages, {}), allreduced over each stage's replicas and "
+                                            "gathered from the stages",
+                                            spec.pp, to_string(spec.schedule))
+                  : spec.sharding.sharding == Sharding::none
                       ? std::string("allreduced")
                       : fmt::format("reduce-scattered ({}, all-gathered for the check)", to_string(spec.sharding)),
                   reference, fmt_g(c0.equivalence.max_abs_diff), fmt_g(c0.equivalence.rel_l2),
@@ -55,7 +58,8 @@ void gradient_checks(std::vector<CheckRecord>& out, const RunFacts& f, const Win
   else
     out.push_back(check_record(RunCheck::gradient_equivalence, verdict(c0.equivalence.within()), summary, numbers));
 
-  const std::string held = spec.sharding.sharding != Sharding::none && traits(spec.strategy).every_micro_step
+  const std::string held = spec.pp > 1 ? "every stage's gradient (gathered from the stages)"
+                           : spec.sharding.sharding != Sharding::none && traits(spec.strategy).every_micro_step
                                ? "the reduced gradient (all-gathered shards)"
                                : "rank 0's gradient";
   const json control{{"comparison", c0.negative.to_json()}, {"last_micro_step_samples", c0.last_micro_samples}};
@@ -102,23 +106,39 @@ CheckRecord zero_grad_check(const RunFacts& f, const std::vector<RankRecord>& ra
           json{{"max_nonzero_per_rank", per_rank}, {"windows", windows}});
 }
 
+// Pipeline runs: the ranks of one stage (rank / dp) hold the same parameters; stages differ.
 CheckRecord parameters_check(const RunFacts& f, const std::vector<RankRecord>& ranks) {
-  std::set<std::string> params, grads;
+  const Count dp = f.spec.data_parallel();
+  std::vector<std::set<std::string>> params(static_cast<std::size_t>(f.spec.pp)), grads(params.size());
   json hashes = json::array();
   for (const auto& r : ranks) {
-    params.insert(r.params_hash_final);
-    grads.insert(r.grads_hash_step0);
+    const auto stage = f.spec.pp > 1 ? static_cast<std::size_t>(r.rank / dp) : 0;  // data parallel: one group
+    params[stage].insert(r.params_hash_final);
+    grads[stage].insert(r.grads_hash_step0);
     hashes.push_back(
         {{"rank", r.rank}, {"params_hash_final", r.params_hash_final}, {"grads_hash_step0", r.grads_hash_step0}});
   }
-  const bool same = params.size() == 1 && grads.size() == 1;
-  return check_record(RunCheck::parameters_identical, verdict(same),
-          same ? fmt::format("parameters bitwise identical on all {} ranks after {} steps (FNV-1a {}), synced "
-                             "gradients identical at step 0",
-                             f.spec.world_size, f.spec.total_windows(), *params.begin())
-               : fmt::format("ranks diverged: {} distinct parameter hashes, {} distinct step-0 gradient hashes",
-                             params.size(), grads.size()),
-          json{{"per_rank", hashes}});
+  std::size_t distinct_params = 0, distinct_grads = 0;
+  bool same = true;
+  for (std::size_t st = 0; st < params.size(); ++st) {
+    same = same && params[st].size() == 1 && grads[st].size() == 1;
+    distinct_params += params[st].size();
+    distinct_grads += grads[st].size();
+  }
+  std::string detail;
+  if (same && f.spec.pp == 1)
+    detail = fmt::format("parameters bitwise identical on all {} ranks after {} steps (FNV-1a {}), synced gradients "
+                         "identical at step 0",
+                         f.spec.world_size, f.spec.total_windows(), *params.front().begin());
+  else if (same)
+    detail = fmt::format("each of the {} stages' parameters bitwise identical on its {} data-parallel replica(s) after "
+                         "{} steps, synced gradients identical at step 0",
+                         f.spec.pp, dp, f.spec.total_windows());
+  else
+    detail = fmt::format("ranks diverged: {} distinct parameter hashes, {} distinct step-0 gradient hashes over {} "
+                         "stage(s) (expected one per stage)",
+                         distinct_params, distinct_grads, f.spec.pp);
+  return check_record(RunCheck::parameters_identical, verdict(same), detail, json{{"per_rank", hashes}});
 }
 
 // token_normalisation: PASS when the run's gradient matches the window's real-token

@@ -186,6 +186,14 @@ std::string format_verdicts(const RunRecord& run) {
   }
   if (v.accumulation == Accumulation::not_run) {
     out += "prediction:   not checked (the run did not finish)\n";
+  } else if (!v.prediction_held && run.pipeline) {
+    const auto& pm = *run.pipeline;
+    const double measured = run.measured ? run.measured->step_time.median : 0;
+    out += fmt::format("prediction:   pipeline simulation (informational): step {} predicted vs {} measured ({:+.1f}%), "
+                       "bubble {:.1f}% vs {:.1f}%; stage memory is the stage_memory check\n",
+                       format_seconds(pm.predicted_step_time), format_seconds(measured),
+                       measured > 0 ? 100 * (pm.predicted_step_time / measured - 1) : 0.0,
+                       100 * pm.predicted_bubble_fraction, 100 * pm.bubble_fraction);
   } else if (!v.prediction_held) {
     out +=
         "prediction:   not checked (no profile to predict from: pass --profile profile.json, or validate "
@@ -204,14 +212,43 @@ std::string format_verdicts(const RunRecord& run) {
   return out;
 }
 
+// The per-rank table of a pipeline run: measured vs the schedule simulation and the memory replay.
+std::string format_pipeline(const RunSpec& s, const PipelineMeasure& pm) {
+  std::string out = fmt::format(
+      "pipeline ({}, p {}, v {}, m {}; simulated from the measured operation times, {} per message)\n"
+      "  rank stage  F/op       B/op       busy       idle (simulated)       in flight  peak memory (replay)\n",
+      to_string(s.schedule), s.pp, s.virtual_stages, s.accum_steps, format_seconds(pm.p2p));
+  for (const auto& r : pm.ranks) {
+    double f = 0, b = 0;
+    for (double x : r.forward) f += x;
+    for (double x : r.backward) b += x;
+    const double n = std::max<double>(1.0, static_cast<double>(r.forward.size()));
+    out += fmt::format("  {:>4} {:>5}  {:<10} {:<10} {:<10} {:<22} {:<10} {} ({})\n", r.rank, r.stage,
+                       format_seconds(f / n), format_seconds(b / n), format_seconds(r.busy),
+                       fmt::format("{} ({})", format_seconds(r.idle), format_seconds(r.predicted_idle)),
+                       fmt::format("{}/{}", r.in_flight, r.in_flight_model), format_bytes(r.peak_memory),
+                       r.peak_memory == r.predicted_peak ? std::string("exact")
+                                                         : format_bytes(r.predicted_peak));
+  }
+  out += fmt::format("  bubble {:.1f}% measured, {:.1f}% simulated, {:.1f}% closed form (p - 1)/(v m + p - 1); "
+                     "makespan {} measured, {} simulated\n",
+                     100 * pm.bubble_fraction, 100 * pm.predicted_bubble_fraction,
+                     100 * pm.closed_form_bubble_fraction, format_seconds(pm.makespan),
+                     format_seconds(pm.predicted_makespan));
+  return out;
+}
+
 }  // namespace
 
 std::string format_run(const RunRecord& run) {
   const RunSpec& s = run.spec;
   std::string out =
-      fmt::format("validate {}  micro_batch {}  accum_steps {}  world_size {}  (global_batch {})  strategy {}  {}\n",
+      fmt::format("validate {}  micro_batch {}  accum_steps {}  world_size {}  (global_batch {})  strategy {}  {}{}\n",
                   s.workload.name, s.micro_batch, s.accum_steps, s.world_size, s.global_batch(), to_string(s.strategy),
-                  s.workload.dtype);
+                  s.workload.dtype,
+                  s.pp > 1 ? fmt::format("  pp {} x dp {}, {}{}", s.pp, s.data_parallel(), to_string(s.schedule),
+                                         s.virtual_stages > 1 ? fmt::format(" v {}", s.virtual_stages) : "")
+                           : std::string());
   if (run.failure) return out + fmt::format("  FAILED: {}\n", *run.failure) + format_verdicts(run);
   if (run.environment) {
     const auto& env = *run.environment;
@@ -224,6 +261,7 @@ std::string format_run(const RunRecord& run) {
   for (const auto& c : run.checks)
     out += fmt::format("  {:<5} {:<27} {}\n", traits(c.status).run, c.name, c.detail);
   if (run.measured) out += format_measured(s, *run.measured);
+  if (run.pipeline) out += format_pipeline(s, *run.pipeline);
   if (run.comparison) out += format_comparison(*run.comparison);
   return out + format_verdicts(run);
 }

@@ -277,10 +277,69 @@ CheckRecord check_record(RunCheck check, Status status, std::string detail, json
   return CheckRecord{std::string(to_string(check)), status, std::move(detail), std::move(numbers)};
 }
 
-void add_not_run_checks(std::vector<CheckRecord>& checks, const std::string& reason) {
+void add_not_run_checks(std::vector<CheckRecord>& checks, const std::string& reason, bool pipeline) {
   for (const auto& t : kRunCheckTraits)
-    if (std::none_of(checks.begin(), checks.end(), [&](const CheckRecord& c) { return c.name == t.name; }))
+    if ((pipeline || !t.pipeline_only) && std::none_of(checks.begin(), checks.end(), [&](const CheckRecord& c) { return c.name == t.name; }))
       checks.push_back(check_record(t.check, Status::skip, reason));
+}
+
+json to_json(const PipelineMeasure& p) {
+  json ranks = json::array();
+  for (const auto& r : p.ranks)
+    ranks.push_back(json{{"rank", r.rank},
+                         {"stage", r.stage},
+                         {"replica", r.replica},
+                         {"order", r.order},
+                         {"in_flight", r.in_flight},
+                         {"in_flight_model", r.in_flight_model},
+                         {"peak_memory", r.peak_memory},
+                         {"predicted_peak", r.predicted_peak},
+                         {"chunk_activations", r.chunk_activations},
+                         {"forward_s", r.forward},
+                         {"backward_s", r.backward},
+                         {"busy_s", r.busy},
+                         {"idle_s", r.idle},
+                         {"predicted_idle_s", r.predicted_idle}});
+  return json{{"ranks", ranks},
+              {"makespan_s", p.makespan},
+              {"predicted_makespan_s", p.predicted_makespan},
+              {"bubble_fraction", p.bubble_fraction},
+              {"predicted_bubble_fraction", p.predicted_bubble_fraction},
+              {"closed_form_bubble_fraction", p.closed_form_bubble_fraction},
+              {"predicted_step_time_s", p.predicted_step_time},
+              {"p2p_s", p.p2p}};
+}
+
+PipelineMeasure pipeline_measure_from_json(const json& j, const std::string& what) {
+  const Reader r{j, what};
+  PipelineMeasure p;
+  for (std::size_t i = 0; i < r.size("ranks"); ++i) {
+    const Reader x = r.item("ranks", i);
+    StageRecord s;
+    s.rank = x.get<int>("rank");
+    s.stage = x.get<Count>("stage");
+    s.replica = x.get<Count>("replica");
+    s.order = x.get<std::vector<std::string>>("order");
+    s.in_flight = x.get<Count>("in_flight");
+    s.in_flight_model = x.get<Count>("in_flight_model");
+    s.peak_memory = x.get<Bytes>("peak_memory");
+    s.predicted_peak = x.get<Bytes>("predicted_peak");
+    s.chunk_activations = x.get<std::vector<Bytes>>("chunk_activations");
+    s.forward = x.get<std::vector<double>>("forward_s");
+    s.backward = x.get<std::vector<double>>("backward_s");
+    s.busy = x.get<double>("busy_s");
+    s.idle = x.get<double>("idle_s");
+    s.predicted_idle = x.get<double>("predicted_idle_s");
+    p.ranks.push_back(std::move(s));
+  }
+  p.makespan = r.get<double>("makespan_s");
+  p.predicted_makespan = r.get<double>("predicted_makespan_s");
+  p.bubble_fraction = r.get<double>("bubble_fraction");
+  p.predicted_bubble_fraction = r.get<double>("predicted_bubble_fraction");
+  p.closed_form_bubble_fraction = r.get<double>("closed_form_bubble_fraction");
+  p.predicted_step_time = r.get<double>("predicted_step_time_s");
+  p.p2p = r.get<double>("p2p_s");
+  return p;
 }
 
 json to_json(const RunRecord& r) {
@@ -304,6 +363,7 @@ json to_json(const RunRecord& r) {
   j["steps"] = steps_json(r.steps);
   if (r.prediction) j["prediction"] = *r.prediction;
   if (r.comparison) j["comparison"] = comparison_json(*r.comparison);
+  if (r.pipeline) j["pipeline"] = to_json(*r.pipeline);
   return j;
 }
 
@@ -341,6 +401,7 @@ RunRecord run_record_from_json(const json& j, const std::string& what) {
     for (std::size_t i = 0; i < r.size("steps"); ++i) x.steps.push_back(window_from(r.item("steps", i)));
   if (r.has("prediction")) x.prediction = r.at("prediction");
   if (r.has("comparison")) x.comparison = comparison_from(r.child("comparison"));
+  if (r.has("pipeline")) x.pipeline = pipeline_measure_from_json(r.at("pipeline"), what + ".pipeline");
   return x;
 }
 

@@ -60,10 +60,14 @@ enum class RunCheck {
   token_normalisation,
   partial_window,
   collectives_match_strategy,
+  schedule_order,
+  microbatches_in_flight,
+  stage_memory,
 };
 struct RunCheckTraits {
   RunCheck check;
   std::string_view name;
+  bool pipeline_only = false;  // recorded by pipeline runs (pp > 1) only
 };
 inline constexpr RunCheckTraits kRunCheckTraits[] = {
     {RunCheck::rank_agreement, "rank_agreement"},
@@ -74,6 +78,9 @@ inline constexpr RunCheckTraits kRunCheckTraits[] = {
     {RunCheck::token_normalisation, "token_normalisation"},
     {RunCheck::partial_window, "partial_window"},
     {RunCheck::collectives_match_strategy, "collectives_match_strategy"},
+    {RunCheck::schedule_order, "schedule_order", true},
+    {RunCheck::microbatches_in_flight, "microbatches_in_flight", true},
+    {RunCheck::stage_memory, "stage_memory", true},
 };
 constexpr std::string_view to_string(RunCheck c) {
   return kRunCheckTraits[static_cast<int>(c)].name;
@@ -92,7 +99,35 @@ CheckRecord check_record(RunCheck check, Status status, std::string detail,
 // Every check of kRunCheckTraits that `checks` does not hold yet, appended as n/a with `reason`
 // (e.g. "not run: the run failed: rank 1 (pid 7) was killed by SIGKILL"): a run that failed or
 // stopped records the checks it never ran as not run, never as failed.
-void add_not_run_checks(std::vector<CheckRecord>& checks, const std::string& reason);
+// The pipeline-only checks are added for pipeline runs only (`pipeline`).
+void add_not_run_checks(std::vector<CheckRecord>& checks, const std::string& reason, bool pipeline = false);
+
+// One pipeline rank's figures (runner/pipeline_run.hpp), the timed windows' medians.
+struct StageRecord {
+  int rank = 0;
+  Count stage = 0, replica = 0;
+  std::vector<std::string> order;        // window 0 as executed: "F3.1" forward of microbatch 3, chunk 1
+  Count in_flight = 0;                   // most microbatch chunks held at once (measured)
+  Count in_flight_model = 0;             // the schedule simulation's count (model/pipeline.hpp)
+  Bytes peak_memory = 0, predicted_peak = 0;
+  std::vector<Bytes> chunk_activations;  // per chunk: bytes one microbatch holds from F to B
+  std::vector<Seconds> forward, backward;  // per chunk: mean seconds of one operation (timed windows)
+  Seconds busy = 0;                      // forward + backward seconds per window
+  Seconds idle = 0;                      // pipeline makespan - busy (measured)
+  Seconds predicted_idle = 0;            // the simulation's, from the measured operation times
+};
+// The pipeline of a run: measured bubble (idle over the makespan, averaged over ranks; the
+// makespan from the first forward on stage 0 to the last operation on any rank, one host's
+// monotonic clock) vs the simulation replaying the measured operation times, and the closed form.
+struct PipelineMeasure {
+  std::vector<StageRecord> ranks;
+  Seconds makespan = 0, predicted_makespan = 0;
+  double bubble_fraction = 0, predicted_bubble_fraction = 0, closed_form_bubble_fraction = 0;
+  Seconds predicted_step_time = 0;  // simulated makespan + the measured sync and optimizer step
+  Seconds p2p = 0;                  // one hidden state between neighbouring stages (ping-pong)
+};
+nlohmann::json to_json(const PipelineMeasure& p);
+PipelineMeasure pipeline_measure_from_json(const nlohmann::json& j, const std::string& what);
 
 struct Measured {
   TimingStats step_time;  // median, p10, p90, mean, min, max, ci_lo/ci_hi (samples not written)
@@ -184,6 +219,7 @@ struct RunRecord {
   std::vector<WindowRow> steps;
   std::optional<nlohmann::json> prediction;  // model/prediction_json.hpp's object
   std::optional<Comparison> comparison;
+  std::optional<PipelineMeasure> pipeline;  // pipeline runs
   bool ok = false;
 };
 

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "model/pipeline.hpp"
 #include "model/plan_cost.hpp"
 
 namespace gaccum::runner {
@@ -32,7 +33,7 @@ Count RunSpec::full_windows() const { return effective_dataset_size() / global_b
 Count RunSpec::partial_samples() const { return effective_dataset_size() % global_batch(); }
 
 std::pair<Count, Count> RunSpec::micro_range(Count window, Count rank, Count micro) const {
-  const Count first = workloads::sample_offset(window, rank, micro, micro_batch, accum_steps, world_size);
+  const Count first = workloads::sample_offset(window, rank, micro, micro_batch, accum_steps, data_parallel());
   const Count end = std::min(first + micro_batch, effective_dataset_size());
   return {first, std::max<Count>(0, end - first)};
 }
@@ -40,6 +41,14 @@ std::pair<Count, Count> RunSpec::micro_range(Count window, Count rank, Count mic
 Count RunSpec::window_samples(Count window) const {
   const Count first = window * global_batch();
   return std::max<Count>(0, std::min(first + global_batch(), effective_dataset_size()) - first);
+}
+
+RunSpec RunSpec::data_parallel_view() const {
+  RunSpec s = *this;
+  s.world_size = data_parallel();
+  s.pp = 1;
+  s.virtual_stages = 1;
+  return s;
 }
 
 void RunSpec::validate() const {
@@ -71,8 +80,40 @@ void RunSpec::validate() const {
     throw InputError(fmt::format("--optimizer: LibTorch has no {} optimizer: expected sgd, adam or adamw",
                                  to_string(optimizer)));
   if (!(rtol >= 0) || !(atol >= 0)) throw InputError("gradient tolerances must be non-negative");
+  if (pp < 1) throw InputError("--pp: must be at least 1");
+  if (pp > 1) {
+    if (world_size % pp != 0)
+      throw InputError(fmt::format("--world-size: {} ranks do not split into {} pipeline stages: use a multiple of "
+                                   "--pp (world_size = pp x dp)",
+                                   world_size, pp));
+    if (auto why = model::schedule_rejection(schedule, pp, virtual_stages, accum_steps))
+      throw InputError(fmt::format("--schedule {} with --pp {} --virtual-stages {} --accum-steps {}: {}",
+                                   to_string(schedule), pp, virtual_stages, accum_steps, *why));
+    if (traits(schedule).splits_weight_grad)
+      throw InputError(fmt::format("--schedule {}: validate runs gpipe, 1f1b and interleaved-1f1b (the split weight "
+                                   "gradient is priced by predict, not run)",
+                                   to_string(schedule)));
+    if (sharding.sharding != Sharding::none)
+      throw InputError(fmt::format("--sharding {}: pipeline runs reduce each stage's gradients over its dp replicas "
+                                   "with DDP (--sharding none); sharded stages are not run yet",
+                                   to_string(sharding)));
+    if (strategy != Strategy::fused)
+      throw InputError(fmt::format("--strategy {}: a pipeline stage reduces its gradients once, after its last "
+                                   "backward (its chunks' backwards are spread over the schedule): use --strategy fused "
+                                   "(the default with --pp)",
+                                   to_string(strategy)));
+    if (dataset_size > 0 && partial_samples() > 0)
+      throw InputError(fmt::format("--dataset-size: pipeline runs train full windows only: use a multiple of the "
+                                   "global batch {}",
+                                   global_batch()));
+    if (warmup < 2)
+      throw InputError("--warmup: a pipeline run needs at least 2 untimed steps (step 0 carries the gradient checks, "
+                       "step 1 measures each chunk's bytes for the memory prediction)");
+  } else if (virtual_stages != 1) {
+    throw InputError("--virtual-stages: needs --pp 2 or more");
+  }
   model::Config c;
-  c.world_size = world_size;
+  c.world_size = data_parallel();
   c.strategy = strategy;
   c.sharding = sharding;
   if (auto why = model::plan_rejection(c)) throw InputError(fmt::format("--sharding: {}", *why));
@@ -90,7 +131,7 @@ json to_json(const RunSpec& s) {
             {"device", s.workload.device},
             {"init_seed", s.workload.init_seed},
             {"torchscript", workloads::torchscript_fields_to_json(s.workload)}};
-  return json{{"workload", w},
+  json j{{"workload", w},
               {"micro_batch", s.micro_batch},
               {"accum_steps", s.accum_steps},
               {"world_size", s.world_size},
@@ -108,6 +149,12 @@ json to_json(const RunSpec& s) {
               {"backend", std::string(to_string(s.backend))},
               {"rtol", s.rtol},
               {"atol", s.atol}};
+  if (s.pp > 1) {
+    j["pp"] = s.pp;
+    j["virtual_stages"] = s.virtual_stages;
+    j["schedule"] = std::string(to_string(s.schedule));
+  }
+  return j;
 }
 
 RunSpec run_spec_from_json(const json& j, const std::string& what) {
@@ -137,6 +184,9 @@ RunSpec run_spec_from_json(const json& j, const std::string& what) {
   s.backend = parse_backend(f.str("backend"), "--backend");
   s.rtol = f.num("rtol");
   s.atol = f.num("atol");
+  s.pp = f.opt_positive("pp").value_or(1);  // absent before pipeline runs
+  s.virtual_stages = f.opt_positive("virtual_stages").value_or(1);
+  if (auto sched = f.opt_str("schedule")) s.schedule = parse_schedule(*sched, "--schedule");
   s.validate();
   return s;
 }

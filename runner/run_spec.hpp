@@ -42,7 +42,12 @@ struct RunSpec {
   workloads::WorkloadConfig workload;  // dtype and device inside
   Count micro_batch = 4;
   Count accum_steps = 8;
-  Count world_size = 2;
+  Count world_size = 2;                // every rank: pp x dp
+  // Pipeline runs (runner/pipeline_run.hpp): pp stages of v chunks each, run in `schedule`;
+  // rank = stage x dp + replica (Megatron-LM's order: pp outermost). pp 1: data parallel only.
+  Count pp = 1;
+  Count virtual_stages = 1;
+  Schedule schedule = Schedule::one_f_one_b;
   Strategy strategy = Strategy::overlap;
   ShardingChoice sharding;             // none (DDP), zero1, zero2, zero3 (comm/sharded_sync.hpp)
   Count steps = 20;                    // timed optimizer steps
@@ -57,14 +62,18 @@ struct RunSpec {
   Backend backend = Backend::gloo;     // gloo (cpu) | nccl (cuda)
   double rtol = 1.3e-6, atol = 1e-5;   // gradient equivalence (fp64: 1e-10, 1e-10)
 
-  Count global_batch() const { return micro_batch * accum_steps * world_size; }
+  Count data_parallel() const { return world_size / pp; }  // replicas of each stage
+  Count global_batch() const { return micro_batch * accum_steps * data_parallel(); }
+  // The data-parallel run that reads the same samples: pp 1, world_size = dp (the reference's
+  // view of a pipeline run's windows).
+  RunSpec data_parallel_view() const;
   Count effective_dataset_size() const;       // dataset_size or (warmup + steps) * B
   Count full_windows() const;                 // windows of B samples
   Count partial_samples() const;              // samples of the last partial window (0: none)
   bool runs_partial_window() const { return partial_window == PartialWindow::run && partial_samples() > 0; }
   Count total_windows() const { return full_windows() + (runs_partial_window() ? 1 : 0); }
   Count timed_steps() const { return full_windows() - warmup; }
-  // Samples [first, first + count) that rank r reads in micro-step m of window w (count may be
+  // Samples [first, first + count) that data-parallel replica r (the rank when pp is 1) reads in micro-step m of window w (count may be
   // below micro_batch, or 0, in the partial window).
   std::pair<Count, Count> micro_range(Count window, Count rank, Count micro) const;
   Count window_samples(Count window) const;   // real samples of window w across ranks

@@ -48,7 +48,7 @@ int default_threads(int ranks_on_host, bool cuda) {
 
 void add_prediction(RunRecord& run, const model::CostModel* model, const Profile* profile, double tolerance_pct,
                     bool verdict) {
-  if (!model || !run.measured) return;
+  if (!model || !run.measured || run.spec.pp > 1) return;  // pipelines: their schedule's simulation
   model::Config mc;
   mc.micro_batch = run.spec.micro_batch;
   mc.accum_steps = run.spec.accum_steps;
@@ -342,7 +342,7 @@ void run_local(Validation& v, const std::vector<RunSpec>& specs) {
     } else {
       run.spec = s;
       run.failure = res.failure;
-      add_not_run_checks(run.checks, fmt::format("not run: the run did not finish ({})", res.failure));
+      add_not_run_checks(run.checks, fmt::format("not run: the run did not finish ({})", res.failure), s.pp > 1);
       run.launcher_wall_s = res.launch.wall;
       v.out.failures.push_back(res.failure);
       if (v.launch_code == 0) v.launch_code = res.exit_code;
@@ -364,7 +364,16 @@ ValidateOutcome validate(ValidateOptions o) {
   Validation v{o, std::nullopt, nullptr, {}, 0};
   auto cfg = o.spec.workload;
   cfg.device = "cpu";
-  const std::string workload_hash = workloads::make_workload(cfg)->identity().hash;  // bad workloads fail here
+  const auto probe = workloads::make_workload(cfg);  // bad workloads fail here
+  const std::string workload_hash = probe->identity().hash;
+  for (const auto& s : specs)
+    if (s.pp > 1) {  // a pipeline needs a model it can cut, into pp x v equal chunks
+      if (!probe->staged())
+        throw InputError(fmt::format("--pp: workload {} is not a sequence of blocks the runner can cut into stages; "
+                                     "pipeline runs take the built-in gpt (e.g. --workload gpt-small)",
+                                     probe->identity().name));
+      (void)probe->staged()->chunk_units(0, s.pp * s.virtual_stages);
+    }
   if (!o.profile_path.empty()) {
     v.profile = load_profile(o.profile_path, workload_hash);
     v.model = model::make_profile_model(*v.profile);  // the one place the runner builds a cost model

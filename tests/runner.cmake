@@ -68,3 +68,25 @@ add_test(NAME "integration: validate compares the machine's speed with the profi
                  "${CMAKE_CURRENT_BINARY_DIR}/machine-speed")
 set_tests_properties("integration: validate compares the machine's speed with the profile's" PROPERTIES
                      LABELS integration PASS_REGULAR_EXPRESSION "MACHINE-SPEED-OK" TIMEOUT 300)
+
+# Pipeline runs (runner/pipeline_run.hpp): bad layouts are refused before any rank starts (exit 2).
+gaccum_cli_test(validate-pp-world 2 "--world-size: 3 ranks do not split into 2 pipeline stages" --one-line-stderr --
+                ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 3)
+gaccum_cli_test(validate-pp-not-blocks 2 "--pp: workload mlp-small is not a sequence of blocks" --one-line-stderr --
+                ${_v} --workload mlp-small --pp 2 --world-size 2)
+gaccum_cli_test(validate-pp-chunks 2 "--pp x --virtual-stages: the model's 2 blocks do not split into 4" --one-line-stderr --
+                ${_v} --workload gpt-tiny --pp 2 --virtual-stages 2 --world-size 2)
+gaccum_cli_test(validate-pp-few-microbatches 2 "--schedule 1f1b with --pp 4 .*--accum-steps 2" --one-line-stderr --
+                ${_v} --workload gpt-tiny:layers=4 --pp 4 --world-size 4 --accum-steps 2)
+gaccum_cli_test(validate-pp-zb 2 "--schedule zb-h1: validate runs gpipe, 1f1b and interleaved-1f1b" --one-line-stderr --
+                ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 2 --schedule zb-h1)
+gaccum_cli_test(validate-pp-sharded 2 "--sharding zero1: pipeline runs reduce each stage's gradients" --one-line-stderr --
+                ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 4 --sharding zero1)
+gaccum_cli_test(validate-pp-every-step 2 "--strategy every-step: a pipeline stage reduces its gradients once" --one-line-stderr --
+                ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 2 --strategy every-step)
+gaccum_cli_test(validate-schedule-without-pp 2 "--schedule/--virtual-stages: need --pp 2 or more" --one-line-stderr --
+                ${_v} --schedule gpipe)
+gaccum_cli_test(validate-pp-profile 2 "--profile: a profile's cost model prices data-parallel plans" --one-line-stderr --
+                ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 2 --profile whatever.json)
+gaccum_cli_test(validate-pp-warmup 2 "--warmup: a pipeline run needs at least 2 untimed steps" --one-line-stderr --
+                ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 2 --warmup 1)

@@ -86,12 +86,27 @@ struct GptNet : torch::nn::Module {
     head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(d, vocab).bias(false)));
   }
   torch::Tensor forward(const torch::Tensor& tokens) {  // [b, s] -> logits [b, s, V]
-    const auto s = tokens.size(1);
-    auto positions = torch::arange(s, tokens.options());
-    auto x = tok->forward(tokens) + pos->forward(positions);
-    auto causal = torch::full({s, s}, -std::numeric_limits<double>::infinity(), x.options()).triu(1);
-    for (auto& blk : blocks) x = checkpoint_ ? CheckpointedBlock::apply(x, causal, blk.get()) : blk->forward(x, causal);
-    return head->forward(ln_f->forward(x));
+    return forward_units(0, static_cast<Count>(blocks.size()) + 2, tokens);
+  }
+  // Units [first, end): 0 the embedding, 1..L the blocks, L + 1 the head (StagedModel).
+  torch::Tensor forward_units(Count first, Count end, const torch::Tensor& in) {
+    const Count n = static_cast<Count>(blocks.size());
+    torch::Tensor x = in;
+    if (first == 0) {  // tokens [b, s] -> hidden [b, s, d]
+      auto positions = torch::arange(in.size(1), in.options());
+      x = tok->forward(in) + pos->forward(positions);
+    }
+    const Count b0 = std::max<Count>(first, 1), b1 = std::min<Count>(end, n + 1);
+    if (b0 < b1) {
+      const auto s = x.size(1);
+      auto causal = torch::full({s, s}, -std::numeric_limits<double>::infinity(), x.options()).triu(1);
+      for (Count u = b0; u < b1; ++u) {
+        Block* blk = blocks[static_cast<std::size_t>(u - 1)].get();
+        x = checkpoint_ ? CheckpointedBlock::apply(x, causal, blk) : blk->forward(x, causal);
+      }
+    }
+    if (end == n + 2) x = head->forward(ln_f->forward(x));
+    return x;
   }
   torch::nn::Embedding tok{nullptr}, pos{nullptr};
   std::vector<std::shared_ptr<Block>> blocks;
@@ -100,7 +115,7 @@ struct GptNet : torch::nn::Module {
   bool checkpoint_;
 };
 
-class Gpt final : public ModuleWorkload {
+class Gpt final : public ModuleWorkload, public StagedModel {
  public:
   Gpt(WorkloadIdentity id, const WorkloadConfig& cfg) : ModuleWorkload(std::move(id), cfg) {
     const auto& h = identity_.hyper;
@@ -122,6 +137,19 @@ class Gpt final : public ModuleWorkload {
   }
 
   torch::Tensor forward(const Batch& b) override { return net_->forward(b.input); }
+
+  StagedModel* staged() override { return this; }
+  Count units() const override { return layers_ + 2; }
+  Count blocks() const override { return layers_; }
+  std::vector<torch::Tensor> unit_parameters(Count u) const override {
+    if (u == 0) return {net_->tok->weight, net_->pos->weight};
+    if (u <= layers_) return net_->blocks[static_cast<std::size_t>(u - 1)]->parameters();
+    return {net_->ln_f->weight, net_->ln_f->bias, net_->head->weight};
+  }
+  torch::Tensor forward_units(Count first, Count end, const torch::Tensor& x) override {
+    return net_->forward_units(first, end, x);
+  }
+  std::vector<std::int64_t> hidden_shape(Count micro_batch) const override { return {micro_batch, seq_, d_}; }
 
   torch::Tensor loss_sum(const torch::Tensor& out, const Batch& b) const override {
     return torch::nn::functional::cross_entropy(

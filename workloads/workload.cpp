@@ -66,6 +66,17 @@ torch::Tensor Workload::loss_precision(const torch::Tensor& output) {
   return is_reduced_precision(output.scalar_type()) ? output.to(torch::kFloat32) : output;
 }
 
+std::pair<Count, Count> StagedModel::chunk_units(Count chunk, Count chunks) const {
+  const Count n = blocks();
+  if (chunks < 1 || n % chunks != 0 || chunk < 0 || chunk >= chunks)
+    throw InputError(fmt::format("--pp x --virtual-stages: the model's {} blocks do not split into {} equal pipeline "
+                                 "chunks: choose pp x v dividing the layers (or a gpt with more layers, e.g. "
+                                 "gpt-tiny:layers=8)",
+                                 n, chunks));
+  const Count per = n / chunks;
+  return {chunk == 0 ? 0 : 1 + chunk * per, chunk == chunks - 1 ? n + 2 : 1 + (chunk + 1) * per};
+}
+
 Count sample_offset(Count step, Count rank, Count micro, Count micro_batch, Count accum_steps, Count world_size) {
   return step * micro_batch * accum_steps * world_size + (rank * accum_steps + micro) * micro_batch;
 }

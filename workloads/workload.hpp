@@ -65,6 +65,28 @@ struct WorkloadConfig {
   ModelTarget target;                   // classes:10, regression:4 or tokens:V
 };
 
+// A model that runs as a sequence of units, so that a pipeline run can cut it into stages: the
+// built-in gpt's units are the embedding (tokens and positions), each transformer block, and the
+// head (final LayerNorm and the vocabulary projection). Model chunk j of P holds blocks
+// [j L / P, (j + 1) L / P) of the L blocks, chunk 0 also the embedding and chunk P - 1 the head
+// (model/parallel_plan.hpp stage_layers' even split).
+class StagedModel {
+ public:
+  virtual ~StagedModel() = default;
+  virtual Count units() const = 0;            // blocks() + 2
+  virtual Count blocks() const = 0;           // the repeated blocks (transformer layers)
+  // Trainable parameters of unit u, in registration order (the concatenation over units is
+  // Workload::parameters()).
+  virtual std::vector<torch::Tensor> unit_parameters(Count u) const = 0;
+  // Units [first, end) applied to x: the tokens [b, s] (int64) when first == 0, else the hidden
+  // state [b, s, d]; returns the hidden state, or the logits [b, s, V] when end == units().
+  virtual torch::Tensor forward_units(Count first, Count end, const torch::Tensor& x) = 0;
+  // The hidden state between units: [micro_batch, s, d].
+  virtual std::vector<std::int64_t> hidden_shape(Count micro_batch) const = 0;
+  // Units [first, end) of chunk j of P (InputError unless blocks() divides by P).
+  std::pair<Count, Count> chunk_units(Count chunk, Count chunks) const;
+};
+
 class Workload {
  public:
   virtual ~Workload() = default;
@@ -91,6 +113,8 @@ class Workload {
   }
   // The model's batch-dependent layers (none for the built-in workloads).
   virtual BatchDependence batch_dependence() const { return {}; }
+  // The model as a sequence of units (pipeline runs), or null when it cannot be cut.
+  virtual StagedModel* staged() { return nullptr; }
 
  protected:
   Workload(WorkloadIdentity id, torch::Device device, torch::Dtype dtype)

@@ -876,3 +876,115 @@ TEST_CASE("the noise scale is recorded when a check is n/a", "[runner][integrati
   INFO(r.out);
   CHECK(r.out.find("noise scale recorded in " + cache.dir.string()) != std::string::npos);
 }
+
+// --- pipeline runs (runner/pipeline_run.hpp) --------------------------------------------------
+
+namespace {
+
+std::vector<std::string> pipeline(const std::string& layout, int ranks, int k) {
+  std::vector<std::string> a{"--workload", "gpt-tiny:layers=4", "--micro-batch", "2", "--accum-steps", std::to_string(k),
+                             "--world-size", std::to_string(ranks), "--steps", "2", "--warmup", "2"};
+  std::istringstream in(layout);
+  for (std::string w; in >> w;) a.push_back(w);
+  a.insert(a.end(), {"--timeout", "30s"});  // last: the fault cases shorten it
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline runs: 1F1B and GPipe on 2 and 4 stages, interleaved v 2, and pp 2 x dp 2 pass every check, "
+          "per-stage memory byte-exact",
+          "[runner][integration][pipeline]") {
+  struct Case {
+    const char* layout;
+    int ranks;
+    Count in_flight_rank0;  // the schedule's count on stage 0 (model/pipeline.hpp)
+  };
+  for (auto c : {Case{"--pp 2 --schedule 1f1b", 2, 2}, Case{"--pp 2 --schedule gpipe", 2, 4},
+                 Case{"--pp 4 --schedule 1f1b", 4, 4}, Case{"--pp 4 --schedule gpipe", 4, 4},
+                 Case{"--pp 2 --virtual-stages 2", 2, 5}, Case{"--pp 2", 4, 2}}) {
+    auto r = validate(pipeline(c.layout, c.ranks, 4));
+    INFO(c.layout << " on " << c.ranks << " ranks");
+    require_all_pass(r);
+    const auto& run = r.doc.at("runs").at(0);
+    for (const char* name : {"gradient_equivalence", "negative_control", "parameters_identical", "token_normalisation",
+                             "schedule_order", "microbatches_in_flight", "stage_memory", "collectives_match_strategy"}) {
+      INFO(name);
+      CHECK(check(run, name).at("status") == "pass");
+    }
+    const auto& pipe = run.at("pipeline");
+    REQUIRE(pipe.at("ranks").size() == static_cast<std::size_t>(c.ranks));
+    CHECK(pipe.at("ranks").at(0).at("in_flight") == c.in_flight_rank0);
+    for (const auto& rk : pipe.at("ranks")) {
+      CHECK(rk.at("peak_memory") == rk.at("predicted_peak"));
+      CHECK(rk.at("peak_memory").get<Count>() > 0);
+      CHECK(rk.at("in_flight") == rk.at("in_flight_model"));
+    }
+    CHECK(pipe.at("bubble_fraction").get<double>() > 0);
+    CHECK(pipe.at("predicted_bubble_fraction").get<double>() > 0);
+    CHECK(r.out.find("bubble") != std::string::npos);
+  }
+}
+
+TEST_CASE("pipeline runs: an order other than the schedule's and a wrong loss scale FAIL their checks",
+          "[runner][integration][pipeline]") {
+  {
+    auto r = validate(pipeline("--pp 2", 2, 4), {{"GACCUM_TEST_BREAK", "swap-forwards"}});
+    INFO(r.out << r.err);
+    CHECK(r.code == 1);
+    const auto& c = check(r.doc.at("runs").at(0), "schedule_order");
+    CHECK(c.at("status") == "fail");
+    CHECK_THAT(c.at("detail").get<std::string>(), Catch::Contains("\"ran\":\"F1.0\""));
+    CHECK(check(r.doc.at("runs").at(0), "gradient_equivalence").at("status") == "pass");
+  }
+  {
+    auto r = validate(pipeline("--pp 2", 4, 4), {{"GACCUM_TEST_BREAK", "normalise-by-k"}});
+    INFO(r.out << r.err);
+    CHECK(r.code == 1);
+    CHECK(check(r.doc.at("runs").at(0), "gradient_equivalence").at("status") == "fail");
+    CHECK(check(r.doc.at("runs").at(0), "token_normalisation").at("status") == "fail");
+  }
+}
+
+TEST_CASE("pipeline faults: a killed stage, a send that never comes, a hang and another schedule end the run, named",
+          "[runner][integration][pipeline]") {
+  auto fast = [](std::vector<std::string> a) {
+    a.back() = "5s";  // --timeout
+    return a;
+  };
+  {
+    auto r = validate(fast(pipeline("--pp 2", 2, 4)), {{"GACCUM_TEST_FAULT", "rank:1:sigkill:2:1"}});
+    INFO(r.err);
+    CHECK(r.code == 86);
+    CHECK_THAT(r.err, Catch::Contains("rank 1 (pid"));
+    CHECK(r.seconds < 5 + 10);
+    CHECK(r.leftovers.empty());
+    CHECK(r.doc.at("runs").at(0).at("checks").size() == 11);  // every check, pipeline's too, not run
+  }
+  {
+    auto r = validate(fast(pipeline("--pp 2", 2, 4)), {{"GACCUM_TEST_FAULT", "rank:0:dropsend:2:1"}});
+    INFO(r.err);
+    CHECK(r.code == 86);
+    CHECK_THAT(r.err, Catch::Contains("pipeline stage 1 (rank 1) waiting for microbatch 1's hidden state"));
+    CHECK_THAT(r.err, Catch::Contains("peer rank 0, stage 0"));
+    CHECK(r.seconds < 5 + 10);
+    CHECK(r.leftovers.empty());
+  }
+  {
+    auto r = validate(fast(pipeline("--pp 2", 2, 4)), {{"GACCUM_TEST_FAULT", "rank:1:hang:2:1"}});
+    INFO(r.err);
+    CHECK(r.code == 88);
+    CHECK_THAT(r.err, Catch::Contains("rank 1 (pid"));
+    CHECK(r.seconds < 5 + 10);
+    CHECK(r.leftovers.empty());
+  }
+  {
+    auto r = validate(fast(pipeline("--pp 2", 2, 4)), {{"GACCUM_TEST_PERTURB", "rank:1:schedule"}});
+    INFO(r.out << r.err);
+    CHECK(r.code == 1);
+    const auto& c = check(r.doc.at("runs").at(0), "rank_agreement");
+    CHECK(c.at("status") == "fail");
+    CHECK_THAT(c.at("detail").get<std::string>(), Catch::Contains("schedule: rank 0=\"1f1b\", rank 1=\"gpipe\""));
+    CHECK(r.leftovers.empty());
+  }
+}

@@ -23,6 +23,7 @@
 #include "runner/checks.hpp"
 #include "runner/comparison.hpp"
 #include "runner/faults.hpp"
+#include "runner/pipeline_run.hpp"
 #include "runner/record_checks.hpp"
 #include "runner/report.hpp"
 #include "runner/run_record.hpp"
@@ -368,7 +369,10 @@ TEST_CASE("the printed table of a run (golden)", "[runner][unit]") {
   CHECK(after_good.at("accumulation_reason") ==
         "the run did not finish, so its checks never ran: rank 1 (pid 7) was killed by SIGKILL (9)");
   const auto& checks = after_good.at("runs").at(1).at("checks");
-  REQUIRE(checks.size() == std::size(kRunCheckTraits));
+  REQUIRE(checks.size() == 8);  // the data-parallel checks; pipeline runs add their three
+  std::vector<CheckRecord> pipeline_checks;
+  add_not_run_checks(pipeline_checks, "not run", true);
+  CHECK(pipeline_checks.size() == std::size(kRunCheckTraits));
   for (const auto& c : checks) {
     CHECK(c.at("status") == "n/a");
     CHECK(c.at("detail") == "not run: the run did not finish (rank 1 (pid 7) was killed by SIGKILL (9))");
@@ -733,4 +737,52 @@ TEST_CASE("the accumulation loop takes every time it reports from its phase cloc
     CHECK(rec.compute[w] == Approx(0.142).margin(1e-12));
     CHECK(rec.local_samples[w] == 4);
   }
+}
+
+TEST_CASE("pipeline memory replay and bubble: hand-computed", "[runner][pipeline]") {
+  using gaccum::model::PipeOp;
+  using gaccum::model::PipeOpKind;
+  const auto F = [](Count i) { return PipeOp{PipeOpKind::forward, i, 0}; };
+  const auto B = [](Count i) { return PipeOp{PipeOpKind::backward, i, 0}; };
+  // 1F1B rank 0 of p 2, m 3: F0 F1 B0 F2 B1 B2. Level from 100: F peaks +15 and holds 10, B peaks
+  // +7 and leaves the 2-byte input gradient until the window's end.
+  //   F0 115 (level 110), F1 125 (120), B0 127 (112), F2 127 (122), B1 129 (114), B2 121 (106).
+  const std::vector<PipeOp> ops{F(0), F(1), B(0), F(2), B(1), B(2)};
+  const std::vector<ChunkMemory> parts{ChunkMemory{15, 10, 7, 2}};
+  CHECK(replay_stage_memory(ops, parts, 100, 20) == 129);
+  CHECK(replay_stage_memory(ops, parts, 100, 40) == 140);  // the optimizer step's peak is higher
+  // GPipe's order holds all three: F2 peaks at 100 + 2 x 10 + 15.
+  CHECK(replay_stage_memory({F(0), F(1), F(2), B(0), B(1), B(2)}, parts, 100, 0) == 137);
+  CHECK(closed_form_bubble(8, 1, 32) == Approx(7.0 / 39.0));
+  CHECK(closed_form_bubble(4, 2, 8) == Approx(3.0 / 19.0));
+  CHECK(op_name(PipeOp{PipeOpKind::backward, 3, 1}) == "B3.1");
+}
+
+TEST_CASE("a pipeline run spec: layout validation and the data-parallel view", "[runner][pipeline]") {
+  RunSpec s;
+  s.workload.name = "gpt-tiny";
+  s.world_size = 4;
+  s.pp = 2;
+  s.micro_batch = 2;
+  s.accum_steps = 4;
+  s.strategy = gaccum::Strategy::fused;
+  s.warmup = 2;
+  CHECK(s.data_parallel() == 2);
+  CHECK(s.global_batch() == 16);  // b k dp
+  // Replica 1, microbatch 3 of window 1: 16 + (1 x 4 + 3) x 2.
+  CHECK(s.micro_range(1, 1, 3) == std::pair<Count, Count>{30, 2});
+  const RunSpec dp = s.data_parallel_view();
+  CHECK(dp.world_size == 2);
+  CHECK(dp.pp == 1);
+  CHECK(dp.micro_range(1, 1, 3) == s.micro_range(1, 1, 3));
+  REQUIRE_NOTHROW(s.validate());
+  CHECK(run_spec_from_json(to_json(s), "spec").pp == 2);
+  s.world_size = 3;
+  CHECK_THROWS_WITH(s.validate(), Catch::Contains("do not split into 2 pipeline stages"));
+  s.world_size = 4;
+  s.accum_steps = 1;
+  CHECK_THROWS_WITH(s.validate(), Catch::Contains("--schedule 1f1b with --pp 2"));
+  s.accum_steps = 4;
+  s.strategy = gaccum::Strategy::overlap;
+  CHECK_THROWS_WITH(s.validate(), Catch::Contains("use --strategy fused"));
 }

@@ -1,0 +1,754 @@
+// What/why: see pipeline_run.hpp. The rank reads top to bottom: join, agree, cut the model, then
+// per window: zero the gradients, run the schedule's operations, average over the stage's
+// replicas, step; rank 0 assembles the record and the pipeline's checks.
+#include "runner/pipeline_run.hpp"
+
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "comm/communicator.hpp"
+#include "comm/grad_sync.hpp"
+#include "core/error.hpp"
+#include "core/host.hpp"
+#include "engine/exact_math.hpp"
+#include "engine/memory_tracker.hpp"
+#include "engine/rank_error.hpp"
+#include "engine/watchdog.hpp"
+#include "runner/faults.hpp"
+#include "runner/gradients.hpp"
+#include "runner/record_checks.hpp"
+#include "workloads/optimizer.hpp"
+
+namespace gaccum::runner {
+
+using nlohmann::json;
+
+Bytes replay_stage_memory(const std::vector<model::PipeOp>& ops, const std::vector<ChunkMemory>& chunks,
+                          Bytes resident, Bytes optimizer_peak) {
+  Bytes level = resident, peak = resident + optimizer_peak;
+  for (const auto& op : ops) {
+    const ChunkMemory& c = chunks.at(static_cast<std::size_t>(op.chunk));
+    if (op.kind == model::PipeOpKind::forward) {
+      peak = std::max(peak, level + c.forward_peak);
+      level += c.held;
+    } else {
+      peak = std::max(peak, level + c.backward_peak);
+      level = level + c.sent_gradient - c.held;  // held was added by the chunk's F
+    }
+  }
+  return peak;
+}
+
+double closed_form_bubble(Count p, Count v, Count m) {
+  return static_cast<double>(p - 1) / static_cast<double>(v * m + p - 1);
+}
+
+std::string op_name(const model::PipeOp& op) {
+  return fmt::format("{}{}.{}", model::to_string(op.kind), op.microbatch, op.chunk);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+std::int64_t ns(Clock::time_point t) { return t.time_since_epoch().count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Where this rank sits: stage (pipeline rank) and replica, and its chunks' model stages.
+struct Place {
+  Count pp = 1, v = 1, dp = 1, stage = 0, replica = 0;
+  Count chunks() const { return pp * v; }                       // model stages
+  Count model_stage(Count chunk) const { return chunk * pp + stage; }
+  int rank_of(Count model_stage_j) const { return static_cast<int>((model_stage_j % pp) * dp + replica); }
+  // Tags pair a send with its recv: activations into model stage j, gradients out of it.
+  int activation_tag(Count j, Count i, Count m) const { return static_cast<int>(j * m + i); }
+  int gradient_tag(Count j, Count i, Count m) const { return static_cast<int>((chunks() + j) * m + i); }
+};
+
+// One microbatch chunk from its F to its B.
+struct Held {
+  workloads::Batch batch;
+  torch::Tensor input, output;  // input: tokens, or the received hidden state (a leaf needing grad)
+  std::unique_ptr<comm::PendingCollective> sent;  // the output's send (not the last chunk)
+};
+
+// What one window measured on this rank.
+struct WindowFigures {
+  std::vector<model::PipeOp> order;
+  std::vector<double> forward, backward;           // per op kind: [chunk] sums (seconds)
+  std::vector<Count> forward_n, backward_n;
+  Seconds busy = 0;
+  std::int64_t first_start_ns = 0, last_end_ns = 0;
+  Count in_flight = 0;
+  double loss_sum = 0;
+  Count local_terms = 0, local_samples = 0;
+};
+
+class PipelineRank {
+ public:
+  PipelineRank(const RunSpec& spec, const Place& at, workloads::Workload& wl, comm::Communicator* world,
+               engine::DeviceMemory& memory, engine::Watchdog& watchdog, const Faults& faults)
+      : spec_(spec), at_(at), wl_(wl), staged_(*wl.staged()), world_(world), memory_(memory), watchdog_(watchdog),
+        faults_(faults) {
+    for (Count c = 0; c < at_.v; ++c) {
+      const auto [first, end] = staged_.chunk_units(at_.model_stage(c), at_.chunks());
+      units_.push_back({first, end});
+      for (Count u = first; u < end; ++u)
+        for (auto& p : staged_.unit_parameters(u)) params_.push_back(p);
+    }
+    ops_ = model::schedule_ops(spec_.schedule, at_.pp, at_.v, spec_.accum_steps)[static_cast<std::size_t>(at_.stage)];
+    if (faults_.swap_forwards && at_.stage == 0 && ops_.size() >= 2 && ops_[0].kind == model::PipeOpKind::forward &&
+        ops_[1].kind == model::PipeOpKind::forward)
+      std::swap(ops_[0], ops_[1]);
+    parts_.assign(static_cast<std::size_t>(at_.v), ChunkMemory{});
+    measured_part_.assign(static_cast<std::size_t>(at_.v), std::pair<bool, bool>{false, false});
+  }
+
+  const std::vector<torch::Tensor>& params() const { return params_; }
+  const std::vector<model::PipeOp>& ops() const { return ops_; }
+  const std::vector<ChunkMemory>& parts() const { return parts_; }
+
+  // The window's operations. `measure_parts`: each chunk's first F and B measured (ChunkMemory).
+  // `before_last`: filled with the gradients as held before the rank's last backward.
+  WindowFigures run_ops(Count w, double global_terms, bool measure_parts, std::vector<torch::Tensor>* before_last) {
+    WindowFigures f;
+    f.forward.assign(static_cast<std::size_t>(at_.v), 0.0);
+    f.backward = f.forward;
+    f.forward_n.assign(static_cast<std::size_t>(at_.v), 0);
+    f.backward_n = f.forward_n;
+    std::map<std::pair<Count, Count>, Held> held;  // (microbatch, chunk)
+    std::vector<std::pair<torch::Tensor, std::unique_ptr<comm::PendingCollective>>> gradient_sends;
+    const Count m = spec_.accum_steps;
+    std::size_t last_backward = 0;
+    for (std::size_t k = 0; k < ops_.size(); ++k)
+      if (ops_[k].kind == model::PipeOpKind::backward) last_backward = k;
+    for (std::size_t k = 0; k < ops_.size(); ++k) {
+      const model::PipeOp& op = ops_[k];
+      const Count c = op.chunk, i = op.microbatch, j = at_.model_stage(c);
+      const auto ci = static_cast<std::size_t>(c);
+      engine::RankPosition::set(w, i);
+      watchdog_.beat();
+      if (op.kind == model::PipeOpKind::forward) {
+        if (c == 0) faults_.maybe_trigger(w, i);
+        Held h;
+        const auto [first, count] = spec_.micro_range(w, at_.replica, i);
+        const Bytes before = memory_.snapshot().allocated;
+        if (measure_parts) memory_.reset_peak();
+        if (j > 0) {
+          h.input = torch::empty(staged_.hidden_shape(spec_.micro_batch), torch::TensorOptions(wl_.dtype()).device(wl_.device()));
+          receive(h.input, at_.rank_of(j - 1), at_.activation_tag(j, i, m),
+                  fmt::format("microbatch {}'s hidden state into model stage {}", i, j));
+          h.input.requires_grad_(true);
+        }
+        const auto start = Clock::now();  // busy from here: the batch is built by the stage that needs it
+        if (j == 0 || j == at_.chunks() - 1) h.batch = wl_.make_batch(spec_.seed, first, count);
+        if (j == 0) h.input = h.batch.input;
+        if (f.first_start_ns == 0) f.first_start_ns = ns(start);
+        torch::Tensor out = staged_.forward_units(units_[ci].first, units_[ci].second, h.input);
+        if (j == at_.chunks() - 1) {
+          auto loss = wl_.loss_sum(out, h.batch);
+          const double sum = loss.item<double>();
+          f.loss_sum += sum;
+          f.local_terms += h.batch.loss_terms;
+          f.local_samples += h.batch.samples;
+          const double scale = faults_.normalise_by_k
+                                   ? 1.0 / (static_cast<double>(m) * static_cast<double>(std::max<Count>(1, h.batch.loss_terms)))
+                                   : static_cast<double>(at_.dp) / global_terms;
+          h.output = loss * scale;
+        } else {
+          h.output = out;
+        }
+        out = torch::Tensor();  // the last chunk's logits live on only where autograd saved them
+        const auto end = Clock::now();
+        f.forward[ci] += seconds(end - start);
+        f.forward_n[ci] += 1;
+        f.busy += seconds(end - start);
+        f.last_end_ns = ns(end);
+        if (j < at_.chunks() - 1 && !faults_.drops_send(w, i))
+          h.sent = world_->send_async(h.output, at_.rank_of(j + 1), at_.activation_tag(j + 1, i, m));
+        if (measure_parts && !measured_part_[ci].first) {
+          const auto snap = memory_.snapshot();
+          parts_[ci].forward_peak = snap.peak_allocated - before;
+          parts_[ci].held = snap.allocated - before;
+          measured_part_[ci].first = true;
+        }
+        held.emplace(std::make_pair(i, c), std::move(h));
+        f.in_flight = std::max<Count>(f.in_flight, static_cast<Count>(held.size()));
+      } else {
+        auto it = held.find({i, c});
+        if (it == held.end())
+          throw Error(fmt::format("pipeline stage {}: backward of microbatch {} chunk {} before its forward", at_.stage,
+                                  i, c));
+        if (k == last_backward && before_last) {
+          before_last->clear();
+          for (const auto& p : params_)
+            before_last->push_back(p.grad().defined() ? p.grad().detach().clone() : torch::Tensor());
+        }
+        const Bytes before = memory_.snapshot().allocated;
+        const Bytes held_bytes = measure_parts ? parts_[ci].held : 0;
+        if (measure_parts) memory_.reset_peak();
+        Held& h = it->second;
+        if (h.sent) {
+          wait_for(*h.sent, fmt::format("the send of microbatch {}'s hidden state to model stage {}", i, j + 1),
+                   at_.rank_of(j + 1));
+          h.sent.reset();
+        }
+        torch::Tensor grad;
+        if (j < at_.chunks() - 1) {
+          grad = torch::empty_like(h.output);
+          receive(grad, at_.rank_of(j + 1), at_.gradient_tag(j + 1, i, m),
+                  fmt::format("microbatch {}'s output gradient from model stage {}", i, j + 1));
+        }
+        const auto start = Clock::now();
+        if (j == at_.chunks() - 1)
+          torch::autograd::backward({h.output});
+        else
+          torch::autograd::backward({h.output}, {grad});
+        grad = torch::Tensor();
+        const auto end = Clock::now();
+        f.backward[ci] += seconds(end - start);
+        f.backward_n[ci] += 1;
+        f.busy += seconds(end - start);
+        f.last_end_ns = ns(end);
+        if (j > 0) {
+          torch::Tensor g = h.input.grad();
+          auto work = world_->send_async(g, at_.rank_of(j - 1), at_.gradient_tag(j, i, m));
+          gradient_sends.emplace_back(g, std::move(work));
+        }
+        held.erase(it);
+        if (measure_parts && !measured_part_[ci].second) {
+          const auto snap = memory_.snapshot();
+          parts_[ci].backward_peak = snap.peak_allocated - before;
+          parts_[ci].sent_gradient = snap.allocated + held_bytes - before;
+          measured_part_[ci].second = true;
+        }
+      }
+      f.order.push_back(op);
+    }
+    for (auto& [t, work] : gradient_sends) wait_for(*work, "an input gradient's send", -1);
+    gradient_sends.clear();
+    return f;
+  }
+
+  // Seconds of one point-to-point message of a hidden state between neighbouring stages: a
+  // ping-pong of `rounds` round trips per pair (s, s + 1), measured by the lower stage (the first
+  // quarter untimed); 0 on the last stage. Every rank takes part in its pairs in stage order.
+  Seconds measure_p2p(int rounds) {
+    auto t = torch::zeros(staged_.hidden_shape(spec_.micro_batch), torch::TensorOptions(wl_.dtype()).device(wl_.device()));
+    const int tag = static_cast<int>(2 * at_.chunks() * spec_.accum_steps) + 7;
+    Seconds mine = 0;
+    for (Count lower = 0; lower + 1 < at_.pp; ++lower) {
+      if (at_.stage == lower) {
+        const int peer = static_cast<int>((lower + 1) * at_.dp + at_.replica);
+        Clock::time_point start;
+        for (int r = 0; r < rounds; ++r) {
+          if (r == rounds / 4) start = Clock::now();
+          world_->send_async(t, peer, tag)->wait();
+          world_->recv_async(t, peer, tag)->wait();
+        }
+        mine = seconds(Clock::now() - start) / (2.0 * (rounds - rounds / 4));
+      } else if (at_.stage == lower + 1) {
+        const int peer = static_cast<int>(lower * at_.dp + at_.replica);
+        for (int r = 0; r < rounds; ++r) {
+          world_->recv_async(t, peer, tag)->wait();
+          world_->send_async(t, peer, tag)->wait();
+        }
+      }
+    }
+    return mine;
+  }
+
+ private:
+  void receive(torch::Tensor& t, int src, int tag, const std::string& what) {
+    auto work = world_->recv_async(t, src, tag);
+    wait_for(*work, what, src);
+  }
+  void wait_for(comm::PendingCollective& work, const std::string& what, int peer) {
+    try {
+      work.wait();
+    } catch (const CollectiveFailure& e) {
+      throw CollectiveFailure(fmt::format("pipeline stage {} (rank {}) waiting for {}{}: {}", at_.stage,
+                                          world_->rank(), what,
+                                          peer >= 0 ? fmt::format(" (peer rank {}, stage {})", peer, peer / at_.dp) : "",
+                                          e.what()));
+    }
+  }
+
+  const RunSpec& spec_;
+  Place at_;
+  workloads::Workload& wl_;
+  workloads::StagedModel& staged_;
+  comm::Communicator* world_;
+  engine::DeviceMemory& memory_;
+  engine::Watchdog& watchdog_;
+  const Faults& faults_;
+  std::vector<std::pair<Count, Count>> units_;  // per chunk: units [first, end)
+  std::vector<torch::Tensor> params_;
+  std::vector<model::PipeOp> ops_;
+  std::vector<ChunkMemory> parts_;
+  std::vector<std::pair<bool, bool>> measured_part_;
+};
+
+// Every parameter's offset in the full model's flat order.
+std::vector<Count> offsets_of(const std::vector<torch::Tensor>& all) {
+  std::vector<Count> off;
+  Count at = 0;
+  for (const auto& p : all) {
+    off.push_back(at);
+    at += p.numel();
+  }
+  off.push_back(at);
+  return off;
+}
+
+// The full model's gradient (float64, flat) from the stages' replica-0 ranks: each contributes its
+// parameters' slices, one allreduce over the world (a collective: every rank calls it).
+std::vector<double> gather_full(comm::Communicator& world, const std::vector<torch::Tensor>& all,
+                                const std::vector<Count>& offsets, const std::vector<torch::Tensor>& mine,
+                                const std::vector<torch::Tensor>& values, bool contribute) {
+  auto flat = torch::zeros({offsets.back()}, torch::kFloat64);
+  if (contribute)
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      const auto at = std::find_if(all.begin(), all.end(), [&](const torch::Tensor& p) { return p.is_same(mine[k]); });
+      const auto idx = static_cast<std::size_t>(at - all.begin());
+      if (values[k].defined())
+        flat.narrow(0, offsets[idx], mine[k].numel()).copy_(values[k].detach().reshape({-1}).to(torch::kFloat64));
+    }
+  world.allreduce_sum(flat);
+  const double* d = flat.data_ptr<double>();
+  return std::vector<double>(d, d + flat.numel());
+}
+
+// This rank's pipeline figures (gathered on rank 0 beside its RankRecord).
+json stage_json(const Place& at, int rank, const std::vector<model::PipeOp>& order0, Count in_flight, Bytes peak,
+                Bytes predicted, Bytes resident, Bytes optimizer_peak, const std::vector<ChunkMemory>& parts, const std::vector<double>& fwd,
+                const std::vector<double>& bwd, const std::vector<WindowFigures>& timed) {
+  std::vector<std::string> order;
+  for (const auto& op : order0) order.push_back(op_name(op));
+  std::vector<Bytes> act;
+  json chunk_parts = json::array();
+  for (const auto& p : parts) {
+    act.push_back(p.held);
+    chunk_parts.push_back(json{{"forward_peak", p.forward_peak},
+                               {"held", p.held},
+                               {"backward_peak", p.backward_peak},
+                               {"sent_gradient", p.sent_gradient}});
+  }
+  json windows = json::array();
+  for (const auto& f : timed) windows.push_back({f.first_start_ns, f.last_end_ns, f.busy});
+  return json{{"rank", rank},        {"stage", at.stage},         {"replica", at.replica}, {"order", order},
+              {"in_flight", in_flight}, {"peak", peak},            {"predicted", predicted}, {"activations", act},
+              {"forward", fwd},      {"backward", bwd},           {"windows", windows},
+              {"resident", resident}, {"optimizer_peak", optimizer_peak}, {"chunk_parts", chunk_parts}};
+}
+
+// Rank 0: the pipeline's checks and measure from every rank's stage_json.
+void pipeline_checks(const RunSpec& spec, const std::vector<json>& stages, bool cpu, const std::vector<RankRecord>& ranks,
+                     RunRecord& rec) {
+  const Count p = spec.pp, v = spec.virtual_stages, m = spec.accum_steps, dp = spec.data_parallel();
+  const auto sched = model::schedule_ops(spec.schedule, p, v, m);
+  // Per model stage j: the mean forward/backward of replica 0's rank of stage j mod p (the mean,
+  // not the median: two ranks computing at once on a small CPU slow each other down, and the mean
+  // carries that into the simulation as the busy time does).
+  model::StageTimes times;
+  times.forward.assign(static_cast<std::size_t>(p * v), 0.0);
+  times.backward = times.forward;
+  times.weight = times.forward;
+  times.activations.assign(static_cast<std::size_t>(p * v), 1.0);
+  for (const auto& s : stages) {
+    if (s.at("replica").get<Count>() != 0) continue;
+    const Count st = s.at("stage").get<Count>();
+    const auto fwd = s.at("forward").get<std::vector<double>>(), bwd = s.at("backward").get<std::vector<double>>();
+    for (Count c = 0; c < v; ++c) {
+      times.forward[static_cast<std::size_t>(c * p + st)] = fwd[static_cast<std::size_t>(c)];
+      times.backward[static_cast<std::size_t>(c * p + st)] = bwd[static_cast<std::size_t>(c)];
+    }
+  }
+  std::vector<double> p2p;
+  for (const auto& s : stages)
+    if (s.at("stage").get<Count>() + 1 < p) p2p.push_back(s.at("p2p").get<double>());
+  times.p2p = median(p2p);
+  const model::PipelineRun sim = model::simulate(sched, v, times);
+
+  PipelineMeasure pm;
+  bool order_ok = true, flight_ok = true, memory_ok = true;
+  json order_bad = json::array(), flight = json::array(), memory = json::array();
+  const std::size_t windows = stages.front().at("windows").size();
+  std::vector<double> makespans, bubbles;
+  std::vector<std::vector<double>> idle_per_rank(stages.size());
+  for (std::size_t w = 0; w < windows; ++w) {
+    std::int64_t start = 0, end = 0;
+    for (const auto& s : stages) {
+      const auto row = s.at("windows").at(w);
+      const auto a = row.at(0).get<std::int64_t>(), b = row.at(1).get<std::int64_t>();
+      start = start == 0 ? a : std::min(start, a);
+      end = std::max(end, b);
+    }
+    const double span = 1e-9 * static_cast<double>(end - start);
+    double idle = 0;
+    for (std::size_t r = 0; r < stages.size(); ++r) {
+      const double busy = stages[r].at("windows").at(w).at(2).get<double>();
+      idle_per_rank[r].push_back(span - busy);
+      idle += span - busy;
+    }
+    makespans.push_back(span);
+    bubbles.push_back(span > 0 ? idle / static_cast<double>(stages.size()) / span : 0.0);
+  }
+  for (std::size_t r = 0; r < stages.size(); ++r) {
+    const json& s = stages[r];
+    StageRecord sr;
+    sr.rank = s.at("rank").get<int>();
+    sr.stage = s.at("stage").get<Count>();
+    sr.replica = s.at("replica").get<Count>();
+    sr.order = s.at("order").get<std::vector<std::string>>();
+    sr.in_flight = s.at("in_flight").get<Count>();
+    sr.in_flight_model = sim.peak_in_flight[static_cast<std::size_t>(sr.stage)];
+    sr.peak_memory = s.at("peak").get<Bytes>();
+    sr.predicted_peak = s.at("predicted").get<Bytes>();
+    sr.chunk_activations = s.at("activations").get<std::vector<Bytes>>();
+    sr.forward = s.at("forward").get<std::vector<double>>();
+    sr.backward = s.at("backward").get<std::vector<double>>();
+    sr.busy = 0;
+    for (const auto& row : s.at("windows")) sr.busy += row.at(2).get<double>();
+    sr.busy /= std::max<double>(1.0, static_cast<double>(windows));
+    sr.idle = median(idle_per_rank[r]);
+    sr.predicted_idle = sim.idle[static_cast<std::size_t>(sr.stage)];
+    std::vector<std::string> expected;
+    for (const auto& op : sched[static_cast<std::size_t>(sr.stage)]) expected.push_back(op_name(op));
+    if (sr.order != expected) {
+      order_ok = false;
+      std::size_t at = 0;
+      while (at < expected.size() && at < sr.order.size() && expected[at] == sr.order[at]) ++at;
+      order_bad.push_back({{"rank", sr.rank},
+                           {"stage", sr.stage},
+                           {"position", at},
+                           {"ran", at < sr.order.size() ? sr.order[at] : "-"},
+                           {"expected", at < expected.size() ? expected[at] : "-"}});
+    }
+    if (sr.in_flight != sr.in_flight_model) flight_ok = false;
+    flight.push_back({{"rank", sr.rank}, {"measured", sr.in_flight}, {"model", sr.in_flight_model}});
+    if (sr.peak_memory != sr.predicted_peak) memory_ok = false;
+    memory.push_back({{"rank", sr.rank}, {"stage", sr.stage}, {"measured", sr.peak_memory},
+                      {"predicted", sr.predicted_peak}, {"resident", s.at("resident")},
+                      {"optimizer_peak", s.at("optimizer_peak")}, {"chunks", s.at("chunk_parts")}});
+    pm.ranks.push_back(std::move(sr));
+  }
+  (void)ranks;
+  pm.makespan = median(makespans);
+  pm.bubble_fraction = median(bubbles);
+  pm.predicted_makespan = sim.makespan;
+  pm.predicted_bubble_fraction = sim.bubble_fraction();
+  pm.closed_form_bubble_fraction = closed_form_bubble(p, v, m);
+  pm.p2p = times.p2p;
+  if (rec.measured)
+    pm.predicted_step_time = sim.makespan + rec.measured->comm_exposed + rec.measured->optimizer;
+
+  const std::string sched_name(to_string(spec.schedule));
+  rec.checks.push_back(check_record(
+      RunCheck::schedule_order, order_ok ? Status::pass : Status::fail,
+      order_ok ? fmt::format("every rank ran its {} operations of {} (p {}, v {}, m {}) in the schedule's order "
+                             "(model/pipeline.hpp schedule_ops)",
+                             sched[0].size(), sched_name, p, v, m)
+               : fmt::format("{} rank(s) ran another order than {} defines, first at {}", order_bad.size(), sched_name,
+                             order_bad.front().dump()),
+      json{{"mismatches", order_bad}}));
+  rec.checks.push_back(check_record(
+      RunCheck::microbatches_in_flight, flight_ok ? Status::pass : Status::fail,
+      fmt::format("microbatch chunks held at once per rank, measured vs the schedule simulation: {}",
+                  [&] {
+                    std::string t;
+                    for (const auto& x : flight)
+                      t += fmt::format("{}rank {} {}/{}", t.empty() ? "" : ", ", x.at("rank").get<int>(),
+                                       x.at("measured").get<Count>(), x.at("model").get<Count>());
+                    return t;
+                  }()),
+      json{{"per_rank", flight}}));
+  const bool exact = cpu;
+  Bytes worst = 0;
+  for (const auto& x : memory) {
+    const Bytes a = x.at("measured").get<Bytes>(), b = x.at("predicted").get<Bytes>();
+    worst = std::max<Bytes>(worst, a > b ? a - b : b - a);
+  }
+  rec.checks.push_back(check_record(
+      RunCheck::stage_memory, !exact ? Status::skip : memory_ok ? Status::pass : Status::fail,
+      !exact ? "n/a on a GPU: the caching allocator rounds blocks, so the replay is not byte-exact there (the figures "
+               "are in numbers)"
+      : memory_ok
+          ? fmt::format("every rank's peak over the timed windows equals the replay of its operations with one "
+                        "microbatch's measured bytes per chunk, byte-exact ({} ranks)",
+                        memory.size())
+          : fmt::format("a rank's peak differs from the replay of its operations by up to {} bytes: {}", worst,
+                        memory.dump()),
+      json{{"per_rank", memory}}));
+  rec.pipeline = std::move(pm);
+  rec.model_notes.push_back(fmt::format(
+      "pipeline: {} x {} chunk(s) over {} stage rank(s), {} data-parallel replica(s); measured bubble {:.1f}% vs "
+      "{:.1f}% simulated from the measured operation times and a {} point-to-point message (ping-pong; {:.1f}% "
+      "closed form); every stage's gradients are reduced once per step, after its last backward (one fused allreduce "
+      "over its replicas)",
+      p, v, p, dp, 100 * rec.pipeline->bubble_fraction, 100 * rec.pipeline->predicted_bubble_fraction,
+      format_seconds(times.p2p), 100 * rec.pipeline->closed_form_bubble_fraction));
+  rec.ok = std::none_of(rec.checks.begin(), rec.checks.end(), [](const CheckRecord& c) { return c.status == Status::fail; });
+}
+
+}  // namespace
+
+int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, const RankRunOptions& opts) {
+  spec_in.validate();
+  if (ctx.world_size != spec_in.world_size)
+    throw InputError(fmt::format("--world-size: {} but the launcher started {} ranks", spec_in.world_size,
+                                 ctx.world_size));
+  const int rank = ctx.rank;
+  const Faults faults = Faults::from_env(rank);
+  if (faults.never_joins())
+    while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+  engine::Watchdog watchdog(rank, spec_in.timeout + 2.0);
+
+  // --- the rank: threads, device, memory tracker, the job's communicator, the workload ---------
+  torch::set_num_threads(spec_in.threads_per_rank);
+  engine::use_exact_fp32();
+  try {
+    torch::set_num_interop_threads(1);
+  } catch (const c10::Error&) {
+  }
+  RunSpec spec = spec_in;
+  spec.seed = spec_in.seed + (faults.perturb_seed ? 1 : 0);
+  if (faults.other_schedule) spec.schedule = spec.schedule == Schedule::gpipe ? Schedule::one_f_one_b : Schedule::gpipe;
+  workloads::WorkloadConfig wcfg = spec.workload;
+  if (spec.backend == Backend::nccl) wcfg.device = fmt::format("cuda:{}", ctx.local_rank);
+  const torch::Device device(wcfg.device);
+  auto memory = engine::memory_for(device);
+  auto world = join(spec, ctx, wcfg.device, opts);
+  if (!world) throw InputError("--pp: a pipeline run needs at least 2 ranks");
+  watchdog.beat();
+  auto workload = workloads::make_workload(wcfg);
+  if (!workload->staged())
+    throw InputError(fmt::format("--pp: workload {} is not a sequence of blocks the runner can cut into stages; "
+                                 "pipeline runs take the built-in gpt (e.g. --workload gpt-small)",
+                                 workload->identity().name));
+  const auto all_params = workload->parameters();
+  const auto offsets = offsets_of(all_params);
+  const WorkloadIdentity& id = workload->identity();
+
+  Place at;
+  at.pp = spec.pp;
+  at.v = spec.virtual_stages;
+  at.dp = spec.data_parallel();
+  at.stage = rank / at.dp;
+  at.replica = rank % at.dp;
+
+  auto finish = [&](const RunRecord* record, bool ok) -> int {
+    int code = ok ? 0 : 1;
+    if (rank == 0 && opts.deliver && record) code = opts.deliver(*record);
+    if (rank == 0)
+      world->store().set("validate/verdict", std::to_string(code));
+    else
+      code = std::atoi(world->store().get("validate/verdict").c_str());
+    return code;
+  };
+
+  // --- rank agreement --------------------------------------------------------------------------
+  const json identity = identity_of(spec, id, spec.seed, hash_tensors(all_params));
+  std::vector<json> identities;
+  for (const auto& s : world->allgather_strings(identity.dump())) identities.push_back(json::parse(s));
+  std::vector<CheckRecord> checks{agreement_check(spec, id, spec.seed, identities)};
+  RunFacts facts;
+  facts.spec = spec;
+  facts.workload = WorkloadFacts{id.hash, id.kind, id.param_count, id.param_bytes};
+  if (checks.front().status == Status::fail) {
+    RunRecord stopped;
+    stopped.spec = spec;
+    stopped.facts = facts.workload;
+    stopped.checks = checks;
+    add_not_run_checks(stopped.checks, "not run: the ranks disagree (rank_agreement), so no training ran", true);
+    stopped.stopped = "rank agreement failed";
+    return finish(&stopped, false);
+  }
+  if (id.param_count > 50'000'000)
+    throw InputError(fmt::format("--workload {}: {} parameters; a pipeline run's gradient check gathers the full "
+                                 "model's gradient in float64 on every rank: use a model under 50M parameters",
+                                 id.name, id.param_count));
+
+  // --- this stage: its chunks, its replicas' group, its synchroniser and optimizer ---------------
+  PipelineRank stage(spec, at, *workload, world.get(), *memory, watchdog, faults);
+  const auto& params = stage.params();
+  std::unique_ptr<comm::Communicator> dp_group;
+  if (at.dp > 1) {
+    std::vector<int> members;
+    for (Count r = 0; r < at.dp; ++r) members.push_back(static_cast<int>(at.stage * at.dp + r));
+    dp_group = world->split(members, fmt::format("pipeline-stage-{}", at.stage));
+  }
+  // Parameters of other stages are released (rank 0 keeps them through step 0's reference).
+  auto release_others = [&] {
+    torch::NoGradGuard no_grad;
+    for (auto& p : all_params)
+      if (std::none_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); }))
+        p.set_data(torch::empty({0}, p.options()));
+  };
+  if (rank != 0) release_others();
+  comm::GradSync sync(dp_group.get(), params, Strategy::fused);
+  auto optimizer = workloads::make_optimizer(params, spec.optimizer, spec.lr);
+  sync.zero_grad();
+  const Seconds p2p = stage.measure_p2p(40);
+
+  // --- the windows -------------------------------------------------------------------------------
+  RankSteps steps;
+  std::vector<WindowFigures> timed;
+  std::vector<model::PipeOp> order0;
+  Count in_flight = 0;
+  std::vector<double> fwd_samples_c(static_cast<std::size_t>(at.v)), bwd_samples_c(fwd_samples_c);
+  std::vector<std::vector<double>> fwd_ops(static_cast<std::size_t>(at.v)), bwd_ops(fwd_ops.size());
+  std::optional<WindowChecks> step0;
+  std::string grads_hash0;
+  Bytes resident = 0, optimizer_peak = 0;
+  const Count k = spec.accum_steps;
+  for (Count w = 0; w < spec.full_windows(); ++w) {
+    const bool timed_window = w >= spec.warmup;
+    if (w == spec.warmup) {
+      memory->reset_peak();
+      resident = memory->snapshot().allocated;
+    }
+    const auto t0 = Clock::now();
+    Seconds instrumentation = 0;
+    if (!(faults.skip_zero_grad && w > 0)) sync.zero_grad();
+    steps.nonzero_at_start.push_back(nonzero_elements(sync.held_gradients()));
+    // The window's real tokens over every replica: counted here (no batch built, no collective).
+    const Count window_first = w * spec.global_batch();
+    const double global_terms = static_cast<double>(workload->loss_terms(spec.seed, window_first, spec.global_batch()));
+    std::vector<torch::Tensor> before_last;
+    WindowFigures f = stage.run_ops(w, global_terms, w == 1, w == 0 ? &before_last : nullptr);
+    const auto t_ops = Clock::now();
+    sync.begin_step(k);
+    for (Count mi = 0; mi < k; ++mi) {
+      sync.before_backward(mi);
+      sync.after_backward(mi);
+    }
+    const auto t_sync = Clock::now();
+    if (w == 0) {  // the gradient checks (timed apart)
+      const auto c0 = Clock::now();
+      const auto got = gather_full(*world, all_params, offsets, params, grads_of(params), at.replica == 0);
+      const auto before = gather_full(*world, all_params, offsets, params, before_last, at.replica == 0);
+      grads_hash0 = hash_tensors(grads_of(params));
+      if (rank == 0) {
+        step0 = check_window(*workload, all_params, spec.data_parallel_view(), spec.seed, 0, got, before,
+                             id.tokens_per_sample > 0, [&] { watchdog.beat(); });
+        release_others();
+      }
+      instrumentation += seconds(Clock::now() - c0);
+      order0 = f.order;
+    }
+    if (w == 1) {
+      memory->reset_peak();
+    }
+    const Bytes level_before_opt = memory->snapshot().allocated;
+    const auto t_opt = Clock::now();
+    optimizer->step();
+    const auto t_end = Clock::now();
+    if (w == 1) optimizer_peak = memory->snapshot().peak_allocated - level_before_opt;
+    if (faults.perturb_param && w == 0) {
+      torch::NoGradGuard no_grad;
+      params.front().add_(1e-3);
+    }
+    in_flight = std::max(in_flight, f.in_flight);
+    const auto& st = sync.stats();
+    steps.step_time.push_back(seconds(t_end - t0) - instrumentation);
+    steps.compute.push_back(f.busy);
+    steps.arrival.push_back(seconds(t_ops - t0));
+    steps.exposed.push_back(seconds(t_sync - t_ops));
+    steps.comm_total.push_back(st.comm_total);
+    steps.optimizer.push_back(seconds(t_end - t_opt));
+    steps.instrumentation.push_back(instrumentation);
+    steps.collectives.push_back(st.collectives);
+    steps.launched_in_backward.push_back(st.launched_in_backward);
+    steps.collectives_per_micro.push_back(st.collectives_per_micro);
+    steps.local_terms.push_back(f.local_terms);
+    steps.local_samples.push_back(f.local_samples);
+    steps.global_terms.push_back(static_cast<Count>(global_terms));
+    steps.loss_sum.push_back(f.loss_sum);
+    steps.g_small_sq.push_back(-1);
+    steps.g_big_sq.push_back(-1);
+    if (timed_window) {
+      for (Count c = 0; c < at.v; ++c) {
+        const auto ci = static_cast<std::size_t>(c);
+        fwd_ops[ci].push_back(f.forward[ci] / static_cast<double>(std::max<Count>(1, f.forward_n[ci])));
+        bwd_ops[ci].push_back(f.backward[ci] / static_cast<double>(std::max<Count>(1, f.backward_n[ci])));
+      }
+      timed.push_back(std::move(f));
+    }
+    watchdog.beat();
+  }
+  const Bytes peak = memory->snapshot().peak_allocated;
+  const Bytes predicted = replay_stage_memory(stage.ops(), stage.parts(), resident, optimizer_peak);
+  std::vector<double> fwd, bwd;
+  auto mean = [](const std::vector<double>& x) {
+    double t = 0;
+    for (double y : x) t += y;
+    return x.empty() ? 0.0 : t / static_cast<double>(x.size());
+  };
+  for (std::size_t c = 0; c < fwd_ops.size(); ++c) {
+    fwd.push_back(mean(fwd_ops[c]));
+    bwd.push_back(mean(bwd_ops[c]));
+  }
+
+  // --- every rank's record to rank 0 ---------------------------------------------------------------
+  RankRecord mine;
+  mine.rank = rank;
+  mine.local_rank = ctx.local_rank;
+  mine.host = host_name();
+  mine.pid = static_cast<long>(::getpid());
+  mine.threads = torch::get_num_threads();
+  mine.interop_threads = torch::get_num_interop_threads();
+  mine.cores = static_cast<int>(std::thread::hardware_concurrency());
+  mine.collective_wait = world->wait_mode();
+  mine.peak_memory = peak;
+  mine.memory_at_reset = resident;
+  mine.comm_buffer_bytes = sync.buffer_bytes();
+  mine.grads_hash_step0 = grads_hash0;
+  mine.params_hash_final = hash_tensors(params);
+  mine.steps = std::move(steps);
+  json pipe =
+      stage_json(at, rank, order0, in_flight, peak, predicted, resident, optimizer_peak, stage.parts(), fwd, bwd, timed);
+  pipe["p2p"] = p2p;
+  const auto texts = world->allgather_strings(json{{"record", to_json(mine)}, {"pipeline", pipe}}.dump());
+  if (rank != 0) return finish(nullptr, true);
+
+  // --- rank 0: the record --------------------------------------------------------------------------
+  std::vector<RankRecord> ranks;
+  std::vector<json> stages;
+  for (std::size_t r = 0; r < texts.size(); ++r) {
+    const json j = json::parse(texts[r]);
+    ranks.push_back(rank_record_from_json(j.at("record"), fmt::format("rank {} record", r)));
+    stages.push_back(j.at("pipeline"));
+  }
+  facts.token_workload = id.tokens_per_sample > 0;
+  facts.dependence = workload->batch_dependence();
+  facts.expected_per_micro = sync.expected_per_micro(k);
+  facts.expected_collectives = sync.expected_collectives(k);
+  facts.buckets = sync.units();
+  facts.launcher = ctx.launcher;
+  facts.backend = std::string(to_string(world->backend()));
+  facts.device = device.str();
+  facts.cpu = device.is_cpu();
+  facts.launch = opts.launch;
+  add_record_checks(checks, facts, ranks, *step0, std::nullopt);
+  RunRecord record = assemble_run(facts, std::move(checks), ranks);
+  pipeline_checks(spec, stages, device.is_cpu(), ranks, record);
+  return finish(&record, record.ok);
+}
+
+}  // namespace gaccum::runner
