@@ -21,7 +21,11 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME "bench: sharded smoke"
            COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/bench/sharded.py" --smoke
                    --gaccum ${G} --out-dir "${_bench_out}/sharded" --profile-dir "${_bench_out}/sharded-profiles")
-  set_tests_properties("bench: accuracy smoke" "bench: regret smoke" "bench: sharded smoke" PROPERTIES
+  # Pipeline schedules: gated on every check and byte-exact stage memory, not on timing.
+  add_test(NAME "bench: pipeline smoke"
+           COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/bench/pipeline.py" --smoke
+                   --gaccum ${G} --out-dir "${_bench_out}/pipeline")
+  set_tests_properties("bench: accuracy smoke" "bench: regret smoke" "bench: sharded smoke" "bench: pipeline smoke" PROPERTIES
                        LABELS integration TIMEOUT 900 RUN_SERIAL TRUE)
   # Published GPU runs (bench/published.py): every row priced with the shipped calibration, none
   # dropped silently; CSV, JSON and the chart written. No fit here (the full run cross-validates).
