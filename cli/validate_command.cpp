@@ -52,6 +52,8 @@ struct ValidateCliOptions {
   std::string dataset_size;
   std::string partial_window = "run";
   std::string pp = "1";
+  std::string tp = "1";
+  bool sequence_parallel = false;
   std::string virtual_stages = "1";
   std::string schedule;           // default: 1f1b, interleaved-1f1b with --virtual-stages above 1
   std::string from_tune;
@@ -113,15 +115,17 @@ int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
   s.dataset_size = c.dataset_size.empty() ? 0 : parse_positive_count(c.dataset_size, "--dataset-size");
   s.partial_window = runner::parse_partial_window(c.partial_window, "--partial-window");
   s.pp = parse_count_at_most(c.pp, "--pp");
+  s.tp = parse_count_at_most(c.tp, "--tp");
+  s.sequence_parallel = c.sequence_parallel;
   s.virtual_stages = parse_count_at_most(c.virtual_stages, "--virtual-stages");
   s.schedule = !c.schedule.empty()       ? parse_schedule(c.schedule, "--schedule")
                : s.virtual_stages > 1 ? Schedule::interleaved_1f1b
                                       : Schedule::one_f_one_b;
-  if (s.pp > 1 && !given.strategy) s.strategy = Strategy::fused;  // a pipeline's one reduction per step
-  if (s.pp > 1 && !c.profile.empty())
-    throw InputError("--profile: a profile's cost model prices data-parallel plans; a pipeline run (--pp) is compared "
-                     "with its schedule's simulation instead: drop --profile");
-  if (s.pp > 1 && !c.from_tune.empty())
+  if (s.model_parallel() && !given.strategy) s.strategy = Strategy::fused;  // one reduction per step
+  if (s.model_parallel() && !c.profile.empty())
+    throw InputError("--profile: a profile's cost model prices data-parallel plans; a tensor/pipeline run (--pp, --tp) "
+                     "is compared with its schedule's simulation instead: drop --profile");
+  if (s.model_parallel() && !c.from_tune.empty())
     throw InputError("--from-tune: validate runs a tune pick's data-parallel plan; give the pipeline run with "
                      "-b/-k/-p and --pp/--schedule instead");
   if (s.pp == 1 && (!c.schedule.empty() || s.virtual_stages > 1))
@@ -164,7 +168,7 @@ int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
   // predictions are printed beside the measurements but only --profile / --from-tune make them
   // part of the exit code.
   const bool local = !detect_rank_context(false).distributed();
-  if (local && o.from_tune.empty() && !given.setting() && s.pp == 1) {
+  if (local && o.from_tune.empty() && !given.setting() && !s.model_parallel()) {
     if (const auto pick = find_tune_pick(workload_hash)) {
       o.from_tune = pick->string();
       o.top = 1;
@@ -173,7 +177,7 @@ int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
                                pick->string());
     }
   }
-  if (local && o.profile_path.empty() && o.from_tune.empty() && s.pp == 1) {
+  if (local && o.profile_path.empty() && o.from_tune.empty() && !s.model_parallel()) {
     auto cfg = s.workload;
     cfg.device = workloads::resolve_device(cfg.device);
     if (const auto cached = find_cached_profile(cfg, s.optimizer); !cached.empty()) {
@@ -238,6 +242,11 @@ void add_validate_command(CLI::App& app, Action& action) {
                   "Pipeline stages (built-in gpt): world_size = pp x dp, ranks pp-outermost; accum_steps are the "
                   "microbatches");
   sub->add_option("--virtual-stages", o->virtual_stages, "Model chunks per pipeline rank (interleaved-1f1b)");
+  sub->add_option("--tp", o->tp,
+                  "Tensor-parallel ranks per stage (built-in gpt; Megatron-LM's column/row-parallel blocks): "
+                  "world_size = pp x tp x dp");
+  sub->add_flag("--sequence-parallel", o->sequence_parallel,
+                "With --tp: the sequence split between blocks (reduce-scatter / all-gather instead of allreduces)");
   sub->add_option("--schedule", o->schedule, "Pipeline schedule: gpipe | 1f1b | interleaved-1f1b (default 1f1b)");
   sub->add_option("--from-tune", o->from_tune, "A tune result.json: validate its top picks");
   sub->add_option("--top", o->top, "How many picks of --from-tune to validate");

@@ -29,6 +29,18 @@ namespace gaccum::model {
 
 // Why this layout cannot run the model on this cluster (gpus_per_node 0: unknown), or nullopt.
 std::optional<std::string> layout_rejection(const Config& c, const TransformerShape& t, Count gpus_per_node);
+// The tensor-parallel collectives of one transformer layer and one microbatch (Megatron-LM's f
+// and g regions): 2 forward (after attention's and the MLP's row-parallel matmuls) and 2 backward
+// (before their column-parallel inputs), 2 more backward under full recompute (the recomputed
+// forward's). Each is an allreduce of b s h / cp elements, or with sequence parallelism a
+// reduce-scatter and an all-gather of that volume (one of each per count).
+struct TpLayerCollectives {
+  Count forward = 0, backward = 0;
+};
+constexpr TpLayerCollectives tp_layer_collectives(Checkpointing ckpt) {
+  return TpLayerCollectives{2, ckpt == Checkpointing::full ? 4 : 2};
+}
+
 // Layers of each model stage, [chunk * pp + rank]; InputError when they do not divide.
 std::vector<Count> stage_layers(const ParallelLayout& l, Count layers);
 // The layouts a search may choose from on this model and node size (PlanSupport::

@@ -503,7 +503,8 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
   // Tensor-parallel collectives of one microbatch (seconds on the critical path).
   const double act_msg = tokens * h * e;
   const Seconds ar = tp > 1 ? cluster_.allreduce_group(tp, 1).at(static_cast<Bytes>(act_msg)) : 0;
-  const Seconds tp_layer_f = 2 * ar, tp_layer_b = (ckpt == Checkpointing::full ? 4 : 2) * ar;
+  const TpLayerCollectives tpc = tp_layer_collectives(ckpt);
+  const Seconds tp_layer_f = double(tpc.forward) * ar, tp_layer_b = double(tpc.backward) * ar;
   // Context parallelism: the whole sequence's K and V of this rank's heads gathered around the
   // cp ring in forward (and again, with dK/dV reduce-scattered, in backward), behind attention.
   Seconds cp_f = 0, cp_b = 0;

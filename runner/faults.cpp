@@ -70,6 +70,8 @@ Faults Faults::from_env(int rank) {
       f.normalise_by_k = true;
     } else if (b == "shard-overwrite") {
       f.shard = comm::ShardFault::overwrite;
+    } else if (b == "skip-partial-sum") {
+      f.skip_partial_sum = true;
     } else if (b == "swap-forwards") {
       f.swap_forwards = true;
     } else if (b == "shard-local") {

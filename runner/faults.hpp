@@ -8,14 +8,15 @@
 //   GACCUM_TEST_PERTURB = rank:R:seed | rank:R:schedule rank R uses seed + 1, or another pipeline
 //                                                       schedule (agreement check)
 //   GACCUM_TEST_BREAK   = skip-zero-grad | normalise-by-k | rank:R:param | shard-overwrite |
-//                         shard-local | swap-forwards
+//                         shard-local | swap-forwards | skip-partial-sum
 //                         deliberate training bugs, so the tests show each check can fail:
 //                         no zero_grad between windows; loss divided by accum_steps and the
 //                         micro-batch's own tokens (the common mistake); rank R's parameters
 //                         (sharded: its shards) nudged after step 0; sharded runs: each
 //                         reduce-scatter overwrites the gradient shard instead of adding to it,
 //                         or no reduce-scatter at all (comm/sharded_sync.hpp, ShardFault); pipeline
-//                         runs: stage 0 runs its first two forwards in swapped order.
+//                         runs: stage 0 runs its first two forwards in swapped order; sequence-
+//                         parallel runs: the norms' partial gradients are not summed over tp.
 // Why: every fault and every check must be exercised by a real multi-process test.
 #pragma once
 
@@ -35,6 +36,7 @@ struct Faults {
   bool perturb_param = false;
   bool other_schedule = false;  // pipeline: this rank joins with another schedule
   bool swap_forwards = false;   // pipeline: stage 0 swaps its first two forwards
+  bool skip_partial_sum = false;  // sequence parallelism: the norms' partial gradients not summed
   comm::ShardFault shard = comm::ShardFault::none;
 
   // The faults that apply to `rank`. InputError for a malformed variable.

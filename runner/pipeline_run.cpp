@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -22,6 +23,7 @@
 #include "engine/memory_tracker.hpp"
 #include "engine/rank_error.hpp"
 #include "engine/watchdog.hpp"
+#include "model/parallel_plan.hpp"
 #include "runner/faults.hpp"
 #include "runner/gradients.hpp"
 #include "runner/record_checks.hpp"
@@ -69,12 +71,15 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Where this rank sits: stage (pipeline rank) and replica, and its chunks' model stages.
+// Where this rank sits: stage (pipeline rank), replica and tensor-parallel rank (rank = stage dp
+// tp + replica tp + t), and its chunks' model stages.
 struct Place {
-  Count pp = 1, v = 1, dp = 1, stage = 0, replica = 0;
+  Count pp = 1, v = 1, dp = 1, tp = 1, stage = 0, replica = 0, t = 0;
   Count chunks() const { return pp * v; }                       // model stages
   Count model_stage(Count chunk) const { return chunk * pp + stage; }
-  int rank_of(Count model_stage_j) const { return static_cast<int>((model_stage_j % pp) * dp + replica); }
+  int rank_at(Count st, Count rep, Count tr) const { return static_cast<int>((st * dp + rep) * tp + tr); }
+  // This rank's peer (same replica and tp rank) on the stage holding model stage j.
+  int rank_of(Count model_stage_j) const { return rank_at(model_stage_j % pp, replica, t); }
   // Tags pair a send with its recv: activations into model stage j, gradients out of it.
   int activation_tag(Count j, Count i, Count m) const { return static_cast<int>(j * m + i); }
   int gradient_tag(Count j, Count i, Count m) const { return static_cast<int>((chunks() + j) * m + i); }
@@ -95,6 +100,9 @@ struct WindowFigures {
   Seconds busy = 0;
   std::int64_t first_start_ns = 0, last_end_ns = 0;
   Count in_flight = 0;
+  // Tensor-parallel collectives of the window: allreduce f/b, all-gather f/b, reduce-scatter f/b
+  // issued by blocks, then all-gathers f/b at the sequence-parallel boundaries.
+  std::array<Count, 8> tp_counts{};
   double loss_sum = 0;
   Count local_terms = 0, local_samples = 0;
 };
@@ -108,8 +116,11 @@ class PipelineRank {
     for (Count c = 0; c < at_.v; ++c) {
       const auto [first, end] = staged_.chunk_units(at_.model_stage(c), at_.chunks());
       units_.push_back({first, end});
-      for (Count u = first; u < end; ++u)
+      for (Count u = first; u < end; ++u) {
         for (auto& p : staged_.unit_parameters(u)) params_.push_back(p);
+        for (auto& o : staged_.unit_parameter_origins(u)) origins_.push_back(o);
+        if (u >= 1 && u <= staged_.blocks()) ++blocks_;
+      }
     }
     ops_ = model::schedule_ops(spec_.schedule, at_.pp, at_.v, spec_.accum_steps)[static_cast<std::size_t>(at_.stage)];
     if (faults_.swap_forwards && at_.stage == 0 && ops_.size() >= 2 && ops_[0].kind == model::PipeOpKind::forward &&
@@ -120,6 +131,12 @@ class PipelineRank {
   }
 
   const std::vector<torch::Tensor>& params() const { return params_; }
+  // Per parameter: its elements' positions in the unsplit parameter (undefined: held whole).
+  const std::vector<torch::Tensor>& origins() const { return origins_; }
+  Count blocks() const { return blocks_; }  // transformer blocks in this rank's chunks
+  bool holds_unit(Count u) const {
+    return std::any_of(units_.begin(), units_.end(), [&](const auto& r) { return u >= r.first && u < r.second; });
+  }
   const std::vector<model::PipeOp>& ops() const { return ops_; }
   const std::vector<ChunkMemory>& parts() const { return parts_; }
 
@@ -254,7 +271,7 @@ class PipelineRank {
     Seconds mine = 0;
     for (Count lower = 0; lower + 1 < at_.pp; ++lower) {
       if (at_.stage == lower) {
-        const int peer = static_cast<int>((lower + 1) * at_.dp + at_.replica);
+        const int peer = at_.rank_at(lower + 1, at_.replica, at_.t);
         Clock::time_point start;
         for (int r = 0; r < rounds; ++r) {
           if (r == rounds / 4) start = Clock::now();
@@ -263,7 +280,7 @@ class PipelineRank {
         }
         mine = seconds(Clock::now() - start) / (2.0 * (rounds - rounds / 4));
       } else if (at_.stage == lower + 1) {
-        const int peer = static_cast<int>(lower * at_.dp + at_.replica);
+        const int peer = at_.rank_at(lower, at_.replica, at_.t);
         for (int r = 0; r < rounds; ++r) {
           world_->recv_async(t, peer, tag)->wait();
           world_->send_async(t, peer, tag)->wait();
@@ -284,7 +301,8 @@ class PipelineRank {
     } catch (const CollectiveFailure& e) {
       throw CollectiveFailure(fmt::format("pipeline stage {} (rank {}) waiting for {}{}: {}", at_.stage,
                                           world_->rank(), what,
-                                          peer >= 0 ? fmt::format(" (peer rank {}, stage {})", peer, peer / at_.dp) : "",
+                                          peer >= 0 ? fmt::format(" (peer rank {}, stage {})", peer, peer / (at_.dp * at_.tp))
+                                                    : "",
                                           e.what()));
     }
   }
@@ -298,7 +316,8 @@ class PipelineRank {
   engine::Watchdog& watchdog_;
   const Faults& faults_;
   std::vector<std::pair<Count, Count>> units_;  // per chunk: units [first, end)
-  std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> params_, origins_;
+  Count blocks_ = 0;
   std::vector<model::PipeOp> ops_;
   std::vector<ChunkMemory> parts_;
   std::vector<std::pair<bool, bool>> measured_part_;
@@ -317,22 +336,82 @@ std::vector<Count> offsets_of(const std::vector<torch::Tensor>& all) {
 }
 
 // The full model's gradient (float64, flat) from the stages' replica-0 ranks: each contributes its
-// parameters' slices, one allreduce over the world (a collective: every rank calls it).
+// parameters' elements at their positions in the unsplit model (a tensor-parallel shard at its
+// origins; a parameter every tp rank holds whole from tp rank 0 only); one allreduce over the world
+// (a collective: every rank calls it).
 std::vector<double> gather_full(comm::Communicator& world, const std::vector<torch::Tensor>& all,
                                 const std::vector<Count>& offsets, const std::vector<torch::Tensor>& mine,
-                                const std::vector<torch::Tensor>& values, bool contribute) {
+                                const std::vector<torch::Tensor>& origins, const std::vector<torch::Tensor>& values,
+                                const Place& at) {
   auto flat = torch::zeros({offsets.back()}, torch::kFloat64);
-  if (contribute)
+  if (at.replica == 0)
     for (std::size_t k = 0; k < mine.size(); ++k) {
-      const auto at = std::find_if(all.begin(), all.end(), [&](const torch::Tensor& p) { return p.is_same(mine[k]); });
-      const auto idx = static_cast<std::size_t>(at - all.begin());
-      if (values[k].defined())
-        flat.narrow(0, offsets[idx], mine[k].numel()).copy_(values[k].detach().reshape({-1}).to(torch::kFloat64));
+      if (!values[k].defined() || (!origins[k].defined() && at.t != 0)) continue;
+      const auto it = std::find_if(all.begin(), all.end(), [&](const torch::Tensor& p) { return p.is_same(mine[k]); });
+      const auto idx = static_cast<std::size_t>(it - all.begin());
+      const auto v = values[k].detach().reshape({-1}).to(torch::kFloat64);
+      if (origins[k].defined())
+        flat.index_add_(0, origins[k] + offsets[idx], v);
+      else
+        flat.narrow(0, offsets[idx], v.numel()).copy_(v);
     }
   world.allreduce_sum(flat);
   const double* d = flat.data_ptr<double>();
   return std::vector<double>(d, d + flat.numel());
 }
+
+// The tensor-parallel group's collectives for the split blocks (workloads::TensorParallelComm),
+// on the c10d seam, counted per window by op, pass and site. Every message is staged through
+// buffers this object keeps (grown to the largest message, in window 0): Gloo's worker thread may
+// drop its reference to a finished collective's tensor late, and a caller's temporary handed to
+// it would then be freed at a moment that moves the stage's peak.
+class TensorParallelGroup final : public workloads::TensorParallelComm {
+ public:
+  enum class Op { allreduce, all_gather, reduce_scatter };
+  explicit TensorParallelGroup(comm::Communicator& group) : group_(group) {}
+  int rank() const override { return group_.rank(); }
+  int size() const override { return group_.world_size(); }
+  void allreduce_sum(torch::Tensor& t, bool backward, bool layer) override {
+    auto msg = stage_in(t);
+    group_.allreduce_sum(msg);
+    t.view({-1}).copy_(msg);
+    counts_[index(Op::allreduce, backward, layer)] += 1;
+  }
+  void all_gather(const torch::Tensor& in, torch::Tensor& out, bool backward, bool layer) override {
+    auto msg = stage_in(in);
+    auto got = buffer(recv_, out.numel(), in).narrow(0, 0, out.numel());
+    group_.all_gather_into(msg, got, &buffer(scratch_, out.numel(), in));
+    out.view({-1}).copy_(got);
+    counts_[index(Op::all_gather, backward, layer)] += 1;
+  }
+  void reduce_scatter_sum(const torch::Tensor& in, torch::Tensor& out, bool backward, bool layer) override {
+    auto msg = stage_in(in);
+    auto got = buffer(recv_, out.numel(), in).narrow(0, 0, out.numel());
+    group_.reduce_scatter_sum_into(msg, got, &buffer(scratch_, in.numel(), in), false);
+    out.view({-1}).copy_(got);
+    counts_[index(Op::reduce_scatter, backward, layer)] += 1;
+  }
+  // Counts since the last reset, by op, pass (backward) and site (layer).
+  Count count(Op op, bool backward, bool layer) const { return counts_[index(op, backward, layer)]; }
+  void reset() { counts_.fill(0); }
+
+ private:
+  static std::size_t index(Op op, bool backward, bool layer) {
+    return static_cast<std::size_t>(op) * 4 + (backward ? 2 : 0) + (layer ? 1 : 0);
+  }
+  static torch::Tensor& buffer(torch::Tensor& b, std::int64_t numel, const torch::Tensor& like) {
+    if (!b.defined() || b.numel() < numel) b = torch::empty({numel}, like.options());
+    return b;
+  }
+  torch::Tensor stage_in(const torch::Tensor& t) {
+    auto msg = buffer(send_, t.numel(), t).narrow(0, 0, t.numel());
+    msg.copy_(t.reshape({-1}));
+    return msg;
+  }
+  comm::Communicator& group_;
+  torch::Tensor send_, recv_, scratch_;
+  std::array<Count, 12> counts_{};
+};
 
 // This rank's pipeline figures (gathered on rank 0 beside its RankRecord).
 json stage_json(const Place& at, int rank, const std::vector<model::PipeOp>& order0, Count in_flight, Bytes peak,
@@ -351,7 +430,8 @@ json stage_json(const Place& at, int rank, const std::vector<model::PipeOp>& ord
   }
   json windows = json::array();
   for (const auto& f : timed) windows.push_back({f.first_start_ns, f.last_end_ns, f.busy});
-  return json{{"rank", rank},        {"stage", at.stage},         {"replica", at.replica}, {"order", order},
+  return json{{"rank", rank},        {"stage", at.stage},         {"replica", at.replica}, {"tp_rank", at.t},
+              {"order", order},
               {"in_flight", in_flight}, {"peak", peak},            {"predicted", predicted}, {"activations", act},
               {"forward", fwd},      {"backward", bwd},           {"windows", windows},
               {"resident", resident}, {"optimizer_peak", optimizer_peak}, {"chunk_parts", chunk_parts}};
@@ -371,7 +451,7 @@ void pipeline_checks(const RunSpec& spec, const std::vector<json>& stages, bool 
   times.weight = times.forward;
   times.activations.assign(static_cast<std::size_t>(p * v), 1.0);
   for (const auto& s : stages) {
-    if (s.at("replica").get<Count>() != 0) continue;
+    if (s.at("replica").get<Count>() != 0 || s.at("tp_rank").get<Count>() != 0) continue;
     const Count st = s.at("stage").get<Count>();
     const auto fwd = s.at("forward").get<std::vector<double>>(), bwd = s.at("backward").get<std::vector<double>>();
     for (Count c = 0; c < v; ++c) {
@@ -495,14 +575,60 @@ void pipeline_checks(const RunSpec& spec, const std::vector<json>& stages, bool 
           : fmt::format("a rank's peak differs from the replay of its operations by up to {} bytes: {}", worst,
                         memory.dump()),
       json{{"per_rank", memory}}));
+  // Tensor-parallel collectives per window against model::tp_layer_collectives (no checkpointing):
+  // per block and microbatch, 2 forward + 2 backward allreduces, or with sequence parallelism
+  // that many all-gathers and reduce-scatters each; at the boundaries (sequence parallel) one
+  // all-gather per microbatch after the embedding (backward) and one before the head (forward).
+  if (spec.tp > 1) {
+    const auto per = model::tp_layer_collectives(Checkpointing::none);
+    bool ok = true;
+    json rows = json::array();
+    for (const auto& s : stages) {
+      const auto c = s.at("tp_counts").get<std::array<Count, 8>>();
+      const Count layers = s.at("blocks").get<Count>();
+      const Count fw = m * layers * per.forward, bw = m * layers * per.backward;
+      const bool sp = spec.sequence_parallel;
+      const std::array<Count, 8> want{sp ? 0 : fw, sp ? 0 : bw, sp ? fw : 0, sp ? bw : 0, sp ? fw : 0, sp ? bw : 0,
+                                      sp && s.at("head").get<bool>() ? m : 0,
+                                      sp && s.at("embedding").get<bool>() ? m : 0};
+      ok = ok && c == want;
+      rows.push_back({{"rank", s.at("rank")}, {"measured", c}, {"expected", want}});
+    }
+    const auto& r0 = rows.front();
+    rec.checks.push_back(check_record(
+        RunCheck::tensor_parallel_collectives, ok ? Status::pass : Status::fail,
+        fmt::format("{} per window and rank (allreduce, all-gather, reduce-scatter; forward/backward) as "
+                    "model::tp_layer_collectives prices them: {} per block and microbatch forward, {} backward{}; "
+                    "rank 0 measured {} (expected {})",
+                    ok ? "the tensor-parallel collectives match" : "the tensor-parallel collectives differ",
+                    per.forward, per.backward,
+                    spec.sequence_parallel ? " (each an all-gather and a reduce-scatter under sequence parallelism)" : "",
+                    r0.at("measured").dump(), r0.at("expected").dump()),
+        json{{"order", {"allreduce_forward", "allreduce_backward", "all_gather_forward", "all_gather_backward",
+                        "reduce_scatter_forward", "reduce_scatter_backward", "boundary_all_gather_forward",
+                        "boundary_all_gather_backward"}},
+             {"per_rank", rows}}));
+  } else {
+    rec.checks.push_back(check_record(RunCheck::tensor_parallel_collectives, Status::skip,
+                                      "no tensor parallelism in this run (--tp 1)"));
+  }
   rec.pipeline = std::move(pm);
-  rec.model_notes.push_back(fmt::format(
-      "pipeline: {} x {} chunk(s) over {} stage rank(s), {} data-parallel replica(s); measured bubble {:.1f}% vs "
-      "{:.1f}% simulated from the measured operation times and a {} point-to-point message (ping-pong; {:.1f}% "
-      "closed form); every stage's gradients are reduced once per step, after its last backward (one fused allreduce "
-      "over its replicas)",
-      p, v, p, dp, 100 * rec.pipeline->bubble_fraction, 100 * rec.pipeline->predicted_bubble_fraction,
-      format_seconds(times.p2p), 100 * rec.pipeline->closed_form_bubble_fraction));
+  if (p > 1)
+    rec.model_notes.push_back(fmt::format(
+        "pipeline: {} x {} chunk(s) over {} stage rank(s){}, {} data-parallel replica(s); measured bubble {:.1f}% vs "
+        "{:.1f}% simulated from the measured operation times and a {} point-to-point message (ping-pong; {:.1f}% "
+        "closed form); every stage's gradients are reduced once per step, after its last backward (one fused "
+        "allreduce over its replicas)",
+        p, v, p, spec.tp > 1 ? fmt::format(" of tp {}{}", spec.tp, spec.sequence_parallel ? " with sp" : "") : "", dp,
+        100 * rec.pipeline->bubble_fraction, 100 * rec.pipeline->predicted_bubble_fraction, format_seconds(times.p2p),
+        100 * rec.pipeline->closed_form_bubble_fraction));
+  else
+    rec.model_notes.push_back(fmt::format(
+        "tensor parallel: {} rank(s){} x {} data-parallel replica(s), m {} microbatches accumulated in order; the "
+        "blocks' qkv and fc1 column-parallel, proj and fc2 row-parallel{}; gradients reduced once per step over the "
+        "replicas (one fused allreduce)",
+        spec.tp, spec.sequence_parallel ? " with sequence parallelism" : "", dp, m,
+        spec.sequence_parallel ? ", norms and row biases summed over the tp group after the backward" : ""));
   rec.ok = std::none_of(rec.checks.begin(), rec.checks.end(), [](const CheckRecord& c) { return c.status == Status::fail; });
 }
 
@@ -541,7 +667,7 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
     throw InputError(fmt::format("--pp: workload {} is not a sequence of blocks the runner can cut into stages; "
                                  "pipeline runs take the built-in gpt (e.g. --workload gpt-small)",
                                  workload->identity().name));
-  const auto all_params = workload->parameters();
+  const auto all_params = workload->parameters();  // the whole model's, before any split
   const auto offsets = offsets_of(all_params);
   const WorkloadIdentity& id = workload->identity();
 
@@ -549,8 +675,10 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
   at.pp = spec.pp;
   at.v = spec.virtual_stages;
   at.dp = spec.data_parallel();
-  at.stage = rank / at.dp;
-  at.replica = rank % at.dp;
+  at.tp = spec.tp;
+  at.stage = rank / (at.dp * at.tp);
+  at.replica = (rank / at.tp) % at.dp;
+  at.t = rank % at.tp;
 
   auto finish = [&](const RunRecord* record, bool ok) -> int {
     int code = ok ? 0 : 1;
@@ -584,23 +712,58 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
                                  "model's gradient in float64 on every rank: use a model under 50M parameters",
                                  id.name, id.param_count));
 
-  // --- this stage: its chunks, its replicas' group, its synchroniser and optimizer ---------------
+  // --- this rank: its tensor-parallel split, its chunks, its groups, synchroniser and optimizer -----
+  // Rank 0 keeps an unsplit copy of the model (the same initialisation) for step 0's reference.
+  std::unique_ptr<workloads::Workload> reference = rank == 0 ? workloads::make_workload(wcfg) : nullptr;
+  std::unique_ptr<comm::Communicator> tp_comm, dp_group;
+  std::unique_ptr<TensorParallelGroup> tp_group;
+  if (at.tp > 1) {
+    std::vector<int> members;
+    for (Count i = 0; i < at.tp; ++i) members.push_back(at.rank_at(at.stage, at.replica, i));
+    tp_comm = world->split(members, fmt::format("tp-{}-{}", at.stage, at.replica));
+    tp_group = std::make_unique<TensorParallelGroup>(*tp_comm);
+    workload->staged()->split_tensor_parallel(*tp_group, spec.sequence_parallel);
+  }
   PipelineRank stage(spec, at, *workload, world.get(), *memory, watchdog, faults);
   const auto& params = stage.params();
-  std::unique_ptr<comm::Communicator> dp_group;
   if (at.dp > 1) {
     std::vector<int> members;
-    for (Count r = 0; r < at.dp; ++r) members.push_back(static_cast<int>(at.stage * at.dp + r));
-    dp_group = world->split(members, fmt::format("pipeline-stage-{}", at.stage));
+    for (Count r = 0; r < at.dp; ++r) members.push_back(at.rank_at(at.stage, r, at.t));
+    dp_group = world->split(members, fmt::format("dp-{}-{}", at.stage, at.t));
   }
-  // Parameters of other stages are released (rank 0 keeps them through step 0's reference).
-  auto release_others = [&] {
+  {  // parameters of other stages are released
     torch::NoGradGuard no_grad;
     for (auto& p : all_params)
       if (std::none_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); }))
         p.set_data(torch::empty({0}, p.options()));
+  }
+  // Sequence parallelism: the whole parameters whose gradient each tp rank holds in part, summed
+  // over the group after the backward through one flat buffer (allocated once).
+  std::vector<torch::Tensor> partial;
+  for (const auto& p : workload->staged()->partial_gradient_parameters())
+    if (std::any_of(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); }))
+      partial.push_back(p);
+  torch::Tensor partial_flat;
+  if (!partial.empty()) {
+    std::int64_t n = 0;
+    for (const auto& p : partial) n += p.numel();
+    partial_flat = torch::empty({n}, params.front().options());
+  }
+  auto sum_partial_gradients = [&] {
+    if (partial.empty() || faults.skip_partial_sum) return;
+    torch::NoGradGuard no_grad;
+    std::int64_t at_el = 0;
+    for (auto& p : partial) {
+      partial_flat.narrow(0, at_el, p.numel()).copy_(p.grad().reshape({-1}));
+      at_el += p.numel();
+    }
+    tp_group->allreduce_sum(partial_flat, true, false);
+    at_el = 0;
+    for (auto& p : partial) {
+      p.mutable_grad().copy_(partial_flat.narrow(0, at_el, p.numel()).view(p.sizes()));
+      at_el += p.numel();
+    }
   };
-  if (rank != 0) release_others();
   comm::GradSync sync(dp_group.get(), params, Strategy::fused);
   auto optimizer = workloads::make_optimizer(params, spec.optimizer, spec.lr);
   sync.zero_grad();
@@ -631,7 +794,19 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
     const Count window_first = w * spec.global_batch();
     const double global_terms = static_cast<double>(workload->loss_terms(spec.seed, window_first, spec.global_batch()));
     std::vector<torch::Tensor> before_last;
+    if (tp_group) tp_group->reset();
     WindowFigures f = stage.run_ops(w, global_terms, w == 1, w == 0 ? &before_last : nullptr);
+    if (tp_group) {
+      f.tp_counts = {tp_group->count(TensorParallelGroup::Op::allreduce, false, true),
+                     tp_group->count(TensorParallelGroup::Op::allreduce, true, true),
+                     tp_group->count(TensorParallelGroup::Op::all_gather, false, true),
+                     tp_group->count(TensorParallelGroup::Op::all_gather, true, true),
+                     tp_group->count(TensorParallelGroup::Op::reduce_scatter, false, true),
+                     tp_group->count(TensorParallelGroup::Op::reduce_scatter, true, true),
+                     tp_group->count(TensorParallelGroup::Op::all_gather, false, false),
+                     tp_group->count(TensorParallelGroup::Op::all_gather, true, false)};
+    }
+    sum_partial_gradients();
     const auto t_ops = Clock::now();
     sync.begin_step(k);
     for (Count mi = 0; mi < k; ++mi) {
@@ -641,13 +816,13 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
     const auto t_sync = Clock::now();
     if (w == 0) {  // the gradient checks (timed apart)
       const auto c0 = Clock::now();
-      const auto got = gather_full(*world, all_params, offsets, params, grads_of(params), at.replica == 0);
-      const auto before = gather_full(*world, all_params, offsets, params, before_last, at.replica == 0);
+      const auto got = gather_full(*world, all_params, offsets, params, stage.origins(), grads_of(params), at);
+      const auto before = gather_full(*world, all_params, offsets, params, stage.origins(), before_last, at);
       grads_hash0 = hash_tensors(grads_of(params));
       if (rank == 0) {
-        step0 = check_window(*workload, all_params, spec.data_parallel_view(), spec.seed, 0, got, before,
+        step0 = check_window(*reference, reference->parameters(), spec.data_parallel_view(), spec.seed, 0, got, before,
                              id.tokens_per_sample > 0, [&] { watchdog.beat(); });
-        release_others();
+        reference.reset();
       }
       instrumentation += seconds(Clock::now() - c0);
       order0 = f.order;
@@ -724,6 +899,10 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
   json pipe =
       stage_json(at, rank, order0, in_flight, peak, predicted, resident, optimizer_peak, stage.parts(), fwd, bwd, timed);
   pipe["p2p"] = p2p;
+  pipe["tp_counts"] = timed.empty() ? std::array<Count, 8>{} : timed.back().tp_counts;
+  pipe["blocks"] = stage.blocks();
+  pipe["embedding"] = stage.holds_unit(0);
+  pipe["head"] = stage.holds_unit(workload->staged()->units() - 1);
   const auto texts = world->allgather_strings(json{{"record", to_json(mine)}, {"pipeline", pipe}}.dump());
   if (rank != 0) return finish(nullptr, true);
 

@@ -58,10 +58,12 @@ json identity_of(const RunSpec& spec, const WorkloadIdentity& id, std::uint64_t 
               {"lr", spec.lr},
               {"initial_parameters_hash", params_hash},
               {"libtorch", TORCH_VERSION}};
-  if (spec.pp > 1) {
+  if (spec.model_parallel()) {
     j["pp"] = spec.pp;
     j["virtual_stages"] = spec.virtual_stages;
     j["schedule"] = std::string(to_string(spec.schedule));
+    j["tp"] = spec.tp;
+    j["sequence_parallel"] = spec.sequence_parallel;
   }
   return j;
 }
@@ -137,7 +139,7 @@ RankRecord my_record(const comm::RankContext& ctx, const comm::Communicator* com
 }  // namespace
 
 int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, const RankRunOptions& opts) {
-  if (spec_in.pp > 1) return run_pipeline_rank(spec_in, ctx, opts);
+  if (spec_in.model_parallel()) return run_pipeline_rank(spec_in, ctx, opts);
   spec_in.validate();
   if (ctx.world_size != spec_in.world_size)
     throw InputError(fmt::format("--world-size: {} but the launcher started {} ranks", spec_in.world_size,

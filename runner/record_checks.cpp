@@ -36,9 +36,10 @@ void gradient_checks(std::vector<CheckRecord>& out, const RunFacts& f, const Win
   const std::string summary =
       fmt::format("step 0: the accumulated, {}, averaged gradient vs {}: "
                   "max |diff| {}, rel L2 {}, {} of {} elements outside rtol {} atol {}",
-                  spec.pp > 1 ? fmt::format("pipelined ({} stages, {}), allreduced over each stage's replicas and "
-                                            "gathered from the stages",
-                                            spec.pp, to_string(spec.schedule))
+                  spec.model_parallel()
+                      ? fmt::format("{} stage(s) x tp {}{}, allreduced over each stage's replicas and gathered from the "
+                                    "stages and tensor-parallel shards",
+                                    spec.pp, spec.tp, spec.pp > 1 ? fmt::format(" ({})", to_string(spec.schedule)) : "")
                   : spec.sharding.sharding == Sharding::none
                       ? std::string("allreduced")
                       : fmt::format("reduce-scattered ({}, all-gathered for the check)", to_string(spec.sharding)),
@@ -58,7 +59,7 @@ void gradient_checks(std::vector<CheckRecord>& out, const RunFacts& f, const Win
   else
     out.push_back(check_record(RunCheck::gradient_equivalence, verdict(c0.equivalence.within()), summary, numbers));
 
-  const std::string held = spec.pp > 1 ? "every stage's gradient (gathered from the stages)"
+  const std::string held = spec.model_parallel() ? "every stage's gradient (gathered from the stages)"
                            : spec.sharding.sharding != Sharding::none && traits(spec.strategy).every_micro_step
                                ? "the reduced gradient (all-gathered shards)"
                                : "rank 0's gradient";
@@ -106,13 +107,16 @@ CheckRecord zero_grad_check(const RunFacts& f, const std::vector<RankRecord>& ra
           json{{"max_nonzero_per_rank", per_rank}, {"windows", windows}});
 }
 
-// Pipeline runs: the ranks of one stage (rank / dp) hold the same parameters; stages differ.
+// Tensor/pipeline runs: the replicas of one (stage, tp rank) hold the same parameters (rank =
+// stage dp tp + replica tp + t); the groups differ.
 CheckRecord parameters_check(const RunFacts& f, const std::vector<RankRecord>& ranks) {
-  const Count dp = f.spec.data_parallel();
-  std::vector<std::set<std::string>> params(static_cast<std::size_t>(f.spec.pp)), grads(params.size());
+  const Count dp = f.spec.data_parallel(), tp = f.spec.tp;
+  const Count groups = f.spec.pp * tp;
+  std::vector<std::set<std::string>> params(static_cast<std::size_t>(groups)), grads(params.size());
   json hashes = json::array();
   for (const auto& r : ranks) {
-    const auto stage = f.spec.pp > 1 ? static_cast<std::size_t>(r.rank / dp) : 0;  // data parallel: one group
+    const auto stage = f.spec.model_parallel() ? static_cast<std::size_t>(r.rank / (dp * tp) * tp + r.rank % tp)
+                                               : 0;  // data parallel: one group
     params[stage].insert(r.params_hash_final);
     grads[stage].insert(r.grads_hash_step0);
     hashes.push_back(
@@ -126,18 +130,18 @@ CheckRecord parameters_check(const RunFacts& f, const std::vector<RankRecord>& r
     distinct_grads += grads[st].size();
   }
   std::string detail;
-  if (same && f.spec.pp == 1)
+  if (same && !f.spec.model_parallel())
     detail = fmt::format("parameters bitwise identical on all {} ranks after {} steps (FNV-1a {}), synced gradients "
                          "identical at step 0",
                          f.spec.world_size, f.spec.total_windows(), *params.front().begin());
   else if (same)
-    detail = fmt::format("each of the {} stages' parameters bitwise identical on its {} data-parallel replica(s) after "
-                         "{} steps, synced gradients identical at step 0",
-                         f.spec.pp, dp, f.spec.total_windows());
+    detail = fmt::format("each of the {} (stage, tensor-parallel rank) groups' parameters bitwise identical on its {} "
+                         "data-parallel replica(s) after {} steps, synced gradients identical at step 0",
+                         groups, dp, f.spec.total_windows());
   else
     detail = fmt::format("ranks diverged: {} distinct parameter hashes, {} distinct step-0 gradient hashes over {} "
-                         "stage(s) (expected one per stage)",
-                         distinct_params, distinct_grads, f.spec.pp);
+                         "group(s) (expected one per group)",
+                         distinct_params, distinct_grads, groups);
   return check_record(RunCheck::parameters_identical, verdict(same), detail, json{{"per_rank", hashes}});
 }
 

@@ -246,9 +246,11 @@ std::string format_run(const RunRecord& run) {
       fmt::format("validate {}  micro_batch {}  accum_steps {}  world_size {}  (global_batch {})  strategy {}  {}{}\n",
                   s.workload.name, s.micro_batch, s.accum_steps, s.world_size, s.global_batch(), to_string(s.strategy),
                   s.workload.dtype,
-                  s.pp > 1 ? fmt::format("  pp {} x dp {}, {}{}", s.pp, s.data_parallel(), to_string(s.schedule),
-                                         s.virtual_stages > 1 ? fmt::format(" v {}", s.virtual_stages) : "")
-                           : std::string());
+                  s.model_parallel()
+                      ? fmt::format("  pp {} x tp {}{} x dp {}, {}{}", s.pp, s.tp, s.sequence_parallel ? " sp" : "",
+                                    s.data_parallel(), to_string(s.schedule),
+                                    s.virtual_stages > 1 ? fmt::format(" v {}", s.virtual_stages) : "")
+                      : std::string());
   if (run.failure) return out + fmt::format("  FAILED: {}\n", *run.failure) + format_verdicts(run);
   if (run.environment) {
     const auto& env = *run.environment;

@@ -63,11 +63,12 @@ enum class RunCheck {
   schedule_order,
   microbatches_in_flight,
   stage_memory,
+  tensor_parallel_collectives,
 };
 struct RunCheckTraits {
   RunCheck check;
   std::string_view name;
-  bool pipeline_only = false;  // recorded by pipeline runs (pp > 1) only
+  bool pipeline_only = false;  // recorded by tensor/pipeline runs (pp or tp > 1) only
 };
 inline constexpr RunCheckTraits kRunCheckTraits[] = {
     {RunCheck::rank_agreement, "rank_agreement"},
@@ -81,6 +82,7 @@ inline constexpr RunCheckTraits kRunCheckTraits[] = {
     {RunCheck::schedule_order, "schedule_order", true},
     {RunCheck::microbatches_in_flight, "microbatches_in_flight", true},
     {RunCheck::stage_memory, "stage_memory", true},
+    {RunCheck::tensor_parallel_collectives, "tensor_parallel_collectives", true},
 };
 constexpr std::string_view to_string(RunCheck c) {
   return kRunCheckTraits[static_cast<int>(c)].name;

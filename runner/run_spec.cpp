@@ -48,6 +48,8 @@ RunSpec RunSpec::data_parallel_view() const {
   s.world_size = data_parallel();
   s.pp = 1;
   s.virtual_stages = 1;
+  s.tp = 1;
+  s.sequence_parallel = false;
   return s;
 }
 
@@ -81,12 +83,15 @@ void RunSpec::validate() const {
                                  to_string(optimizer)));
   if (!(rtol >= 0) || !(atol >= 0)) throw InputError("gradient tolerances must be non-negative");
   if (pp < 1) throw InputError("--pp: must be at least 1");
-  if (pp > 1) {
-    if (world_size % pp != 0)
-      throw InputError(fmt::format("--world-size: {} ranks do not split into {} pipeline stages: use a multiple of "
-                                   "--pp (world_size = pp x dp)",
-                                   world_size, pp));
-    if (auto why = model::schedule_rejection(schedule, pp, virtual_stages, accum_steps))
+  if (tp < 1) throw InputError("--tp: must be at least 1");
+  if (sequence_parallel && tp < 2) throw InputError("--sequence-parallel: needs --tp 2 or more");
+  if (virtual_stages != 1 && pp < 2) throw InputError("--virtual-stages: needs --pp 2 or more");
+  if (model_parallel()) {
+    if (world_size % (pp * tp) != 0)
+      throw InputError(fmt::format("--world-size: {} ranks do not split into {} pipeline stage(s) of {} tensor-parallel "
+                                   "rank(s): use a multiple of --pp x --tp (world_size = pp x tp x dp)",
+                                   world_size, pp, tp));
+    if (auto why = model::schedule_rejection(pp > 1 ? schedule : Schedule::one_f_one_b, pp, virtual_stages, accum_steps))
       throw InputError(fmt::format("--schedule {} with --pp {} --virtual-stages {} --accum-steps {}: {}",
                                    to_string(schedule), pp, virtual_stages, accum_steps, *why));
     if (traits(schedule).splits_weight_grad)
@@ -94,13 +99,13 @@ void RunSpec::validate() const {
                                    "gradient is priced by predict, not run)",
                                    to_string(schedule)));
     if (sharding.sharding != Sharding::none)
-      throw InputError(fmt::format("--sharding {}: pipeline runs reduce each stage's gradients over its dp replicas "
-                                   "with DDP (--sharding none); sharded stages are not run yet",
+      throw InputError(fmt::format("--sharding {}: tensor/pipeline-parallel runs reduce each stage's gradients over its "
+                                   "dp replicas with DDP (--sharding none); sharded stages are not run yet",
                                    to_string(sharding)));
     if (strategy != Strategy::fused)
       throw InputError(fmt::format("--strategy {}: a pipeline stage reduces its gradients once, after its last "
                                    "backward (its chunks' backwards are spread over the schedule): use --strategy fused "
-                                   "(the default with --pp)",
+                                   "(the default with --pp/--tp)",
                                    to_string(strategy)));
     if (dataset_size > 0 && partial_samples() > 0)
       throw InputError(fmt::format("--dataset-size: pipeline runs train full windows only: use a multiple of the "
@@ -109,8 +114,6 @@ void RunSpec::validate() const {
     if (warmup < 2)
       throw InputError("--warmup: a pipeline run needs at least 2 untimed steps (step 0 carries the gradient checks, "
                        "step 1 measures each chunk's bytes for the memory prediction)");
-  } else if (virtual_stages != 1) {
-    throw InputError("--virtual-stages: needs --pp 2 or more");
   }
   model::Config c;
   c.world_size = data_parallel();
@@ -154,6 +157,10 @@ json to_json(const RunSpec& s) {
     j["virtual_stages"] = s.virtual_stages;
     j["schedule"] = std::string(to_string(s.schedule));
   }
+  if (s.tp > 1) {
+    j["tp"] = s.tp;
+    j["sequence_parallel"] = s.sequence_parallel;
+  }
   return j;
 }
 
@@ -187,6 +194,8 @@ RunSpec run_spec_from_json(const json& j, const std::string& what) {
   s.pp = f.opt_positive("pp").value_or(1);  // absent before pipeline runs
   s.virtual_stages = f.opt_positive("virtual_stages").value_or(1);
   if (auto sched = f.opt_str("schedule")) s.schedule = parse_schedule(*sched, "--schedule");
+  s.tp = f.opt_positive("tp").value_or(1);
+  s.sequence_parallel = f.opt_boolean("sequence_parallel").value_or(false);
   s.validate();
   return s;
 }

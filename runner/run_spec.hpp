@@ -48,6 +48,11 @@ struct RunSpec {
   Count pp = 1;
   Count virtual_stages = 1;
   Schedule schedule = Schedule::one_f_one_b;
+  // Tensor parallelism inside each stage (runner/pipeline_run.hpp): rank = stage x dp x tp +
+  // replica x tp + tp rank (Megatron-LM's order: tp fastest).
+  Count tp = 1;
+  bool sequence_parallel = false;
+  bool model_parallel() const { return pp > 1 || tp > 1; }  // run by runner/pipeline_run.hpp
   Strategy strategy = Strategy::overlap;
   ShardingChoice sharding;             // none (DDP), zero1, zero2, zero3 (comm/sharded_sync.hpp)
   Count steps = 20;                    // timed optimizer steps
@@ -62,7 +67,7 @@ struct RunSpec {
   Backend backend = Backend::gloo;     // gloo (cpu) | nccl (cuda)
   double rtol = 1.3e-6, atol = 1e-5;   // gradient equivalence (fp64: 1e-10, 1e-10)
 
-  Count data_parallel() const { return world_size / pp; }  // replicas of each stage
+  Count data_parallel() const { return world_size / (pp * tp); }  // replicas of each stage
   Count global_batch() const { return micro_batch * accum_steps * data_parallel(); }
   // The data-parallel run that reads the same samples: pp 1, world_size = dp (the reference's
   // view of a pipeline run's windows).

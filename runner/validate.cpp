@@ -48,7 +48,7 @@ int default_threads(int ranks_on_host, bool cuda) {
 
 void add_prediction(RunRecord& run, const model::CostModel* model, const Profile* profile, double tolerance_pct,
                     bool verdict) {
-  if (!model || !run.measured || run.spec.pp > 1) return;  // pipelines: their schedule's simulation
+  if (!model || !run.measured || run.spec.model_parallel()) return;  // pipelines: their schedule's simulation
   model::Config mc;
   mc.micro_batch = run.spec.micro_batch;
   mc.accum_steps = run.spec.accum_steps;
@@ -342,7 +342,7 @@ void run_local(Validation& v, const std::vector<RunSpec>& specs) {
     } else {
       run.spec = s;
       run.failure = res.failure;
-      add_not_run_checks(run.checks, fmt::format("not run: the run did not finish ({})", res.failure), s.pp > 1);
+      add_not_run_checks(run.checks, fmt::format("not run: the run did not finish ({})", res.failure), s.model_parallel());
       run.launcher_wall_s = res.launch.wall;
       v.out.failures.push_back(res.failure);
       if (v.launch_code == 0) v.launch_code = res.exit_code;
@@ -367,12 +367,15 @@ ValidateOutcome validate(ValidateOptions o) {
   const auto probe = workloads::make_workload(cfg);  // bad workloads fail here
   const std::string workload_hash = probe->identity().hash;
   for (const auto& s : specs)
-    if (s.pp > 1) {  // a pipeline needs a model it can cut, into pp x v equal chunks
+    if (s.model_parallel()) {  // a model the runner can cut into pp x v equal chunks and split over tp
       if (!probe->staged())
-        throw InputError(fmt::format("--pp: workload {} is not a sequence of blocks the runner can cut into stages; "
-                                     "pipeline runs take the built-in gpt (e.g. --workload gpt-small)",
-                                     probe->identity().name));
+        throw InputError(fmt::format("{}: workload {} is not a sequence of blocks the runner can cut into stages or "
+                                     "split over ranks; tensor/pipeline runs take the built-in gpt (e.g. --workload "
+                                     "gpt-small)",
+                                     s.pp > 1 ? "--pp" : "--tp", probe->identity().name));
       (void)probe->staged()->chunk_units(0, s.pp * s.virtual_stages);
+      if (auto why = probe->staged()->tensor_parallel_rejection(s.tp, s.sequence_parallel); !why.empty())
+        throw InputError(why);
     }
   if (!o.profile_path.empty()) {
     v.profile = load_profile(o.profile_path, workload_hash);

@@ -70,7 +70,7 @@ set_tests_properties("integration: validate compares the machine's speed with th
                      LABELS integration PASS_REGULAR_EXPRESSION "MACHINE-SPEED-OK" TIMEOUT 300)
 
 # Pipeline runs (runner/pipeline_run.hpp): bad layouts are refused before any rank starts (exit 2).
-gaccum_cli_test(validate-pp-world 2 "--world-size: 3 ranks do not split into 2 pipeline stages" --one-line-stderr --
+gaccum_cli_test(validate-pp-world 2 "--world-size: 3 ranks do not split into 2 pipeline stage" --one-line-stderr --
                 ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 3)
 gaccum_cli_test(validate-pp-not-blocks 2 "--pp: workload mlp-small is not a sequence of blocks" --one-line-stderr --
                 ${_v} --workload mlp-small --pp 2 --world-size 2)
@@ -80,7 +80,7 @@ gaccum_cli_test(validate-pp-few-microbatches 2 "--schedule 1f1b with --pp 4 .*--
                 ${_v} --workload gpt-tiny:layers=4 --pp 4 --world-size 4 --accum-steps 2)
 gaccum_cli_test(validate-pp-zb 2 "--schedule zb-h1: validate runs gpipe, 1f1b and interleaved-1f1b" --one-line-stderr --
                 ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 2 --schedule zb-h1)
-gaccum_cli_test(validate-pp-sharded 2 "--sharding zero1: pipeline runs reduce each stage's gradients" --one-line-stderr --
+gaccum_cli_test(validate-pp-sharded 2 "--sharding zero1: tensor/pipeline-parallel runs reduce each stage's gradients" --one-line-stderr --
                 ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 4 --sharding zero1)
 gaccum_cli_test(validate-pp-every-step 2 "--strategy every-step: a pipeline stage reduces its gradients once" --one-line-stderr --
                 ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 2 --strategy every-step)
@@ -90,3 +90,11 @@ gaccum_cli_test(validate-pp-profile 2 "--profile: a profile's cost model prices 
                 ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 2 --profile whatever.json)
 gaccum_cli_test(validate-pp-warmup 2 "--warmup: a pipeline run needs at least 2 untimed steps" --one-line-stderr --
                 ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 2 --warmup 1)
+gaccum_cli_test(validate-tp-heads 2 "--tp 3: the model's 4 heads do not split over 3 ranks" --one-line-stderr --
+                ${_v} --workload gpt-tiny --tp 3 --world-size 3)
+gaccum_cli_test(validate-tp-not-blocks 2 "--tp: workload mlp-small is not a sequence of blocks" --one-line-stderr --
+                ${_v} --workload mlp-small --tp 2 --world-size 2)
+gaccum_cli_test(validate-sp-without-tp 2 "--sequence-parallel: needs --tp 2 or more" --one-line-stderr --
+                ${_v} --workload gpt-tiny --sequence-parallel)
+gaccum_cli_test(validate-tp-world 2 "--world-size: 6 ranks do not split into 2 pipeline stage\\(s\\) of 4 tensor-parallel" --one-line-stderr --
+                ${_v} --workload gpt-tiny:layers=4 --pp 2 --tp 4 --world-size 6)

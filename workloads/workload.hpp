@@ -65,6 +65,22 @@ struct WorkloadConfig {
   ModelTarget target;                   // classes:10, regression:4 or tokens:V
 };
 
+// The collectives a tensor-parallel block issues, over its group (the runner implements them on
+// the c10d seam; workloads/ does not link comm/). Sequence collectives run along dim 0 of
+// contiguous tensors. `backward`: issued by a backward pass; `layer`: by a block (else at the
+// sequence-parallel boundaries after the embedding and before the head).
+class TensorParallelComm {
+ public:
+  virtual ~TensorParallelComm() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual void allreduce_sum(torch::Tensor& t, bool backward, bool layer) = 0;  // in place
+  // out = the ranks' `in` concatenated along dim 0, in rank order.
+  virtual void all_gather(const torch::Tensor& in, torch::Tensor& out, bool backward, bool layer) = 0;
+  // out = chunk rank() of the sum over ranks of `in` (dim 0 cut in size() equal chunks).
+  virtual void reduce_scatter_sum(const torch::Tensor& in, torch::Tensor& out, bool backward, bool layer) = 0;
+};
+
 // A model that runs as a sequence of units, so that a pipeline run can cut it into stages: the
 // built-in gpt's units are the embedding (tokens and positions), each transformer block, and the
 // head (final LayerNorm and the vocabulary projection). Model chunk j of P holds blocks
@@ -85,6 +101,26 @@ class StagedModel {
   virtual std::vector<std::int64_t> hidden_shape(Count micro_batch) const = 0;
   // Units [first, end) of chunk j of P (InputError unless blocks() divides by P).
   std::pair<Count, Count> chunk_units(Count chunk, Count chunks) const;
+
+  // Tensor parallelism (Megatron-LM): every block's qkv and fc1 become column-parallel (this
+  // rank's heads / hidden slice), proj and fc2 row-parallel (their input slice; the bias added
+  // once, after the reduction); an allreduce after each row-parallel matmul in forward and before
+  // each column-parallel one in backward. With `sequence_parallel` the hidden state between
+  // blocks is this rank's slice of the sequence [b, s / T, d]: the allreduces become an
+  // all-gather (forward) / reduce-scatter (backward) before the column-parallel matmuls and a
+  // reduce-scatter / all-gather after the row-parallel ones; the embedding's output is split and
+  // the head's input gathered. The embedding and head stay whole on every rank. `comm` must
+  // outlive the model. InputError (naming --tp) when the heads or the sequence do not divide.
+  virtual void split_tensor_parallel(TensorParallelComm& comm, bool sequence_parallel) = 0;
+  // Why --tp T cannot split this model, or "" (checked before any rank starts).
+  virtual std::string tensor_parallel_rejection(Count tp, bool sequence_parallel) const = 0;
+  // Per parameter of unit_parameters(u): the positions (int64, flattened) its elements hold in
+  // the unsplit parameter, or an undefined tensor for a parameter every rank holds whole.
+  virtual std::vector<torch::Tensor> unit_parameter_origins(Count u) const = 0;
+  // The whole parameters whose gradient is partial on each tensor-parallel rank (sequence
+  // parallelism: the blocks' norms and row-parallel biases see a slice of the sequence); their
+  // gradients are summed over the group after the backward.
+  virtual std::vector<torch::Tensor> partial_gradient_parameters() const = 0;
 };
 
 class Workload {

@@ -959,7 +959,7 @@ TEST_CASE("pipeline faults: a killed stage, a send that never comes, a hang and 
     CHECK_THAT(r.err, Catch::Contains("rank 1 (pid"));
     CHECK(r.seconds < 5 + 10);
     CHECK(r.leftovers.empty());
-    CHECK(r.doc.at("runs").at(0).at("checks").size() == 11);  // every check, pipeline's too, not run
+    CHECK(r.doc.at("runs").at(0).at("checks").size() == 12);  // every check, the pipeline's too, not run
   }
   {
     auto r = validate(fast(pipeline("--pp 2", 2, 4)), {{"GACCUM_TEST_FAULT", "rank:0:dropsend:2:1"}});
@@ -987,4 +987,40 @@ TEST_CASE("pipeline faults: a killed stage, a send that never comes, a hang and 
     CHECK_THAT(c.at("detail").get<std::string>(), Catch::Contains("schedule: rank 0=\"1f1b\", rank 1=\"gpipe\""));
     CHECK(r.leftovers.empty());
   }
+}
+
+TEST_CASE("tensor-parallel runs: tp 2 with and without sequence parallelism, tp 2 x pp 2 and tp 2 sp x dp 2 pass every "
+          "check, the collectives per layer as the model counts them",
+          "[runner][integration][pipeline]") {
+  struct Case {
+    const char* layout;
+    int ranks;
+    std::vector<Count> rank0;  // allreduce f/b, all-gather f/b, reduce-scatter f/b, boundary all-gather f/b
+  };
+  // gpt-tiny:layers=4, m = 4: 2 + 2 per block and microbatch (model::tp_layer_collectives).
+  for (const auto& c : {Case{"--tp 2", 2, {32, 32, 0, 0, 0, 0, 0, 0}},
+                        Case{"--tp 2 --sequence-parallel", 2, {0, 0, 32, 32, 32, 32, 4, 4}},
+                        Case{"--tp 2 --pp 2", 4, {16, 16, 0, 0, 0, 0, 0, 0}},
+                        Case{"--tp 2 --sequence-parallel", 4, {0, 0, 32, 32, 32, 32, 4, 4}}}) {
+    auto r = validate(pipeline(c.layout, c.ranks, 4));
+    INFO(c.layout << " on " << c.ranks << " ranks");
+    require_all_pass(r);
+    const auto& run = r.doc.at("runs").at(0);
+    for (const char* name : {"gradient_equivalence", "negative_control", "parameters_identical", "stage_memory",
+                             "tensor_parallel_collectives", "schedule_order"}) {
+      INFO(name);
+      CHECK(check(run, name).at("status") == "pass");
+    }
+    const auto& tpc = check(run, "tensor_parallel_collectives").at("numbers").at("per_rank").at(0);
+    CHECK(tpc.at("measured").get<std::vector<Count>>() == c.rank0);
+  }
+}
+
+TEST_CASE("tensor-parallel runs: norms' gradients left partial under sequence parallelism FAIL gradient equivalence",
+          "[runner][integration][pipeline]") {
+  auto r = validate(pipeline("--tp 2 --sequence-parallel", 2, 4), {{"GACCUM_TEST_BREAK", "skip-partial-sum"}});
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  CHECK(check(r.doc.at("runs").at(0), "gradient_equivalence").at("status") == "fail");
+  CHECK(check(r.doc.at("runs").at(0), "tensor_parallel_collectives").at("status") == "pass");
 }

@@ -778,7 +778,7 @@ TEST_CASE("a pipeline run spec: layout validation and the data-parallel view", "
   REQUIRE_NOTHROW(s.validate());
   CHECK(run_spec_from_json(to_json(s), "spec").pp == 2);
   s.world_size = 3;
-  CHECK_THROWS_WITH(s.validate(), Catch::Contains("do not split into 2 pipeline stages"));
+  CHECK_THROWS_WITH(s.validate(), Catch::Contains("do not split into 2 pipeline stage(s)"));
   s.world_size = 4;
   s.accum_steps = 1;
   CHECK_THROWS_WITH(s.validate(), Catch::Contains("--schedule 1f1b with --pp 2"));
