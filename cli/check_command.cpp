@@ -64,6 +64,7 @@ struct CheckOptions {
   FrameworkConfigFlags fw_config;  // a framework's own config (check/framework_configs.hpp)
   LayoutFlags layout;  // --tp, --pp, --cp, --virtual-stages, --schedule, --sequence-parallel
   std::string profile, spec, cluster, mfu, workload;
+  std::string model_config, seq_len;  // a HuggingFace config.json as the spec, its sequence length
   TorchScriptFlags ts;  // --torchscript and its inputs
   std::string micro_batch, accum_steps, world_size, global_batch, strategy, optimizer;
   std::string sharding, precision, checkpointing;
@@ -126,7 +127,10 @@ CheckInputs flag_inputs(const CheckOptions& o) {
   if (o.drop_last) in.drop_last.set(true, "flag --drop-last");
   // The model source: flags replace the job file's as a whole (see the file comment).
   if (!o.profile.empty()) in.profile.set(o.profile, "flag --profile");
+  if (!o.spec.empty() && !o.model_config.empty())
+    throw InputError("pass --spec or --model-config, not both (--spec reads a HuggingFace config.json too)");
   if (!o.spec.empty()) in.spec.set(o.spec, "flag --spec");
+  if (!o.model_config.empty()) in.spec.set(o.model_config, "flag --model-config");
   if (!o.workload.empty()) in.workload.set(o.workload, "flag --workload");
   if (o.ts.given()) {
     check::TorchScriptSource ts;
@@ -307,8 +311,12 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
   // The one loader of predict, tune and check (cli/model_source.hpp), from the merged inputs.
   ModelSource src;
   src.cluster = cluster;
+  if (!o.seq_len.empty() && !in.spec)
+    throw InputError("--seq-len applies to a HuggingFace config.json (--model-config), not to a profile or workload");
   if (in.spec) {
     src.spec = *in.spec;
+    src.model_config = !o.model_config.empty();
+    if (!o.seq_len.empty()) src.seq_len = parse_positive_count(o.seq_len, "--seq-len");
     if (in.mfu) src.mfu = *in.mfu;
   } else if (file_model) {
     src.spec_object = *fwc->model;
@@ -548,7 +556,11 @@ void add_check_command(CLI::App& app, Action& action) {
   add_framework_config_flags(sub, o->fw_config, "the layout, batch, recompute, precision, and the model when whole");
   add_layout_flags(sub, o->layout);
   sub->add_option("--profile", o->profile, "Measured profile.json (from `gaccum-tune profile`)");
-  sub->add_option("--spec", o->spec, "Analytic transformer spec.json (needs --cluster)");
+  sub->add_option("--spec", o->spec, "Analytic transformer spec.json, or a HuggingFace config.json (needs --cluster)");
+  sub->add_option("--model-config", o->model_config,
+                  "HuggingFace config.json as the model (model_type llama, mistral, qwen2, gemma, gemma2, phi3, gpt2, "
+                  "gpt_neox, mixtral, qwen2_moe; needs --cluster)");
+  sub->add_option("--seq-len", o->seq_len, "Sequence length of a HuggingFace config [default: its max_position_embeddings]");
   sub->add_option("--cluster", o->cluster, "Cluster description (device memory, links)");
   sub->add_option("--cluster-max-age", o->cluster_max_age,
                   "Warn when the cluster's numbers are older than this, e.g. 30d (a file without a date warns too) "

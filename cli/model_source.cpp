@@ -16,7 +16,7 @@ LoadedModel load_model_source(const ModelSource& s) {
           int(s.workload.has_value()) !=
       1)
     throw InputError("pass one of --workload / --torchscript, --profile profile.json or --spec spec.json");
-  if (s.spec) return load_spec_model(*s.spec, s.cluster, s.mfu);
+  if (s.spec) return load_spec_model(*s.spec, s.cluster, s.mfu, s.seq_len, s.model_config);
   if (s.spec_object) return load_spec_model(*s.spec_object, s.spec_label, s.cluster, s.mfu);
   if (s.profile) return load_profile_model(*s.profile, s.cluster);
   auto cfg = *s.workload;
@@ -35,7 +35,13 @@ void add_model_source_flags(CLI::App* sub, ModelSourceFlags& f, bool with_reprof
                   "--workload / --torchscript: the emulated CPU device's memory, e.g. 256MiB [default: 96MiB; a "
                   "TorchScript model: sized to it]");
   sub->add_option("--profile", f.profile, "Measured profile.json (from `gaccum-tune profile`)");
-  sub->add_option("--spec", f.spec, "Analytic transformer spec.json (examples/specs/; needs --cluster)");
+  sub->add_option("--spec", f.spec,
+                  "Analytic transformer spec.json (examples/specs/), or a HuggingFace config.json; needs --cluster");
+  sub->add_option("--model-config", f.model_config,
+                  "HuggingFace config.json as the model (examples/hf/: llama, mistral, qwen2, gemma, gemma2, phi3, "
+                  "gpt2, gpt_neox, mixtral, qwen2_moe); needs --cluster");
+  sub->add_option("--seq-len", f.seq_len,
+                  "Sequence length of a HuggingFace config [default: its max_position_embeddings]");
   sub->add_option("--cluster", f.cluster,
                   "Cluster description (examples/clusters/: nodes, GPUs per node, links, memory, price); scales a "
                   "profile beyond the local machine");
@@ -43,8 +49,10 @@ void add_model_source_flags(CLI::App* sub, ModelSourceFlags& f, bool with_reprof
   if (with_reprofile) sub->add_flag("--reprofile", f.reprofile, "Profile again even when a cached profile matches");
 }
 
-ModelSource model_source_from_flags(const ModelSourceFlags& f, Optimizer optimizer,
-                                    const std::string& default_workload) {
+namespace {
+
+// The request of the flags, --model-config already read as --spec.
+ModelSource sources_from_flags(const ModelSourceFlags& f, Optimizer optimizer, const std::string& default_workload) {
   const bool first = f.profile_first();
   if (int(!f.profile.empty()) + int(!f.spec.empty()) + int(first) > 1)
     throw InputError("pass at most one of --workload / --torchscript, --profile profile.json or --spec spec.json");
@@ -77,6 +85,22 @@ ModelSource model_source_from_flags(const ModelSourceFlags& f, Optimizer optimiz
   s.workload = workload_from_flags(f.workload, f.ts, default_workload);
   if (!f.device_memory.empty()) s.device_memory = parse_bytes(f.device_memory, "--device-memory");
   s.reprofile = f.reprofile;
+  return s;
+}
+
+}  // namespace
+
+ModelSource model_source_from_flags(const ModelSourceFlags& f, Optimizer optimizer,
+                                    const std::string& default_workload) {
+  if (!f.spec.empty() && !f.model_config.empty())
+    throw InputError("pass --spec or --model-config, not both (--spec reads a HuggingFace config.json too)");
+  ModelSourceFlags g = f;  // --model-config is a --spec that must be a HuggingFace config
+  if (!f.model_config.empty()) g.spec = f.model_config;
+  if (!f.seq_len.empty() && g.spec.empty())
+    throw InputError("--seq-len applies to a HuggingFace config.json (--model-config), not to a profile or workload");
+  ModelSource s = sources_from_flags(g, optimizer, default_workload);
+  s.model_config = !f.model_config.empty();
+  if (!f.seq_len.empty()) s.seq_len = parse_positive_count(f.seq_len, "--seq-len");
   return s;
 }
 

@@ -1,5 +1,6 @@
 // What: where predict, tune and check get their cost model, as one request and one loader:
 //   ModelSource       exactly one of: a profile.json (+ --cluster to scale it), an analytic spec
+//                     or a HuggingFace config.json (--model-config, --seq-len; model/hf_config.hpp)
 //                     (+ --cluster, --mfu), or a workload profiled first (the cached profile of
 //                     --workload / --torchscript, measured now when none matches; --device-memory,
 //                     --reprofile);
@@ -30,6 +31,8 @@ struct ModelSource {
   std::string spec_label;                             // where spec_object came from
   std::optional<workloads::WorkloadConfig> workload;  // profile-first (device resolved by the loader)
   std::string cluster;                                // "" none
+  bool model_config = false;                          // spec is a --model-config (HuggingFace only)
+  Count seq_len = 0;                                  // --seq-len: a HuggingFace config's (0: its own)
   std::optional<double> mfu;                          // spec only
   std::optional<Bytes> device_memory;                 // profile-first only
   bool reprofile = false;                             // profile-first only
@@ -50,12 +53,15 @@ struct ModelSourceFlags {
   TorchScriptFlags ts;        // a user's TorchScript model, profiled first
   std::string device_memory;  // the emulated CPU device of the profile-first path
   std::string profile, spec, cluster, mfu;
+  std::string model_config, seq_len;  // a HuggingFace config.json and its sequence length
   bool reprofile = false;
   bool profile_first() const { return !workload.empty() || ts.given(); }
+  // The spec file given, by --spec or --model-config ("" none).
+  const std::string& spec_file() const { return model_config.empty() ? spec : model_config; }
 };
 
-// --workload, --torchscript (and its inputs), --device-memory, --profile, --spec, --cluster,
-// --mfu, and --reprofile when `with_reprofile`.
+// --workload, --torchscript (and its inputs), --device-memory, --profile, --spec, --model-config,
+// --seq-len, --cluster, --mfu, and --reprofile when `with_reprofile`.
 void add_model_source_flags(CLI::App* sub, ModelSourceFlags& f, bool with_reprofile);
 
 // The request the flags make. Without a source: the profile-first path of `default_workload`, or

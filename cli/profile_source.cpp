@@ -11,10 +11,12 @@
 
 namespace gaccum::cli {
 
-LoadedModel load_spec_model(const std::string& spec_path, const std::string& cluster_path, std::optional<double> mfu) {
+LoadedModel load_spec_model(const std::string& spec_path, const std::string& cluster_path, std::optional<double> mfu,
+                            Count seq_len, bool model_config) {
   if (cluster_path.empty())
-    throw InputError("--spec needs --cluster cluster.json (device peak FLOP/s, memory and links)");
-  return load_spec_model(model::load_spec(spec_path), spec_path, cluster_path, mfu);
+    throw InputError(fmt::format("{} needs --cluster cluster.json (device peak FLOP/s, memory and links)",
+                                 model_config ? "--model-config" : "--spec"));
+  return load_spec_model(model::load_spec(spec_path, seq_len, model_config), spec_path, cluster_path, mfu);
 }
 
 LoadedModel load_spec_model(const model::TransformerSpec& spec, const std::string& label,

@@ -161,7 +161,7 @@ void apply_framework_config(const TuneOptions& o, const check::FrameworkConfig& 
 // check: cli/model_source.hpp.
 
 LoadedModel load_model(const TuneOptions& o, const std::optional<check::FrameworkConfig>& fc = std::nullopt) {
-  const bool no_source = o.source.spec.empty() && o.source.profile.empty() && o.source.workload.empty() && !o.source.ts.given();
+  const bool no_source = o.source.spec_file().empty() && o.source.profile.empty() && o.source.workload.empty() && !o.source.ts.given();
   if (fc && no_source && fc->model) {
     // The model the framework config describes (Megatron arguments with --vocab-size, NeMo with
     // model.vocab_size).
@@ -428,13 +428,22 @@ std::string shell_word(const std::string& s) {
   return q + "'";
 }
 
+// The spec flags of the tune command line, for check: --spec or --model-config, with --seq-len.
+std::string spec_flags(const TuneOptions& o) {
+  const auto& f = o.source;
+  if (f.spec_file().empty()) return "";
+  std::string out = (f.model_config.empty() ? " --spec " : " --model-config ") + shell_word(f.spec_file());
+  if (!f.seq_len.empty()) out += " --seq-len " + shell_word(f.seq_len);
+  return out;
+}
+
 std::string next_command(const TuneOptions& o, const tuner::TuneResult& r, const fs::path& out, bool deepspeed) {
   const model::Config& c = r.best().config();
-  if (!o.source.spec.empty()) {
+  if (!o.source.spec_file().empty()) {
     std::string cmd = "gaccum-tune check";
     if (deepspeed)
       cmd += " --deepspeed-config " + shell_word((out / kDeepSpeedOutput).string());
-    cmd += " --spec " + shell_word(o.source.spec) + " --cluster " + shell_word(o.source.cluster);
+    cmd += spec_flags(o) + " --cluster " + shell_word(o.source.cluster);
     if (!o.source.mfu.empty()) cmd += " --mfu " + shell_word(o.source.mfu);
     if (deepspeed) return cmd + fmt::format(" --world-size {}", c.world_size);
     cmd += fmt::format(" -b {} -k {} -p {} --strategy {} --sharding {}", c.micro_batch, c.accum_steps, c.world_size,
@@ -508,7 +517,7 @@ int run_tune(const TuneOptions& o) {
                                                                      : "--torchtitan-config";
     ctx.next_command = fmt::format("gaccum-tune check {} {}{}{} --world-size {}", flag,
                                    shell_word((out / check::completed_name(fwc->kind)).string()),
-                                   o.source.spec.empty() ? "" : " --spec " + shell_word(o.source.spec),
+                                   spec_flags(o),
                                    o.source.cluster.empty() ? "" : " --cluster " + shell_word(o.source.cluster),
                                    result.best().config().world_size);
   }
@@ -539,7 +548,7 @@ int run_tune(const TuneOptions& o) {
                l.source["path"].get<std::string>());
   fmt::print("\nReports ({} configs, {:.2f} s):\n", result.search.candidates.size(), seconds);
   for (const auto& p : written) fmt::print("  {}\n", p.string());
-  if (!o.source.spec.empty())
+  if (!o.source.spec_file().empty())
     fmt::print("\nNext: a spec cannot run on this machine; gate the launch with the pick's plan:\n  {}\n", ctx.next_command);
   else
     fmt::print("\nNext: run the pick for real and check the accumulated gradient:\n  {}\n", ctx.next_command);

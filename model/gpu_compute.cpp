@@ -83,20 +83,33 @@ GpuParts GpuComputeModel::parts(const TransformerShape& t, Count micro_batch, Ch
   const double layer_e = fp8 ? 1.0 : e;
   const Count tp = split.tp, cp = split.cp;
   // This rank's tokens (the sequence split over cp) and matrix widths (split over tp).
-  const Count T = micro_batch * t.seq_len / cp, h = t.hidden, hkv = t.kv_hidden(), f = t.ffn();
+  const Count T = micro_batch * t.seq_len / cp, h = t.hidden, hq = t.q_hidden(), hkv = t.kv_hidden(), f = t.ffn();
   const double s = double(t.seq_len), b = double(micro_batch), V = double(t.vocab);
   const double sp = split.sequence_parallel ? double(tp) : 1.0;  // replicated work split by SP
 
   // One layer, forward and backward (without recompute).
-  const GemmShape gemms[] = {
-      {T, (h + 2 * hkv) / tp, h}, {T, h, h / tp}, {T, (t.gated_mlp ? 2 * f : f) / tp, h}, {T, h, f / tp}};
   GpuPassTime lf, lb;
-  for (const auto& g : gemms) {
-    lf += gemm_pass(g, layer_peak, layer_e, false);
-    lb += gemm_pass(g, layer_peak, layer_e, true);
+  auto add = [&](const GemmShape& g, double times) {
+    lf += gemm_pass(g, layer_peak, layer_e, false).scaled(times);
+    lb += gemm_pass(g, layer_peak, layer_e, true).scaled(times);
+  };
+  auto mlp = [&](Count tokens, Count width, double times) {
+    add({tokens, (t.gated_mlp ? 2 * width : width) / tp, h}, times);
+    add({tokens, h, width / tp}, times);
+  };
+  add({T, (hq + 2 * hkv) / tp, h}, 1);
+  add({T, h, hq / tp}, 1);
+  if (t.experts > 0) {
+    // The router, then each expert's GEMMs on its share of the routed tokens (balanced routing:
+    // T top-k / experts each); the shared expert on every token.
+    add({T, t.experts, h}, 1);
+    mlp((T * t.active_experts + t.experts - 1) / t.experts, f, double(t.experts));
+    if (t.shared_ffn > 0) mlp(T, t.shared_ffn, 1);
+  } else {
+    mlp(T, f, 1);
   }
   const double share = double(tp) * double(cp);  // heads over tp, queries over cp
-  const double attn_fwd_flops = (t.flash_attention ? 2.0 * b * s * s * double(h) : 4.0 * b * s * s * double(h)) / share;
+  const double attn_fwd_flops = (t.flash_attention ? 2.0 * b * s * s * double(hq) : 4.0 * b * s * s * double(hq)) / share;
   const double attn_bwd_flops = t.flash_attention ? 2.5 * attn_fwd_flops : 2.0 * attn_fwd_flops;
   const double attn_rate = t.flash_attention ? peak * eff_.attention : peak * eff_.gemm;
   GpuPassTime af, ab;
@@ -113,10 +126,11 @@ GpuParts GpuComputeModel::parts(const TransformerShape& t, Count micro_batch, Ch
   lb += ab;
   // Memory-bound kernels of the layer: norms and residuals over h (split by SP), the
   // activation over f (split by tp), rotary over q and k (split by tp), dropout over h.
-  double bytes = (4.0 * double(h) * e + 6.0 * double(h) * e) / sp + (t.gated_mlp ? 3.0 : 2.0) * double(f) * e / double(tp);
+  double bytes = (4.0 * double(h) * e + 6.0 * double(h) * e) / sp +
+                 (t.gated_mlp ? 3.0 : 2.0) * double(t.active_ffn()) * e / double(tp);
   double kernels = 5;
   if (!t.learned_positions) {
-    bytes += 2.0 * double(h + hkv) * e / double(tp);
+    bytes += 2.0 * double(hq + hkv) * e / double(tp);
     kernels += 1;
   }
   if (t.dropout) {

@@ -4,7 +4,10 @@
 //   GEMMs (M x N x K, 2 M N K FLOPs), per layer forward:
 //       qkv (T, h + 2 h_kv, h), output projection (T, h, h),
 //       MLP in (T, f, h) or gated (T, 2f, h) (gate and up fused), MLP out (T, h, f);
-//       once: the head (T, V, h).
+//       once: the head (T, V, h). h in qkv, the projection and the attention core is
+//       heads x head_dim where a model sets head_dim (Gemma). Mixture of experts: the router
+//       (T, E, h), each of the E experts' MLP GEMMs on T top-k / E routed tokens (balanced
+//       routing), the shared expert's on all T; the activation kernel over the active width.
 //     backward of each (m, n, k): data gradient (m, k, n) and weight gradient (n, k, m).
 //     time = max(FLOPs / (peak x gemm x wave), bytes / (HBM x memory)) + overhead
 //       wave  = tiles / (ceil(tiles / SMs) x SMs), tiles = ceil(M / tile_m) ceil(N / tile_n)

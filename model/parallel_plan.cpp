@@ -64,7 +64,7 @@ std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count g
   std::vector<ParallelLayout> out{ParallelLayout{}};
   constexpr Count kMaxPipeline = 64, kMaxVirtual = 8;
   for (Count tp = 1; tp <= std::max<Count>(1, gpus_per_node); tp *= 2) {
-    if (t.heads % tp != 0 || t.kv() % tp != 0 || t.ffn() % tp != 0) break;
+    if (t.heads % tp != 0 || t.kv() % tp != 0 || t.ffn() % tp != 0 || t.shared_ffn % tp != 0) break;
     for (Count pp = 1; pp <= std::min(t.layers, kMaxPipeline); ++pp) {
       if (max_gpus > 0 && tp * pp > max_gpus) continue;
       if (tp == 1 && pp == 1) continue;  // the data-parallel layout, first
@@ -113,6 +113,8 @@ std::optional<std::string> layout_rejection(const Config& c, const TransformerSh
                          l.tp, t.heads, t.kv(), t.kv());
     if (t.ffn() % l.tp != 0)
       return fmt::format("--tp {}: ffn_hidden {} is not a multiple of tp", l.tp, t.ffn());
+    if (t.shared_ffn % l.tp != 0)
+      return fmt::format("--tp {}: the shared expert's width {} is not a multiple of tp", l.tp, t.shared_ffn);
     if (gpus_per_node > 0 && l.tp > gpus_per_node)
       return fmt::format("--tp {} spans nodes of {} GPUs: its collectives run on every layer of every microbatch, keep "
                          "tp within a node (tp <= {}) and use pp across nodes",

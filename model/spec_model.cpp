@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "model/gpu_compute.hpp"
+#include "model/hf_config.hpp"
 #include "model/parallel_plan.hpp"
 #include "model/pipeline.hpp"
 #include "model/step_assembly.hpp"
@@ -35,6 +36,13 @@ TransformerShape TransformerSpec::shape() const {
   t.flash_attention = flash_attention;
   t.bias = bias;
   t.rms_norm = rms_norm;
+  t.head_dim = head_dim;
+  t.qkv_bias = qkv_bias;
+  t.layer_norms = layer_norms;
+  t.positions = positions;
+  t.experts = experts;
+  t.active_experts = active_experts;
+  t.shared_ffn = shared_ffn;
   return t;
 }
 
@@ -153,9 +161,25 @@ TransformerSpec builtin_spec(const std::string& name_seq) {
   return t;
 }
 
-TransformerSpec load_spec(const std::string& path) {
-  if (path.rfind("builtin:", 0) == 0) return builtin_spec(path.substr(8));
-  return spec_from_json(parse_json_text(read_text_file(path, "--spec"), path), path);
+TransformerSpec load_spec(const std::string& path, Count seq_len, bool model_config) {
+  const char* flag = model_config ? "--model-config" : "--spec";
+  const bool builtin = path.rfind("builtin:", 0) == 0;
+  const nlohmann::json j = builtin ? nlohmann::json() : parse_json_text(read_text_file(path, flag), path);
+  if (is_hf_config(j)) {
+    std::string stem = path.substr(path.find_last_of('/') + 1);
+    if (const auto dot = stem.rfind(".json"); dot != std::string::npos && dot > 0) stem.resize(dot);
+    return spec_from_hf_config(j, fmt::format("{} {}", flag, path), seq_len, stem);
+  }
+  if (model_config)
+    throw InputError(fmt::format("--model-config {}: not a HuggingFace config.json (it has no model_type): pass a "
+                                 "gaccum-tune spec with --spec",
+                                 path));
+  if (seq_len > 0)
+    throw InputError(fmt::format("--seq-len: applies to a HuggingFace config.json; {} sets its own sequence length "
+                                 "({})",
+                                 path, builtin ? "builtin:NAME@SEQ_LEN" : "seq_len"));
+  if (builtin) return builtin_spec(path.substr(8));
+  return spec_from_json(j, path);
 }
 
 namespace {
@@ -229,7 +253,7 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
   // Wrapped units (FSDP auto-wrap per block): the embedding (+ positions), each layer, the final
   // norm + head.
   const Count layer = layer_params(shape_);
-  const Count embed = shape_.vocab * shape_.hidden + (shape_.learned_positions ? shape_.seq_len * shape_.hidden : 0);
+  const Count embed = embedding_params(shape_);
   const Count tail = params_ - embed - shape_.layers * layer;
   units_ = shape_.layers + 2;
   largest_unit_params_ = std::max({layer, embed, tail});
@@ -307,6 +331,12 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
                                                  *cluster.device_peak_flops / 1e12)
                                    : fmt::format("at {:.0f}% MFU of {:.4g} TFLOP/s", 100 * mfu,
                                                  *cluster.device_peak_flops / 1e12)));
+  if (shape_.experts > 0)
+    notes.push_back(fmt::format("spec: mixture of experts ({} experts, top-{}{}): memory holds all {} parameters, "
+                                "compute prices the {} a token passes through; expert parallelism is not planned "
+                                "(every data-parallel rank holds every expert, tp splits each expert's MLP)",
+                                shape_.experts, shape_.active_experts, shape_.shared_ffn > 0 ? ", a shared expert" : "",
+                                params_, transformer_params(shape_) - shape_.layers * (layer_params(shape_) - layer_active_params(shape_))));
   if (spec.flash_attention)
     notes.push_back("spec: FlashAttention keeps no attention matrix, so selective recomputation saves nothing: not searched");
   if (gpu_)
@@ -356,7 +386,7 @@ MemoryBreakdown SpecModel::memory(const Config& c) const {
     const double e = traits(prec).element_bytes;
     const double tokens = double(c.micro_batch) * double(shape_.seq_len);
     const double logits = 4.0 * tokens * double(shape_.vocab);
-    const double mlp = (shape_.gated_mlp ? 2.0 : 1.0) * e * tokens * double(shape_.ffn());
+    const double mlp = (shape_.gated_mlp ? 2.0 : 1.0) * e * tokens * double(shape_.active_ffn());
     m.allocator_reserve = to_bytes(std::max(logits, mlp));
   }
   m.peak = m.weights + m.gradients + m.optimizer_state + m.gathered + m.comm_buffers + m.activations +
@@ -491,10 +521,11 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     // Flat MFU: the layer's matmul FLOPs and attention FLOPs split over tp x cp.
     const double rate = pt.flops_per_s;
     const double share = double(tp) * double(cp);
-    const double lf = (2.0 * tokens * double(cp) * double(layer_params(shape_)) + 4.0 * double(b) * s * s * h) / share;
+    const double hq = double(shape_.q_hidden());
+    const double lf = (2.0 * tokens * double(cp) * double(layer_active_params(shape_)) + 4.0 * double(b) * s * s * hq) / share;
     layer.f = lf / rate;
     layer.b = 2 * lf / rate + (ckpt == Checkpointing::full ? lf / rate
-                               : ckpt == Checkpointing::selective ? 4.0 * double(b) * s * s * h / share / rate
+                               : ckpt == Checkpointing::selective ? 4.0 * double(b) * s * s * hq / share / rate
                                                                   : 0);
     layer.w = lf / rate;
     const double hf = 2.0 * tokens * V * h / double(tp);
@@ -558,7 +589,7 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
   // on rank 0, the final norm and the head on the last rank (a tied head with pp > 1 keeps a copy
   // of the embedding there, as Megatron-LM does).
   const double per_layer = double(layer_params(shape_)) / double(tp);
-  const double embed_params = V * h / double(tp) + (shape_.learned_positions ? s * h : 0);
+  const double embed_params = V * h / double(tp) + double(shape_.position_rows()) * h;
   const double head_params = (pp > 1 || !shape_.tied_embeddings ? V * h / double(tp) : 0) + h;
   const Config dpc = data_parallel_view(c);
   const Count n_shard = dp > 1 ? shard_group(dpc) : 1;
@@ -613,7 +644,7 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     mem.activations = to_bytes(act);
     if (gpu_) {
       const double logits = sd.head ? 4.0 * tokens * V / double(tp) : 0;
-      const double mlp = (shape_.gated_mlp ? 2.0 : 1.0) * e * tokens * double(shape_.ffn()) / double(tp);
+      const double mlp = (shape_.gated_mlp ? 2.0 : 1.0) * e * tokens * double(shape_.active_ffn()) / double(tp);
       mem.allocator_reserve = to_bytes(std::max(logits, mlp));
     }
     mem.peak = mem.weights + mem.gradients + mem.optimizer_state + mem.gathered + mem.comm_buffers + mem.activations +

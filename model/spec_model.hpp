@@ -24,6 +24,9 @@
 //              reduce-scatter / all-gather at half its cost (model/plan_cost.hpp); overlap
 //              efficiency 1 (NCCL on its own stream); sharded optimizer steps 1/N of the parameters
 //   No measurement spread: the band equals the estimate.
+//   Mixture of experts (a HuggingFace mixtral or qwen2_moe config, model/hf_config.hpp): memory
+//   and the optimizer step from every expert's parameters, compute from the active ones; expert
+//   parallelism is not planned (a note says so).
 // Spec file (strict; unknown keys other than "_source", "comment", "_*" are errors):
 //   {"schema": "gaccum-tune/spec", "name": "gpt2-small", "layers": 12, "hidden": 768,
 //    "heads": 12, "seq_len": 1024, "vocab": 50257, "dtype": "bf16", "optimizer": "adam",
@@ -66,6 +69,13 @@ struct TransformerSpec {
   bool flash_attention = false;
   bool bias = true;
   bool rms_norm = false;
+  // Set by a HuggingFace config (model/hf_config.hpp), not by spec files; model/transformer.hpp
+  // TransformerShape says what each means.
+  Count head_dim = 0;
+  bool qkv_bias = false;
+  Count layer_norms = 2;
+  Count positions = 0;
+  Count experts = 0, active_experts = 0, shared_ffn = 0;
   double mean_tokens_per_sample = 0;    // real tokens per sample; 0: seq_len
   std::string source;
 
@@ -76,8 +86,11 @@ struct TransformerSpec {
 // The spec file's fields, for the "unknown field" error.
 const std::vector<std::string>& spec_fields();
 TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what);
-// A spec file, or "builtin:NAME[@SEQ_LEN]" for a model this tool knows (builtin_spec).
-TransformerSpec load_spec(const std::string& path);
+// A spec file, "builtin:NAME[@SEQ_LEN]" for a model this tool knows (builtin_spec), or a
+// HuggingFace config.json (it has a model_type key: model/hf_config.hpp). seq_len > 0 sets a
+// HuggingFace config's sequence length (--seq-len; an InputError for the others, whose sequence
+// length is their own); model_config (--model-config) accepts a HuggingFace config only.
+TransformerSpec load_spec(const std::string& path, Count seq_len = 0, bool model_config = false);
 // Models known by name (what a torchtitan config's model flavor names): llama3-8b, llama3-70b,
 // llama3-405b (Meta's "The Llama 3 Herd of Models", Table 3; sequence 8192 unless @SEQ_LEN).
 // InputError listing them for any other name.

@@ -4,48 +4,74 @@
 
 namespace gaccum::model {
 
-std::vector<Count> layer_param_tensors(const TransformerShape& t) {
-  const Count h = t.hidden, f = t.ffn(), hkv = t.kv_hidden();
-  const bool bias = t.bias;
+namespace {
+
+// One layer's tensors with `experts_counted` of its experts (all: its parameters; top-k: what a
+// token's compute passes through).
+std::vector<Count> layer_tensors(const TransformerShape& t, Count experts_counted) {
+  const Count h = t.hidden, f = t.ffn(), q = t.q_hidden(), hkv = t.kv_hidden();
   std::vector<Count> out;
   out.reserve(16);
   auto norm = [&] {
     out.push_back(h);
     if (!t.rms_norm) out.push_back(h);
   };
-  auto linear = [&](Count in, Count outw) {
+  auto linear = [&](Count in, Count outw, bool bias) {
     out.push_back(in * outw);
     if (bias) out.push_back(outw);
   };
+  auto mlp = [&](Count width) {
+    if (t.gated_mlp) {
+      linear(h, 2 * width, t.bias);  // gate and up
+      linear(width, h, t.bias);      // down
+    } else {
+      linear(h, width, t.bias);  // fc1
+      linear(width, h, t.bias);  // fc2
+    }
+  };
+  const bool qkv_bias = t.bias || t.qkv_bias;
   norm();
   if (t.kv() == t.heads) {
-    linear(h, 3 * h);  // fused qkv
+    linear(h, q + 2 * hkv, qkv_bias);  // fused qkv
   } else {
-    linear(h, h);            // q
-    linear(h, 2 * hkv);      // k and v (grouped-query)
+    linear(h, q, qkv_bias);        // q
+    linear(h, 2 * hkv, qkv_bias);  // k and v (grouped-query)
   }
-  linear(h, h);  // output projection
-  norm();
-  if (t.gated_mlp) {
-    linear(h, 2 * f);  // gate and up
-    linear(f, h);      // down
+  linear(q, h, t.bias);  // output projection
+  for (Count n = 1; n < t.layer_norms; ++n) norm();
+  if (t.experts > 0) {
+    out.push_back(h * t.experts);  // router
+    for (Count e = 0; e < experts_counted; ++e) mlp(f);
+    if (t.shared_ffn > 0) {
+      mlp(t.shared_ffn);
+      out.push_back(h);  // the shared expert's gate
+    }
   } else {
-    linear(h, f);  // fc1
-    linear(f, h);  // fc2
+    mlp(f);
   }
   return out;
 }
 
-Count layer_params(const TransformerShape& t) {
+Count sum(const std::vector<Count>& v) {
   Count n = 0;
-  for (Count c : layer_param_tensors(t)) n += c;
+  for (Count c : v) n += c;
   return n;
 }
+
+}  // namespace
+
+std::vector<Count> layer_param_tensors(const TransformerShape& t) { return layer_tensors(t, t.experts); }
+
+Count layer_params(const TransformerShape& t) { return sum(layer_param_tensors(t)); }
+
+Count layer_active_params(const TransformerShape& t) { return sum(layer_tensors(t, t.active_experts)); }
+
+Count embedding_params(const TransformerShape& t) { return (t.vocab + t.position_rows()) * t.hidden; }
 
 std::vector<Count> transformer_param_tensors(const TransformerShape& t) {
   const Count h = t.hidden;
   std::vector<Count> out{t.vocab * h};
-  if (t.learned_positions) out.push_back(t.seq_len * h);
+  if (t.learned_positions) out.push_back(t.position_rows() * h);
   const std::vector<Count> layer = layer_param_tensors(t);
   for (Count l = 0; l < t.layers; ++l) out.insert(out.end(), layer.begin(), layer.end());
   out.push_back(h);  // final norm
@@ -54,11 +80,7 @@ std::vector<Count> transformer_param_tensors(const TransformerShape& t) {
   return out;
 }
 
-Count transformer_params(const TransformerShape& t) {
-  Count n = 0;
-  for (Count c : transformer_param_tensors(t)) n += c;
-  return n;
-}
+Count transformer_params(const TransformerShape& t) { return sum(transformer_param_tensors(t)); }
 
 double layer_activation_bytes(const TransformerShape& t, Count micro_batch, double e, Checkpointing r) {
   return layer_activation_bytes(t, micro_batch, e, r, LayerSplit{});
@@ -67,15 +89,15 @@ double layer_activation_bytes(const TransformerShape& t, Count micro_batch, doub
 double layer_activation_bytes(const TransformerShape& t, Count micro_batch, double e, Checkpointing r,
                               const LayerSplit& split) {
   const double s = double(t.seq_len), b = double(micro_batch), h = double(t.hidden), a = double(t.heads);
-  const double f = double(t.ffn()) / h;
-  const double r_kv = double(t.kv()) / a;
+  const double f = double(t.active_ffn()) / h;
   const double m = t.dropout ? 1.0 : 0.0;
   const double tp = double(split.tp), cp = double(split.cp);
   // Replicated over the tensor-parallel ranks unless sequence parallel: the qkv and MLP inputs,
-  // the two norms' inputs (4 e) and the two dropout masks (2 m); split: q, k, v, the output
+  // the norms' inputs ((2 + norms) e) and the two dropout masks (2 m); split: q, k, v, the output
   // projection's input and the MLP's intermediates.
-  const double replicated = s * b * h * (4.0 * e + 2.0 * m) / (split.sequence_parallel ? tp : 1.0);
-  const double attn = 2.0 + 2.0 * r_kv;
+  const double norms = double(t.layer_norms);
+  const double replicated = s * b * h * ((2.0 + norms) * e + 2.0 * m) / (split.sequence_parallel ? tp : 1.0);
+  const double attn = 2.0 * double(t.q_hidden()) / h + 2.0 * double(t.kv_hidden()) / h;
   const double mlp = t.gated_mlp ? 3.0 * f : 2.0 * f;
   const double split_part = s * b * h * e * (attn + mlp) / tp;
   const double linear = (replicated + split_part) / cp;
@@ -99,15 +121,15 @@ double activation_bytes(const TransformerShape& t, Count micro_batch, double e, 
 
 double forward_flops(const TransformerShape& t, Count micro_batch) {
   const double s = double(t.seq_len), b = double(micro_batch), h = double(t.hidden), L = double(t.layers);
-  const double n_mm = L * double(layer_params(t)) + double(t.vocab) * h;
-  return 2.0 * b * s * n_mm + 4.0 * L * b * s * s * h;
+  const double n_mm = L * double(layer_active_params(t)) + double(t.vocab) * h;
+  return 2.0 * b * s * n_mm + 4.0 * L * b * s * s * double(t.q_hidden());
 }
 
 double training_flops(const TransformerShape& t, Count micro_batch, Checkpointing r) {
-  const double s = double(t.seq_len), b = double(micro_batch), h = double(t.hidden), L = double(t.layers);
+  const double s = double(t.seq_len), b = double(micro_batch), hq = double(t.q_hidden()), L = double(t.layers);
   double flops = 3.0 * forward_flops(t, micro_batch);
-  if (r == Checkpointing::full) flops += 2.0 * b * s * L * double(layer_params(t)) + 4.0 * L * b * s * s * h;
-  if (r == Checkpointing::selective) flops += 4.0 * L * b * s * s * h;
+  if (r == Checkpointing::full) flops += 2.0 * b * s * L * double(layer_active_params(t)) + 4.0 * L * b * s * s * hq;
+  if (r == Checkpointing::selective) flops += 4.0 * L * b * s * s * hq;
   return flops;
 }
 

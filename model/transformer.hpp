@@ -9,17 +9,25 @@
 //                (LayerNorm 2h: weight and bias; RMSNorm h). Outside: V h tokens + s h positions
 //                (learned) + final norm + V h head (untied). GPT-2 shape: 12h^2 + 13h per layer.
 //                LLaMA-2-7B (L 32, h 4096, f 11008 gated, V 32000, untied, no bias, RMSNorm):
-//                6,738,415,616.
+//                6,738,415,616. Generalised for HuggingFace configs (model/hf_config.hpp): q and
+//                the output projection are heads x head_dim wide (Gemma), q/k/v-only biases
+//                (Qwen2), more norms per layer (Gemma 2), a position table of n_positions rows
+//                (GPT-2), and mixture-of-experts layers: a router h E, E experts' MLPs, a shared
+//                expert + its h x 1 gate. Memory holds every parameter; FLOPs count the active
+//                ones (N_mm below uses layer_active_params: top-k experts, not E).
 //   activations  Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 //                Models", Sec. 4 (no tensor/sequence parallelism), per layer, s = seq_len,
 //                b = micro_batch, h = hidden, a = heads, r = kv_heads / heads, f = ffn_hidden / h,
 //                e = bytes per activation element, m = 1 byte per dropout-mask element (0
 //                without dropout):
-//                  linear     s b h (e (attn + mlp + 2) + 2m)
-//                             attn = 3 + 2r (qkv input, q, k, v, output-projection input)
+//                  linear     s b h (e (attn + mlp + n) + 2m)
+//                             attn = 3 + 2r (qkv input, q, k, v, output-projection input;
+//                                    q and the projection input scale by heads head_dim / h)
 //                             mlp  = 1 + 2f (fc1 input, GELU input, fc2 input)
 //                                    gated: 1 + 3f (input, gate and up outputs, down input)
-//                             2    = the two norms' inputs
+//                             n    = the norms' inputs (2; Gemma 2: 4)
+//                             f    = the active MLP width per token / h (experts: top-k x
+//                                    their width + the shared expert's)
 //                  scores     a s^2 b (2e + m) (softmax output, its dropout mask, dropout output);
 //                             FlashAttention keeps no s^2 matrix: 4 a s b (fp32 log-sum-exp) instead
 //                  none       linear + scores   (e = 2, m = 1, f = 4, r = 1: s b h (34 + 5 a s / h),
@@ -30,7 +38,8 @@
 //                plus, outside the layers: m s b h (embedding dropout mask) + 2 e s b h (final norm
 //                and head inputs) + 4 s b V (fp32 logits for the loss)
 //   FLOPs        6 T N_mm + 12 L b s^2 h per micro-step (T = b s tokens; N_mm = L layer
-//                parameters + V h head: the matmul parameters; 12 L b s^2 h = attention scores
+//                parameters (active ones: layer_active_params) + V h head: the matmul parameters;
+//                h in the attention terms is heads x head_dim; 12 L b s^2 h = attention scores
 //                and attention over values, forward 4 L b s^2 h, backward twice that; the same
 //                with FlashAttention, which computes the same products);
 //                recompute adds a forward: full + 2 T L N_layer + 4 L b s^2 h, selective
@@ -50,7 +59,7 @@ namespace gaccum::model {
 
 struct TransformerShape {
   Count layers = 1, hidden = 64, heads = 1, seq_len = 64, vocab = 256;
-  Count ffn_hidden = 0;          // 0: 4 x hidden
+  Count ffn_hidden = 0;          // 0: 4 x hidden (an expert's width with experts)
   bool tied_embeddings = false;  // head shares the token embedding
   bool learned_positions = true;
   bool dropout = true;
@@ -59,12 +68,30 @@ struct TransformerShape {
   bool flash_attention = false;  // no s^2 attention matrix kept for backward
   bool bias = true;              // biases on every linear layer but the head
   bool rms_norm = false;         // RMSNorm (weight only) instead of LayerNorm (weight and bias)
+  Count head_dim = 0;            // 0: hidden / heads; q and the attention are heads x head_dim wide
+  bool qkv_bias = false;         // biases on q, k and v only (Qwen2), when `bias` is false
+  Count layer_norms = 2;         // norms per layer (Gemma 2: 4, before and after each block)
+  Count positions = 0;           // rows of the learned position table; 0: seq_len (GPT-2: n_positions)
+  // Mixture of experts: `experts` routed MLPs of width ffn_hidden per layer (0: one dense MLP), a
+  // router of h x experts, each token through `active_experts` of them (top-k); a shared expert of
+  // width shared_ffn (0: none) runs on every token behind a gate of h x 1 (Qwen2-MoE).
+  Count experts = 0, active_experts = 0, shared_ffn = 0;
   Count ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   Count kv() const { return kv_heads > 0 ? kv_heads : heads; }
-  Count kv_hidden() const { return hidden / heads * kv(); }  // h_kv: width of k and v
+  Count head_width() const { return head_dim > 0 ? head_dim : hidden / heads; }
+  Count q_hidden() const { return heads * head_width(); }     // width of q and of the attention
+  Count kv_hidden() const { return head_width() * kv(); }     // h_kv: width of k and v
+  Count position_rows() const { return learned_positions ? (positions > 0 ? positions : seq_len) : 0; }
+  // The MLP width one token passes through: ffn, or active_experts x ffn + shared_ffn.
+  Count active_ffn() const { return experts > 0 ? active_experts * ffn() + shared_ffn : ffn(); }
 };
 
 Count layer_params(const TransformerShape& t);
+// One layer's parameters a token's compute passes through: all but the experts it is not routed
+// to (the router's h x experts included). layer_params for a dense layer.
+Count layer_active_params(const TransformerShape& t);
+// The token embedding and the learned position table.
+Count embedding_params(const TransformerShape& t);
 // Element counts of one layer's parameter tensors in registration order.
 std::vector<Count> layer_param_tensors(const TransformerShape& t);
 Count transformer_params(const TransformerShape& t);

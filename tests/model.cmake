@@ -3,7 +3,7 @@
 gaccum_test(unit_model LABEL unit
             SOURCES unit/test_model_formulas.cpp unit/test_model_profile.cpp unit/test_model_loaders.cpp
                     unit/test_model_plans.cpp unit/test_cluster_fit.cpp unit/test_gpu_model.cpp
-                    unit/test_pipeline.cpp
+                    unit/test_pipeline.cpp unit/test_hf_config.cpp
             LIBS gaccum::model)
 target_compile_definitions(unit_model PRIVATE GACCUM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
@@ -148,3 +148,30 @@ gaccum_cli_test(predict-unconfirmed-json 0 "\"confirmed\": false, .*\"unconfirme
   ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh ${G} predict --profile ${D}/disturbed-profile.json -b 32 -k 8 -p 2 --json)
 gaccum_cli_test(predict-confirmed-no-caveat 0 "^NO-CAVEAT$" -- sh -c
   "\"$0\" predict --profile \"$1/disturbed-profile.json\" -b 32 -k 16 -p 1 | grep -q CAVEAT || echo NO-CAVEAT" ${G} ${D})
+
+# A HuggingFace config.json as the model (model/hf_config.hpp, examples/hf/): tune on Llama-3.1-8B's
+# config at 8192 tokens picks exactly what the built-in llama3-8b does (all but the model's name);
+# --spec recognises a config by its model_type; MoE says expert parallelism is not planned; errors
+# name the field.
+set(HF ${X}/hf)
+gaccum_cli_test(hf-tune-same-pick 0 "Recommendation: Use micro_batch .*SAME-PICK" -- sh -c
+  "\"$0\" tune --model-config \"$1/llama-3.1-8b.json\" --seq-len 8192 --cluster \"$2\" --global-batch 256 --force --out \"$3/hf-a\" > \"$3/hf-a.txt\" && \"$0\" tune --spec builtin:llama3-8b --cluster \"$2\" --global-batch 256 --force --out \"$3/hf-b\" > \"$3/hf-b.txt\" && sed -e 1d -e '/^Reports/,$d' \"$3/hf-a.txt\" > \"$3/hf-a.pick\" && sed -e 1d -e '/^Reports/,$d' \"$3/hf-b.txt\" > \"$3/hf-b.pick\" && diff -u \"$3/hf-a.pick\" \"$3/hf-b.pick\" && grep '^Recommendation' \"$3/hf-a.pick\" | tr '\\n' ' ' && echo SAME-PICK"
+  ${G} ${HF} ${X}/clusters/dgx-h100-1node.json ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(hf-spec-detects-config 0 "spec: 124439808 parameters" -- ${G} predict --spec ${HF}/gpt2.json
+                --cluster ${X}/clusters/dgx-h100-1node.json -b 8 -k 4 -p 8)
+gaccum_cli_test(hf-mixtral-experts 0 "memory holds all 46702792704 parameters, compute prices the 12879925248 a token passes through; expert parallelism is not planned" --
+  ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh ${G} predict --model-config ${HF}/mixtral-8x7b.json --seq-len 4096
+  --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8 -p 64 --sharding zero3 --strategy every-step)
+gaccum_cli_test(hf-check 0 "spec +.*llama-3.1-8b.json +flag --model-config.*verdict: PASS" -- sh -c
+  "\"$0\" check --model-config \"$1/llama-3.1-8b.json\" --seq-len 8192 --cluster \"$2\" -b 1 -k 32 -p 8 --strategy every-step --sharding zero3 | tr -s '\\n ' ' '"
+  ${G} ${HF} ${X}/clusters/dgx-h100-1node.json)
+gaccum_cli_test(hf-bad-kv-heads 2 "--model-config .*: num_key_value_heads 7 does not divide num_attention_heads 32$" --one-line-stderr -- sh -c
+  "sed 's/\"num_key_value_heads\": 8/\"num_key_value_heads\": 7/' \"$1\" > \"$2/hf-kv7.json\" && \"$0\" predict --model-config \"$2/hf-kv7.json\" --cluster \"$3\" -b 1"
+  ${G} ${HF}/llama-3.1-8b.json ${CMAKE_CURRENT_BINARY_DIR} ${X}/clusters/dgx-h100-1node.json)
+gaccum_cli_test(hf-unsupported-type 2 "model_type 'bert' is not supported: use one of llama, mistral, qwen2, gemma, gemma2, phi3, gpt2, gpt_neox, mixtral, qwen2_moe" --one-line-stderr -- sh -c
+  "sed 's/\"model_type\": \"llama\"/\"model_type\": \"bert\"/' \"$1\" > \"$2/hf-bert.json\" && \"$0\" tune --model-config \"$2/hf-bert.json\" --cluster \"$3\" --global-batch 64 --force --out \"$2/hf-bert\""
+  ${G} ${HF}/llama-3.1-8b.json ${CMAKE_CURRENT_BINARY_DIR} ${X}/clusters/dgx-h100-1node.json)
+gaccum_cli_test(hf-model-config-not-hf 2 "not a HuggingFace config.json \\(it has no model_type\\): pass a gaccum-tune spec with --spec" --one-line-stderr --
+  ${G} predict --model-config ${X}/specs/gpt2-small.json --cluster ${X}/clusters/dgx-h100-1node.json -b 1)
+gaccum_cli_test(hf-seq-len-spec-file 2 "--seq-len: applies to a HuggingFace config.json" --one-line-stderr --
+  ${G} predict --spec ${X}/specs/gpt2-small.json --seq-len 512 --cluster ${X}/clusters/dgx-h100-1node.json -b 1)

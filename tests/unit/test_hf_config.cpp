@@ -1,0 +1,234 @@
+// Unit tests for HuggingFace config.json as the model (model/hf_config.hpp): each family's
+// parameters against the published count (the configs' real values, written here), the shipped
+// examples/hf/ configs, mixture of experts (all parameters in memory, the active ones in FLOPs)
+// and the one-line errors naming the field.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "model/cluster.hpp"
+#include "model/hf_config.hpp"
+#include "model/spec_model.hpp"
+#include "model/transformer.hpp"
+
+using namespace gaccum;
+using namespace gaccum::model;
+using nlohmann::json;
+
+namespace {
+
+const std::string kSource = GACCUM_SOURCE_DIR;
+
+Count params_of(const json& j) { return transformer_params(spec_from_hf_config(j, "test").shape()); }
+
+json llama31_8b() {
+  return json::parse(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+    "max_position_embeddings": 131072, "tie_word_embeddings": false, "attention_bias": false,
+    "mlp_bias": false, "head_dim": null})");
+}
+
+json mixtral_8x7b() {
+  return json::parse(R"({"model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
+    "max_position_embeddings": 32768, "num_local_experts": 8, "num_experts_per_tok": 2,
+    "tie_word_embeddings": false, "sliding_window": null})");
+}
+
+}  // namespace
+
+TEST_CASE("HF configs: parameters equal the published counts", "[model][hf]") {
+  // Llama-3.1-8B: 8,030,261,248.
+  CHECK(params_of(llama31_8b()) == 8030261248);
+  // Mistral-7B-v0.1: 7,241,732,096.
+  CHECK(params_of(json::parse(R"({"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
+    "max_position_embeddings": 32768, "sliding_window": 4096, "tie_word_embeddings": false})")) == 7241732096);
+  // Qwen2-7B (biases on q, k and v only): 7,615,616,512.
+  CHECK(params_of(json::parse(R"({"model_type": "qwen2", "hidden_size": 3584, "num_hidden_layers": 28,
+    "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
+    "max_position_embeddings": 131072, "tie_word_embeddings": false})")) == 7615616512);
+  // GPT-2 (124M; learned positions of n_positions, tied head): 124,439,808.
+  CHECK(params_of(json::parse(R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
+    "n_inner": null, "n_positions": 1024, "n_ctx": 1024, "vocab_size": 50257})")) == 124439808);
+  // Gemma-7B (heads x head_dim = 4096 wider than hidden 3072, tied): 8,537,680,896.
+  CHECK(params_of(json::parse(R"({"model_type": "gemma", "hidden_size": 3072, "num_hidden_layers": 28,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "intermediate_size": 24576,
+    "vocab_size": 256000, "max_position_embeddings": 8192})")) == 8537680896);
+  // Gemma-2-9B (four norms per layer): 9,241,705,984.
+  CHECK(params_of(json::parse(R"({"model_type": "gemma2", "hidden_size": 3584, "num_hidden_layers": 42,
+    "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336,
+    "vocab_size": 256000, "max_position_embeddings": 8192})")) == 9241705984);
+  // Phi-3-mini-4k: 3,821,079,552.
+  CHECK(params_of(json::parse(R"({"model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 8192, "vocab_size": 32064,
+    "max_position_embeddings": 4096, "tie_word_embeddings": false})")) == 3821079552);
+  // Pythia-160M (gpt_neox: biases, LayerNorm, untied embed_out): 162,322,944.
+  CHECK(params_of(json::parse(R"({"model_type": "gpt_neox", "hidden_size": 768, "num_hidden_layers": 12,
+    "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 50304,
+    "max_position_embeddings": 2048, "tie_word_embeddings": false})")) == 162322944);
+  // Mixtral-8x7B: 46,702,792,704 (every expert).
+  CHECK(params_of(mixtral_8x7b()) == 46702792704);
+}
+
+TEST_CASE("HF configs: the implied architecture per model_type", "[model][hf]") {
+  const auto llama = spec_from_hf_config(llama31_8b(), "test");
+  CHECK(llama.seq_len == 131072);  // max_position_embeddings
+  CHECK(spec_from_hf_config(llama31_8b(), "test", 8192).seq_len == 8192);
+  CHECK(llama.gated_mlp);
+  CHECK(llama.rms_norm);
+  CHECK_FALSE(llama.bias);
+  CHECK_FALSE(llama.tied_embeddings);
+  CHECK_FALSE(llama.learned_positions);
+  CHECK(llama.optimizer == Optimizer::adamw);
+  CHECK(llama.name == "llama");
+  // The same model as the built-in llama3-8b at its sequence length.
+  const auto builtin = builtin_spec("llama3-8b");
+  const auto at8k = spec_from_hf_config(llama31_8b(), "test", 8192, "llama-3.1-8b");
+  CHECK(at8k.name == "llama-3.1-8b");
+  CHECK(transformer_params(at8k.shape()) == transformer_params(builtin.shape()));
+  CHECK(training_flops(at8k.shape(), 2, Checkpointing::none) == training_flops(builtin.shape(), 2, Checkpointing::none));
+  CHECK(activation_bytes(at8k.shape(), 2, 2, Checkpointing::none) == activation_bytes(builtin.shape(), 2, 2, Checkpointing::none));
+  // gpt2: dropout from its pdrop fields (default 0.1), none when they are 0.
+  auto gpt2 = json::parse(R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128,
+    "vocab_size": 100})");
+  CHECK(spec_from_hf_config(gpt2, "test").dropout);
+  CHECK(spec_from_hf_config(gpt2, "test").seq_len == 128);
+  gpt2["resid_pdrop"] = gpt2["embd_pdrop"] = gpt2["attn_pdrop"] = 0.0;
+  CHECK_FALSE(spec_from_hf_config(gpt2, "test").dropout);
+  // gpt2: the position table keeps n_positions rows at a shorter sequence.
+  CHECK(transformer_params(spec_from_hf_config(gpt2, "test", 64).shape()) ==
+        transformer_params(spec_from_hf_config(gpt2, "test").shape()));
+  // gemma ties by default; llama honours tie_word_embeddings.
+  auto tied = llama31_8b();
+  tied["tie_word_embeddings"] = true;
+  CHECK(params_of(tied) == 8030261248 - 128256LL * 4096);
+}
+
+TEST_CASE("transformer: head_dim, q/k/v biases, norms per layer and experts, by hand", "[model][hf]") {
+  TransformerShape t;
+  t.layers = 1;
+  t.hidden = 4;
+  t.heads = 2;
+  t.kv_heads = 1;
+  t.vocab = 10;
+  t.seq_len = 8;
+  t.gated_mlp = true;
+  t.bias = false;
+  t.rms_norm = true;
+  t.learned_positions = false;
+  t.ffn_hidden = 2;
+  // q 4x4, k and v 4x(2 x 2), output 4x4, gate+up 4x4, down 2x4, two norms of 4.
+  CHECK(layer_params(t) == 16 + 16 + 16 + 16 + 8 + 8);
+  t.head_dim = 3;  // q 4x6, k and v 4x(2 x 3), output 6x4
+  CHECK(layer_params(t) == 24 + 24 + 24 + 16 + 8 + 8);
+  t.qkv_bias = true;  // + q 6, k and v 6
+  CHECK(layer_params(t) == 24 + 24 + 24 + 16 + 8 + 8 + 12);
+  t.layer_norms = 4;
+  CHECK(layer_params(t) == 24 + 24 + 24 + 16 + 8 + 16 + 12);
+  t.head_dim = 0;
+  t.qkv_bias = false;
+  t.layer_norms = 2;
+  // Three experts of width 2 (24 each), top-1, a shared expert of width 2 (24) and its gate (4),
+  // a router of 4 x 3.
+  t.experts = 3;
+  t.active_experts = 1;
+  t.shared_ffn = 2;
+  const Count attention_and_norms = 16 + 16 + 16 + 8;
+  CHECK(layer_params(t) == attention_and_norms + 12 + 3 * 24 + 24 + 4);
+  CHECK(layer_active_params(t) == attention_and_norms + 12 + 1 * 24 + 24 + 4);
+  CHECK(t.active_ffn() == 1 * 2 + 2);
+  // FLOPs from the active parameters: 2 T (L N_active + V h) + 4 L T s q forward.
+  const double T = 8;
+  CHECK(forward_flops(t, 1) == Approx(2 * T * (double(layer_active_params(t)) + 40) + 4 * T * 8 * 4));
+  // Learned positions: n_positions rows, whatever the sequence.
+  TransformerShape g;
+  g.positions = 16;
+  CHECK(embedding_params(g) == (256 + 16) * 64);
+  g.learned_positions = false;
+  CHECK(embedding_params(g) == 256 * 64);
+}
+
+TEST_CASE("HF configs: mixture of experts prices every expert's memory, the active ones' compute", "[model][hf]") {
+  const auto m = spec_from_hf_config(mixtral_8x7b(), "test", 4096);
+  const TransformerShape t = m.shape();
+  CHECK(t.experts == 8);
+  CHECK(t.active_experts == 2);
+  // Active: attention, norms, router and 2 of 8 experts per layer + embeddings: 12,879,925,248.
+  CHECK(transformer_params(t) - t.layers * (layer_params(t) - layer_active_params(t)) == 12879925248);
+  // The FLOPs of the dense model of the active parameters (bar the router, which is in both).
+  TransformerShape dense = t;
+  dense.experts = 0;
+  dense.ffn_hidden = 2 * 14336;
+  CHECK(forward_flops(t, 1) ==
+        Approx(forward_flops(dense, 1) + 2.0 * 4096 * 32 * (4096.0 * 8)));
+  // Qwen1.5-MoE-A2.7B: 60 experts of 1408, top-4, a shared expert of 5632, q/k/v biases:
+  // 14,315,784,192 parameters, 2,689,173,504 active.
+  const auto q = spec_from_hf_config(json::parse(R"({"model_type": "qwen2_moe", "hidden_size": 2048,
+    "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632,
+    "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts": 60,
+    "num_experts_per_tok": 4, "vocab_size": 151936, "max_position_embeddings": 8192,
+    "tie_word_embeddings": false, "decoder_sparse_step": 1, "mlp_only_layers": []})"), "test");
+  const TransformerShape qs = q.shape();
+  CHECK(transformer_params(qs) == 14315784192);
+  CHECK(transformer_params(qs) - qs.layers * (layer_params(qs) - layer_active_params(qs)) == 2689173504);
+  // The spec model holds every parameter and says expert parallelism is not planned.
+  const Cluster cluster = load_cluster(kSource + "/examples/clusters/h100-8node-ib400.json");
+  const auto model = make_spec_model(m, cluster);
+  CHECK(model->info().fit["params"].get<Count>() == 46702792704);
+  bool said = false;
+  for (const auto& n : model->info().notes) said = said || n.find("expert parallelism is not planned") != std::string::npos;
+  CHECK(said);
+}
+
+TEST_CASE("HF configs: shipped examples load through load_spec", "[model][hf]") {
+  const std::string d = kSource + "/examples/hf/";
+  const auto llama = load_spec(d + "llama-3.1-8b.json", 0, true);
+  CHECK(llama.name == "llama-3.1-8b");
+  CHECK(transformer_params(llama.shape()) == 8030261248);
+  CHECK(transformer_params(load_spec(d + "mistral-7b.json").shape()) == 7241732096);
+  CHECK(transformer_params(load_spec(d + "qwen2-7b.json").shape()) == 7615616512);
+  CHECK(transformer_params(load_spec(d + "gpt2.json").shape()) == 124439808);
+  CHECK(transformer_params(load_spec(d + "mixtral-8x7b.json", 4096).shape()) == 46702792704);
+  CHECK(load_spec(d + "mixtral-8x7b.json", 4096).seq_len == 4096);
+}
+
+TEST_CASE("HF configs: errors name the field and the fix", "[model][hf]") {
+  auto bad = llama31_8b();
+  bad["num_key_value_heads"] = 7;
+  CHECK_THROWS_WITH(spec_from_hf_config(bad, "--model-config c.json"),
+                    "--model-config c.json: num_key_value_heads 7 does not divide num_attention_heads 32");
+  auto bert = llama31_8b();
+  bert["model_type"] = "bert";
+  CHECK_THROWS_WITH(spec_from_hf_config(bert, "w"),
+                    Catch::Contains("model_type 'bert' is not supported: use one of llama, mistral, qwen2, gemma, "
+                                    "gemma2, phi3, gpt2, gpt_neox, mixtral, qwen2_moe"));
+  auto missing = llama31_8b();
+  missing.erase("intermediate_size");
+  CHECK_THROWS_WITH(spec_from_hf_config(missing, "w"), "w: intermediate_size is missing: a llama config.json gives it");
+  auto text = llama31_8b();
+  text["hidden_size"] = "4096";
+  CHECK_THROWS_WITH(spec_from_hf_config(text, "w"), Catch::Contains("w: hidden_size must be a whole number"));
+  auto half_bias = llama31_8b();
+  half_bias["attention_bias"] = true;
+  CHECK_THROWS_WITH(spec_from_hf_config(half_bias, "w"), Catch::Contains("attention_bias true with mlp_bias false"));
+  auto gpt2 = json::parse(R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128,
+    "vocab_size": 100})");
+  CHECK_THROWS_WITH(spec_from_hf_config(gpt2, "w", 256), Catch::Contains("--seq-len 256: more than the 128 learned positions"));
+  auto moe = mixtral_8x7b();
+  moe["num_experts_per_tok"] = 9;
+  CHECK_THROWS_WITH(spec_from_hf_config(moe, "w"), Catch::Contains("num_experts_per_tok 9 is more than the 8 experts"));
+  auto sparse = json::parse(R"({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64,
+    "num_experts": 4, "num_experts_per_tok": 2, "vocab_size": 100, "max_position_embeddings": 128,
+    "mlp_only_layers": [1]})");
+  CHECK_THROWS_WITH(spec_from_hf_config(sparse, "w"), Catch::Contains("mlp_only_layers [1] (dense layers) is not modelled"));
+  // --model-config takes a HuggingFace config only; --seq-len applies to one only.
+  const std::string spec = kSource + "/examples/specs/gpt2-small.json";
+  CHECK_THROWS_WITH(load_spec(spec, 0, true), Catch::Contains("not a HuggingFace config.json (it has no model_type)"));
+  CHECK_THROWS_WITH(load_spec(spec, 512), Catch::Contains("--seq-len: applies to a HuggingFace config.json"));
+  CHECK_THROWS_WITH(load_spec("builtin:llama3-8b", 512), Catch::Contains("builtin:NAME@SEQ_LEN"));
+}
