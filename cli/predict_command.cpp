@@ -157,6 +157,23 @@ FitVerdict fit_verdict(const model::CostModel& m, const model::Prediction& p, co
       zf.config.checkpointing = Checkpointing::full;
       changes.push_back(zf);
     }
+    // Sharded gradients: overlap/fused (no_sync) hold the whole gradient across the window; every-step
+    // reduce-scatters it each micro-step, so only the shard stays (zero2, zero3, hsdp; zero1 keeps it whole).
+    const bool whole_grads = c0.world_size > 1 && !traits(c0.strategy).every_micro_step &&
+                             c0.sharding.sharding != Sharding::zero1;
+    if (whole_grads) {
+      Change e{sharded || c0.sharding.sharding == Sharding::zero2 ? "--strategy every-step"
+                                                                   : "--sharding zero3 --strategy every-step",
+               small};
+      if (!sharded && c0.sharding.sharding != Sharding::zero2) e.config.sharding = ShardingChoice{Sharding::zero3, 0};
+      e.config.strategy = Strategy::every_step;
+      changes.push_back(e);
+      if (!full) {
+        Change ef{e.flags + " --checkpointing full", e.config};
+        ef.config.checkpointing = Checkpointing::full;
+        changes.push_back(ef);
+      }
+    }
     // Each change at the largest micro_batch (b itself, then the divisors of b x k below it) that fits.
     const std::optional<Framework> fw = framework_of(o);  // parsed once, not per priced change
     std::vector<Count> sizes{c0.micro_batch};
