@@ -635,23 +635,12 @@ void pipeline_checks(const RunSpec& spec, const std::vector<json>& stages, bool 
 }  // namespace
 
 int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, const RankRunOptions& opts) {
-  spec_in.validate();
-  if (ctx.world_size != spec_in.world_size)
-    throw InputError(fmt::format("--world-size: {} but the launcher started {} ranks", spec_in.world_size,
-                                 ctx.world_size));
+  RankStart start = start_rank(spec_in, ctx);
   const int rank = ctx.rank;
-  const Faults faults = Faults::from_env(rank);
-  if (faults.never_joins())
-    while (true) std::this_thread::sleep_for(std::chrono::hours(1));
-  engine::Watchdog watchdog(rank, spec_in.timeout + 2.0);
+  const Faults& faults = start.faults;
+  engine::Watchdog& watchdog = *start.watchdog;
 
-  // --- the rank: threads, device, memory tracker, the job's communicator, the workload ---------
-  torch::set_num_threads(spec_in.threads_per_rank);
-  engine::use_exact_fp32();
-  try {
-    torch::set_num_interop_threads(1);
-  } catch (const c10::Error&) {
-  }
+  // --- the rank: device, memory tracker, the job's communicator, the workload --------------------
   RunSpec spec = spec_in;
   spec.seed = spec_in.seed + (faults.perturb_seed ? 1 : 0);
   if (faults.other_schedule) spec.schedule = spec.schedule == Schedule::gpipe ? Schedule::one_f_one_b : Schedule::gpipe;
@@ -691,22 +680,10 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
   };
 
   // --- rank agreement --------------------------------------------------------------------------
-  const json identity = identity_of(spec, id, spec.seed, hash_tensors(all_params));
-  std::vector<json> identities;
-  for (const auto& s : world->allgather_strings(identity.dump())) identities.push_back(json::parse(s));
-  std::vector<CheckRecord> checks{agreement_check(spec, id, spec.seed, identities)};
-  RunFacts facts;
-  facts.spec = spec;
-  facts.workload = WorkloadFacts{id.hash, id.kind, id.param_count, id.param_bytes};
-  if (checks.front().status == Status::fail) {
-    RunRecord stopped;
-    stopped.spec = spec;
-    stopped.facts = facts.workload;
-    stopped.checks = checks;
-    add_not_run_checks(stopped.checks, "not run: the ranks disagree (rank_agreement), so no training ran", true);
-    stopped.stopped = "rank agreement failed";
-    return finish(&stopped, false);
-  }
+  AgreedStart agreed = agree_on_identity(spec, id, hash_tensors(all_params), world.get());
+  if (agreed.stopped) return finish(&*agreed.stopped, false);
+  std::vector<CheckRecord> checks = std::move(agreed.checks);
+  RunFacts facts = std::move(agreed.facts);
   if (id.param_count > 50'000'000)
     throw InputError(fmt::format("--workload {}: {} parameters; a pipeline run's gradient check gathers the full "
                                  "model's gradient in float64 on every rank: use a model under 50M parameters",
@@ -881,15 +858,7 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
   }
 
   // --- every rank's record to rank 0 ---------------------------------------------------------------
-  RankRecord mine;
-  mine.rank = rank;
-  mine.local_rank = ctx.local_rank;
-  mine.host = host_name();
-  mine.pid = static_cast<long>(::getpid());
-  mine.threads = torch::get_num_threads();
-  mine.interop_threads = torch::get_num_interop_threads();
-  mine.cores = static_cast<int>(std::thread::hardware_concurrency());
-  mine.collective_wait = world->wait_mode();
+  RankRecord mine = rank_identity(ctx, world.get());
   mine.peak_memory = peak;
   mine.memory_at_reset = resident;
   mine.comm_buffer_bytes = sync.buffer_bytes();

@@ -95,6 +95,63 @@ std::unique_ptr<comm::Communicator> join(const RunSpec& spec, const comm::RankCo
   return comm::connect(ctx, co);
 }
 
+RankRecord rank_identity(const comm::RankContext& ctx, const comm::Communicator* comm) {
+  RankRecord r;
+  r.rank = ctx.rank;
+  r.local_rank = ctx.local_rank;
+  r.host = host_name();
+  r.pid = static_cast<long>(::getpid());
+  r.threads = torch::get_num_threads();
+  r.interop_threads = torch::get_num_interop_threads();
+  r.cores = static_cast<int>(std::thread::hardware_concurrency());
+  r.collective_wait = comm ? comm->wait_mode() : CollectiveWait::block;
+  return r;
+}
+
+AgreedStart agree_on_identity(const RunSpec& spec, const WorkloadIdentity& id, const std::string& params_hash,
+                            comm::Communicator* comm) {
+  const json identity = identity_of(spec, id, spec.seed, params_hash);
+  std::vector<json> identities{identity};
+  if (comm) {
+    identities.clear();
+    for (const auto& s : comm->allgather_strings(identity.dump())) identities.push_back(json::parse(s));
+  }
+  AgreedStart a;
+  a.checks.push_back(agreement_check(spec, id, spec.seed, identities));
+  a.facts.spec = spec;
+  a.facts.workload = WorkloadFacts{id.hash, id.kind, id.param_count, id.param_bytes};
+  if (a.checks.front().status == Status::fail) {
+    RunRecord stopped;
+    stopped.spec = spec;
+    stopped.facts = a.facts.workload;
+    stopped.checks = a.checks;
+    add_not_run_checks(stopped.checks, "not run: the ranks disagree (rank_agreement), so no training ran",
+                       spec.model_parallel());
+    stopped.stopped = "rank agreement failed";
+    a.stopped = std::move(stopped);
+  }
+  return a;
+}
+
+RankStart start_rank(const RunSpec& spec, const comm::RankContext& ctx) {
+  spec.validate();
+  if (ctx.world_size != spec.world_size)
+    throw InputError(fmt::format("--world-size: {} but the launcher started {} ranks", spec.world_size,
+                                 ctx.world_size));
+  RankStart st;
+  st.faults = Faults::from_env(ctx.rank);
+  if (st.faults.never_joins())
+    while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+  st.watchdog = std::make_unique<engine::Watchdog>(ctx.rank, spec.timeout + 2.0);
+  torch::set_num_threads(spec.threads_per_rank);
+  engine::use_exact_fp32();  // no TF32 (engine/exact_math.hpp)
+  try {
+    torch::set_num_interop_threads(1);  // as the profiler's ranks (only possible before any parallel work)
+  } catch (const c10::Error&) {
+  }
+  return st;
+}
+
 namespace {
 
 // The plan's synchroniser: DDP's allreduces, or the sharded plan's reduce-scatters and all-gathers.
@@ -115,15 +172,7 @@ std::string final_parameters_hash(comm::WindowSync& sync, const std::vector<torc
 RankRecord my_record(const comm::RankContext& ctx, const comm::Communicator* comm, const Observations& o,
                      comm::WindowSync& sync,
                      const std::vector<torch::Tensor>& params, RankSteps steps) {
-  RankRecord r;
-  r.rank = ctx.rank;
-  r.local_rank = ctx.local_rank;
-  r.host = host_name();
-  r.pid = static_cast<long>(::getpid());
-  r.threads = torch::get_num_threads();
-  r.interop_threads = torch::get_num_interop_threads();
-  r.cores = static_cast<int>(std::thread::hardware_concurrency());
-  r.collective_wait = comm ? comm->wait_mode() : CollectiveWait::block;
+  RankRecord r = rank_identity(ctx, comm);
   r.peak_memory = o.peak_memory;
   r.memory_at_reset = o.memory_at_reset;
   r.comm_buffer_bytes = sync.buffer_bytes();
@@ -140,23 +189,12 @@ RankRecord my_record(const comm::RankContext& ctx, const comm::Communicator* com
 
 int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, const RankRunOptions& opts) {
   if (spec_in.model_parallel()) return run_pipeline_rank(spec_in, ctx, opts);
-  spec_in.validate();
-  if (ctx.world_size != spec_in.world_size)
-    throw InputError(fmt::format("--world-size: {} but the launcher started {} ranks", spec_in.world_size,
-                                 ctx.world_size));
+  RankStart start = start_rank(spec_in, ctx);
   const int rank = ctx.rank;
-  const Faults faults = Faults::from_env(rank);
-  if (faults.never_joins())
-    while (true) std::this_thread::sleep_for(std::chrono::hours(1));
-  engine::Watchdog watchdog(rank, spec_in.timeout + 2.0);
+  const Faults& faults = start.faults;
+  engine::Watchdog& watchdog = *start.watchdog;
 
-  // --- the rank: threads, device, memory tracker, the job's communicator, the workload ---------
-  torch::set_num_threads(spec_in.threads_per_rank);
-  engine::use_exact_fp32();  // no TF32 (engine/exact_math.hpp)
-  try {
-    torch::set_num_interop_threads(1);  // as the profiler's ranks (only possible before any parallel work)
-  } catch (const c10::Error&) {
-  }
+  // --- the rank: device, memory tracker, the job's communicator, the workload --------------------
   RunSpec spec = spec_in;
   spec.seed = spec_in.seed + (faults.perturb_seed ? 1 : 0);  // the data stream this rank reads
   workloads::WorkloadConfig wcfg = spec.workload;
@@ -182,25 +220,10 @@ int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, co
   };
 
   // --- rank agreement --------------------------------------------------------------------------
-  const json identity = identity_of(spec, id, spec.seed, hash_tensors(params));
-  std::vector<json> identities{identity};
-  if (comm) {
-    identities.clear();
-    for (const auto& s : comm->allgather_strings(identity.dump())) identities.push_back(json::parse(s));
-  }
-  std::vector<CheckRecord> checks{agreement_check(spec, id, spec.seed, identities)};
-  RunFacts facts;
-  facts.spec = spec;
-  facts.workload = WorkloadFacts{id.hash, id.kind, id.param_count, id.param_bytes};
-  if (checks.front().status == Status::fail) {
-    RunRecord stopped;
-    stopped.spec = spec;
-    stopped.facts = facts.workload;
-    stopped.checks = checks;
-    add_not_run_checks(stopped.checks, "not run: the ranks disagree (rank_agreement), so no training ran");
-    stopped.stopped = "rank agreement failed";
-    return finish(&stopped, false);
-  }
+  AgreedStart agreed = agree_on_identity(spec, id, hash_tensors(params), comm.get());
+  if (agreed.stopped) return finish(&*agreed.stopped, false);
+  std::vector<CheckRecord> checks = std::move(agreed.checks);
+  RunFacts facts = std::move(agreed.facts);
 
   // --- training ----------------------------------------------------------------------------------
   auto sync = make_sync(spec, comm.get(), params, faults);

@@ -13,12 +13,16 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "comm/rank_env.hpp"
+#include "engine/watchdog.hpp"
+#include "runner/faults.hpp"
+#include "runner/record_checks.hpp"
 #include "runner/run_record.hpp"
 #include "runner/run_spec.hpp"
 
@@ -56,6 +60,26 @@ nlohmann::json identity_of(const RunSpec& spec, const WorkloadIdentity& id, std:
                            const std::string& params_hash);
 CheckRecord agreement_check(const RunSpec& spec, const WorkloadIdentity& id, std::uint64_t seed,
                             const std::vector<nlohmann::json>& identities);
+// Every rank's identity gathered over `comm` (null: this rank alone) and checked: the check and
+// the run's facts so far, and when the ranks disagree the record of the stopped run (every other
+// check not run) for rank 0 to deliver.
+struct AgreedStart {
+  std::vector<CheckRecord> checks;
+  RunFacts facts;
+  std::optional<RunRecord> stopped;
+};
+AgreedStart agree_on_identity(const RunSpec& spec, const WorkloadIdentity& id, const std::string& params_hash,
+                            comm::Communicator* comm);
+// What every validation rank does first: the spec checked (InputError) and against the launch,
+// this rank's test faults (a rank told never to join sleeps here), its watchdog (limit: --timeout
+// + 2 s), torch's threads set and TF32 off.
+struct RankStart {
+  Faults faults;
+  std::unique_ptr<engine::Watchdog> watchdog;
+};
+RankStart start_rank(const RunSpec& spec, const comm::RankContext& ctx);
+// Who this rank is (host, pid, threads, how it waits for collectives): a RankRecord's first fields.
+RankRecord rank_identity(const comm::RankContext& ctx, const comm::Communicator* comm);
 // The job's communicator after a rendezvous that names missing ranks (null at world_size 1).
 std::unique_ptr<comm::Communicator> join(const RunSpec& spec, const comm::RankContext& ctx, const std::string& device,
                                          const RankRunOptions& opts);
