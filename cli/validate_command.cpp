@@ -239,7 +239,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   sub->add_option("--partial-window", o->partial_window,
                   "Last partial window: run (normalised by its real samples/tokens) | drop");
   sub->add_option("--pp", o->pp,
-                  "Pipeline stages (built-in gpt): world_size = pp x dp, ranks pp-outermost; accum_steps are the "
+                  "Pipeline stages (built-in gpt): world_size = pp x tp x dp, ranks pp-outermost; accum_steps are the "
                   "microbatches");
   sub->add_option("--virtual-stages", o->virtual_stages, "Model chunks per pipeline rank (interleaved-1f1b)");
   sub->add_option("--tp", o->tp,
