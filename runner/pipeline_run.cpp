@@ -438,7 +438,7 @@ json stage_json(const Place& at, int rank, const std::vector<model::PipeOp>& ord
 }
 
 // Rank 0: the pipeline's checks and measure from every rank's stage_json.
-void pipeline_checks(const RunSpec& spec, const std::vector<json>& stages, bool cpu, const std::vector<RankRecord>& ranks,
+void pipeline_checks(const RunSpec& spec, const std::vector<json>& stages, bool cpu,
                      RunRecord& rec) {
   const Count p = spec.pp, v = spec.virtual_stages, m = spec.accum_steps, dp = spec.data_parallel();
   const auto sched = model::schedule_ops(spec.schedule, p, v, m);
@@ -528,7 +528,6 @@ void pipeline_checks(const RunSpec& spec, const std::vector<json>& stages, bool 
                       {"optimizer_peak", s.at("optimizer_peak")}, {"chunks", s.at("chunk_parts")}});
     pm.ranks.push_back(std::move(sr));
   }
-  (void)ranks;
   pm.makespan = median(makespans);
   pm.bubble_fraction = median(bubbles);
   pm.predicted_makespan = sim.makespan;
@@ -669,15 +668,7 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
   at.replica = (rank / at.tp) % at.dp;
   at.t = rank % at.tp;
 
-  auto finish = [&](const RunRecord* record, bool ok) -> int {
-    int code = ok ? 0 : 1;
-    if (rank == 0 && opts.deliver && record) code = opts.deliver(*record);
-    if (rank == 0)
-      world->store().set("validate/verdict", std::to_string(code));
-    else
-      code = std::atoi(world->store().get("validate/verdict").c_str());
-    return code;
-  };
+  auto finish = [&](const RunRecord* record, bool ok) { return share_verdict(rank, world.get(), opts, record, ok); };
 
   // --- rank agreement --------------------------------------------------------------------------
   AgreedStart agreed = agree_on_identity(spec, id, hash_tensors(all_params), world.get());
@@ -751,7 +742,6 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
   std::vector<WindowFigures> timed;
   std::vector<model::PipeOp> order0;
   Count in_flight = 0;
-  std::vector<double> fwd_samples_c(static_cast<std::size_t>(at.v)), bwd_samples_c(fwd_samples_c);
   std::vector<std::vector<double>> fwd_ops(static_cast<std::size_t>(at.v)), bwd_ops(fwd_ops.size());
   std::optional<WindowChecks> step0;
   std::string grads_hash0;
@@ -895,7 +885,7 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
   facts.launch = opts.launch;
   add_record_checks(checks, facts, ranks, *step0, std::nullopt);
   RunRecord record = assemble_run(facts, std::move(checks), ranks);
-  pipeline_checks(spec, stages, device.is_cpu(), ranks, record);
+  pipeline_checks(spec, stages, device.is_cpu(), record);
   return finish(&record, record.ok);
 }
 

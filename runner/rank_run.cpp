@@ -108,6 +108,17 @@ RankRecord rank_identity(const comm::RankContext& ctx, const comm::Communicator*
   return r;
 }
 
+int share_verdict(int rank, comm::Communicator* comm, const RankRunOptions& opts, const RunRecord* record, bool ok) {
+  int code = ok ? 0 : 1;
+  if (rank == 0 && opts.deliver && record) code = opts.deliver(*record);
+  if (!comm) return code;
+  if (rank == 0)
+    comm->store().set("validate/verdict", std::to_string(code));
+  else
+    code = std::atoi(comm->store().get("validate/verdict").c_str());
+  return code;
+}
+
 AgreedStart agree_on_identity(const RunSpec& spec, const WorkloadIdentity& id, const std::string& params_hash,
                             comm::Communicator* comm) {
   const json identity = identity_of(spec, id, spec.seed, params_hash);
@@ -207,17 +218,7 @@ int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, co
   const auto params = workload->parameters();
   const WorkloadIdentity& id = workload->identity();
 
-  auto finish = [&](const RunRecord* record, bool ok) -> int {
-    int code = ok ? 0 : 1;
-    if (rank == 0 && opts.deliver && record) code = opts.deliver(*record);
-    if (comm) {
-      if (rank == 0)
-        comm->store().set("validate/verdict", std::to_string(code));
-      else
-        code = std::atoi(comm->store().get("validate/verdict").c_str());
-    }
-    return code;
-  };
+  auto finish = [&](const RunRecord* record, bool ok) { return share_verdict(rank, comm.get(), opts, record, ok); };
 
   // --- rank agreement --------------------------------------------------------------------------
   AgreedStart agreed = agree_on_identity(spec, id, hash_tensors(params), comm.get());

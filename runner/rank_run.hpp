@@ -78,6 +78,9 @@ struct RankStart {
   std::unique_ptr<engine::Watchdog> watchdog;
 };
 RankStart start_rank(const RunSpec& spec, const comm::RankContext& ctx);
+// The run's exit code on every rank: rank 0 delivers `record` (opts.deliver decides the code;
+// else 0 when `ok`, 1 otherwise) and publishes the code through the store, the others read it.
+int share_verdict(int rank, comm::Communicator* comm, const RankRunOptions& opts, const RunRecord* record, bool ok);
 // Who this rank is (host, pid, threads, how it waits for collectives): a RankRecord's first fields.
 RankRecord rank_identity(const comm::RankContext& ctx, const comm::Communicator* comm);
 // The job's communicator after a rendezvous that names missing ranks (null at world_size 1).
