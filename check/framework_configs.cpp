@@ -3,11 +3,16 @@
 
 #include <cctype>
 #include <charconv>
+#include <filesystem>
 #include <map>
 #include <regex>
+#include <sstream>
+
+#include <toml++/toml.h>
 
 #include <fmt/format.h>
 
+#include "check/deepspeed_config.hpp"
 #include "check/structured_text.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -325,81 +330,63 @@ FrameworkConfig load_nemo_config(const std::string& path) {
   return fc;
 }
 
-json parse_toml(const std::string& text, const std::string& what) {
-  json out = json::object();
-  std::string table;
-  std::size_t line_no = 0, pos = 0;
-  auto trim = [](std::string s) {
-    const auto a = s.find_first_not_of(" \t\r");
-    if (a == std::string::npos) return std::string();
-    const auto b = s.find_last_not_of(" \t\r");
-    return s.substr(a, b - a + 1);
-  };
-  auto scalar = [&](const std::string& v) -> json {
-    if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) return v.substr(1, v.size() - 2);
-    if (v == "true") return true;
-    if (v == "false") return false;
-    std::string num;
-    for (char ch : v)
-      if (ch != '_') num += ch;
-    long long i = 0;
-    auto [e1, ec1] = std::from_chars(num.data(), num.data() + num.size(), i);
-    if (ec1 == std::errc() && e1 == num.data() + num.size()) return i;
-    char* end = nullptr;
-    const double d = std::strtod(num.c_str(), &end);
-    if (!num.empty() && end == num.c_str() + num.size()) return d;
-    throw InputError(fmt::format("{}:{}: '{}' is not a TOML value this reader knows (string, number, boolean, array)",
-                                 what, line_no, v));
-  };
-  while (pos <= text.size()) {
-    const auto nl = text.find('\n', pos);
-    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-    pos = nl == std::string::npos ? text.size() + 1 : nl + 1;
-    ++line_no;
-    // A # outside quotes starts a comment.
-    char q = 0;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-      if (q) {
-        if (line[i] == q) q = 0;
-      } else if (line[i] == '"' || line[i] == '\'') {
-        q = line[i];
-      } else if (line[i] == '#') {
-        line.resize(i);
-        break;
-      }
-    }
-    line = trim(line);
-    if (line.empty()) continue;
-    if (line.front() == '[') {
-      if (line.size() < 3 || line.back() != ']' || line[1] == '[')
-        throw InputError(fmt::format("{}:{}: '{}': expected a [table] header", what, line_no, line));
-      table = trim(line.substr(1, line.size() - 2));
-      continue;
-    }
-    const auto eq = line.find('=');
-    if (eq == std::string::npos) throw InputError(fmt::format("{}:{}: '{}': expected key = value", what, line_no, line));
-    const std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
-    if (key.empty() || value.empty()) throw InputError(fmt::format("{}:{}: '{}': expected key = value", what, line_no, line));
-    json v;
-    if (value.front() == '[') {
-      if (value.back() != ']') throw InputError(fmt::format("{}:{}: arrays must close on their line", what, line_no));
-      v = json::array();
-      const std::string body = trim(value.substr(1, value.size() - 2));
-      std::size_t s = 0;
-      while (!body.empty() && s <= body.size()) {
-        const auto comma = body.find(',', s);
-        const std::string item = trim(body.substr(s, comma == std::string::npos ? std::string::npos : comma - s));
-        if (!item.empty()) v.push_back(scalar(item));
-        if (comma == std::string::npos) break;
-        s = comma + 1;
-      }
-    } else {
-      v = scalar(value);
-    }
-    const std::string full = table.empty() ? key : table + "." + key;
-    if (out.contains(full)) throw InputError(fmt::format("{}:{}: '{}' is set twice", what, line_no, full));
-    out[full] = v;
+namespace {
+
+// One TOML value as JSON: strings, integers, floats, booleans, dates and times (as their TOML
+// text), arrays of them; tables are flattened by the caller.
+json toml_value(const toml::node& n, const std::string& what, const std::string& key) {
+  if (auto v = n.as_string()) return v->get();
+  if (auto v = n.as_integer()) return v->get();
+  if (auto v = n.as_floating_point()) return v->get();
+  if (auto v = n.as_boolean()) return v->get();
+  if (auto v = n.as_date()) {
+    std::ostringstream s;
+    s << v->get();
+    return s.str();
   }
+  if (auto v = n.as_time()) {
+    std::ostringstream s;
+    s << v->get();
+    return s.str();
+  }
+  if (auto v = n.as_date_time()) {
+    std::ostringstream s;
+    s << v->get();
+    return s.str();
+  }
+  if (auto a = n.as_array()) {
+    json out = json::array();
+    for (const toml::node& e : *a) {
+      if (e.is_table() || e.is_array_of_tables())
+        throw InputError(fmt::format("{}:{}: '{}': arrays of tables are not read here", what, n.source().begin.line, key));
+      out.push_back(toml_value(e, what, key));
+    }
+    return out;
+  }
+  throw InputError(fmt::format("{}:{}: '{}': not a TOML value this reader knows", what, n.source().begin.line, key));
+}
+
+void flatten_toml(const toml::table& t, const std::string& prefix, const std::string& what, json& out) {
+  for (const auto& [k, node] : t) {
+    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (const toml::table* sub = node.as_table()) flatten_toml(*sub, key, what, out);
+    else if (node.is_array_of_tables())
+      throw InputError(fmt::format("{}:{}: [[{}]]: arrays of tables are not read here", what, node.source().begin.line, key));
+    else out[key] = toml_value(node, what, key);
+  }
+}
+
+}  // namespace
+
+json parse_toml(const std::string& text, const std::string& what) {
+  toml::table t;
+  try {
+    t = toml::parse(text, what);
+  } catch (const toml::parse_error& e) {
+    throw InputError(fmt::format("{}:{}: {}", what, e.source().begin.line, e.description()));
+  }
+  json out = json::object();
+  flatten_toml(t, "", what, out);
   return out;
 }
 
@@ -447,6 +434,10 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
                     src + " data_parallel_shard_degree x data_parallel_replicate_degree");
   else if (replicate > 1)
     in.sharding.set(ShardingChoice{}, src + " data_parallel_replicate_degree (DDP)");
+  else if (get("parallelism.fsdp_reshard_after_forward") && get("parallelism.fsdp_reshard_after_forward")->is_string() &&
+           get("parallelism.fsdp_reshard_after_forward")->get<std::string>() == "never")
+    in.sharding.set(ShardingChoice{Sharding::zero2, 0},
+                    src + " data_parallel_shard_degree, fsdp_reshard_after_forward \"never\" (FSDP2 ZeRO-2)");
   else
     in.sharding.set(ShardingChoice{Sharding::zero3, 0}, src + " data_parallel_shard_degree (FSDP2)");
   if (auto v = get("parallelism.pipeline_parallel_schedule")) {
@@ -457,12 +448,12 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
                                    path, s));
     in.schedule.set(parse_schedule(s, path + ": parallelism.pipeline_parallel_schedule"),
                     src + " parallelism.pipeline_parallel_schedule");
-    if (s == "Interleaved1F1B") in.virtual_stages.set(2, src + " (Interleaved1F1B: 2 stages per rank, torchtitan's default)");
+    if (s == "Interleaved1F1B")
+      in.virtual_stages.set(2, src + " (Interleaved1F1B: 2 stages per rank, torchtitan's default without "
+                                     "pipeline_parallel_layers_per_stage)");
   } else if (in.pp && *in.pp > 1) {
     in.schedule.set(Schedule::one_f_one_b, src + " (pipeline_parallel_schedule default 1F1B)");
   }
-  if (auto v = count("parallelism.pipeline_parallel_layers_per_stage"); v && in.pp)
-    (void)v;  // stages from layers: the even split is what this reader prices
   // The batch: local_batch_size per data-parallel rank and step; microbatches of
   // pipeline_parallel_microbatch_size (pp > 1), else one micro-batch of local_batch_size.
   const auto local = count("training.local_batch_size") ? count("training.local_batch_size") : count("training.batch_size");
@@ -507,10 +498,339 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
     for (auto& ch : f) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     fc.builtin_model = "builtin:llama3-" + f;
     if (auto seq = count("training.seq_len")) fc.builtin_model += fmt::format("@{}", *seq);
+    // Interleaved stages per rank from pipeline_parallel_layers_per_stage (transformer blocks per
+    // stage): v = layers / (pp x that).
+    const auto per = count("parallelism.pipeline_parallel_layers_per_stage");
+    if (per && in.pp && *in.pp > 1 && in.schedule && *in.schedule == Schedule::interleaved_1f1b) {
+      const Count layers = model::builtin_spec("llama3-" + f).layers;
+      if (layers % (*in.pp * *per) != 0)
+        throw InputError(fmt::format("{}: parallelism.pipeline_parallel_layers_per_stage {}: {}'s {} layers do not split "
+                                     "into pp {} x stages of {}",
+                                     path, *per, fc.builtin_model, layers, *in.pp, *per));
+      in.virtual_stages.set(layers / (*in.pp * *per),
+                            src + " (model layers / (pipeline_parallel_degree x pipeline_parallel_layers_per_stage))");
+    }
   } else if (!name.empty()) {
     fc.warnings.push_back(fmt::format("{}: model {} {} is not one this tool knows (llama3 8B, 70B, 405B): the model "
                                       "comes from --spec",
                                       path, name, flavor));
+  }
+  return fc;
+}
+
+namespace {
+
+FrameworkConfig framework_file(ConfigKind kind, const std::string& path, const std::string& text, Framework fw) {
+  FrameworkConfig fc;
+  fc.kind = kind;
+  fc.text = text;
+  fc.path = path;
+  fc.framework = fw;
+  fc.hash = hex64(fnv1a64(text));
+  return fc;
+}
+
+// A DeepSpeed config inside a trainer's file: its stage, strategy, offload and precision.
+void apply_deepspeed(CheckInputs& in, const DeepSpeedConfig& ds, const std::string& src) {
+  const DeepSpeedPlan plan = deepspeed_plan(ds);
+  in.framework.set(Framework::deepspeed, src);
+  in.sharding.set(plan.sharding, src + " " + plan.sharding_source);
+  in.strategy.set(plan.strategy, src + " " + plan.strategy_source);
+  if (plan.precision) in.precision.set(*plan.precision, src + " " + plan.precision_source);
+  if (plan.checkpointing) in.checkpointing.set(*plan.checkpointing, src + " " + plan.checkpointing_source);
+  if (ds.offload_optimizer) in.offload_optimizer.set(true, src + " offload_optimizer");
+  if (ds.offload_params) in.offload_params.set(true, src + " offload_param");
+  if (ds.train_micro_batch_size_per_gpu) in.micro_batch.set(*ds.train_micro_batch_size_per_gpu, src + " train_micro_batch_size_per_gpu");
+  if (ds.gradient_accumulation_steps) in.accum_steps.set(*ds.gradient_accumulation_steps, src + " gradient_accumulation_steps");
+  if (ds.train_batch_size) in.global_batch.set(*ds.train_batch_size, src + " train_batch_size");
+}
+
+bool flag_of(const json& v, const std::string& field) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (s == "true" || s == "yes") return true;
+    if (s == "false" || s == "no") return false;
+  }
+  throw InputError(fmt::format("{}: expected true or false, got {}", field, v.dump()));
+}
+
+std::string upper(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// FSDP's sharding strategy by name (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD,
+// HYBRID_SHARD_ZERO2) or Accelerate's number for it (1-5, in that order).
+ShardingChoice fsdp_sharding(const json& v, const std::string& field) {
+  std::string s = v.is_number_integer() ? std::to_string(v.get<long long>()) : v.is_string() ? upper(v.get<std::string>()) : "";
+  if (s == "1" || s == "FULL_SHARD") return {Sharding::zero3, 0};
+  if (s == "2" || s == "SHARD_GRAD_OP") return {Sharding::zero2, 0};
+  if (s == "3" || s == "NO_SHARD") return {};
+  if (s == "4" || s == "5" || s == "HYBRID_SHARD" || s == "HYBRID_SHARD_ZERO2") return {Sharding::hsdp, 0};
+  throw InputError(fmt::format("{}: {} is not an FSDP sharding strategy (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, "
+                               "HYBRID_SHARD, HYBRID_SHARD_ZERO2)",
+                               field, v.dump()));
+}
+
+std::string resolve_beside(const std::string& file, const std::string& rel) {
+  namespace fs = std::filesystem;
+  const fs::path p(rel);
+  return p.is_absolute() ? rel : (fs::path(file).parent_path() / p).string();
+}
+
+}  // namespace
+
+FrameworkConfig load_hf_training_args(const std::string& path) {
+  const std::string text = read_text_file(path, "--hf-args");
+  const json doc = parse_structured_text(text, TextFormat::json, path);
+  if (!doc.is_object()) throw InputError(fmt::format("{}: expected a JSON object of TrainingArguments fields", path));
+  FrameworkConfig fc = framework_file(ConfigKind::hf_args, path, text, Framework::ddp);
+  const std::string src = "hf args " + path;
+  CheckInputs& in = fc.inputs;
+  auto has = [&](const char* k) { return doc.contains(k) && !doc[k].is_null(); };
+  if (has("per_device_train_batch_size"))
+    in.micro_batch.set(positive(doc["per_device_train_batch_size"], path + ": per_device_train_batch_size"),
+                       src + " per_device_train_batch_size");
+  if (has("gradient_accumulation_steps"))
+    in.accum_steps.set(positive(doc["gradient_accumulation_steps"], path + ": gradient_accumulation_steps"),
+                       src + " gradient_accumulation_steps");
+  const bool bf16 = has("bf16") && flag_of(doc["bf16"], path + ": bf16");
+  const bool fp16 = has("fp16") && flag_of(doc["fp16"], path + ": fp16");
+  if (bf16 && fp16) throw InputError(fmt::format("{}: bf16 and fp16 are both true: set one", path));
+  in.precision.set(bf16 ? Precision::bf16 : fp16 ? Precision::fp16 : Precision::fp32,
+                   bf16 ? src + " bf16" : fp16 ? src + " fp16" : src + " (neither bf16 nor fp16)");
+  const bool ckpt = has("gradient_checkpointing") && flag_of(doc["gradient_checkpointing"], path + ": gradient_checkpointing");
+  in.checkpointing.set(ckpt ? Checkpointing::full : Checkpointing::none,
+                       src + (ckpt ? " gradient_checkpointing" : " (gradient_checkpointing false)"));
+  if (has("learning_rate")) {
+    if (!doc["learning_rate"].is_number() || !(doc["learning_rate"].get<double>() > 0))
+      throw InputError(fmt::format("{}: learning_rate: expected a positive number, got {}", path, doc["learning_rate"].dump()));
+    in.lr.set(doc["learning_rate"].get<double>(), src + " learning_rate");
+  }
+  // The data-parallel engine: DeepSpeed, FSDP or DDP (the Trainer accumulates under no_sync()).
+  std::string fsdp;
+  if (has("fsdp")) {
+    const json& f = doc["fsdp"];
+    if (f.is_string()) fsdp = f.get<std::string>();
+    else if (f.is_array())
+      for (const auto& w : f) fsdp += (w.is_string() ? w.get<std::string>() : w.dump()) + " ";
+    else if (!(f.is_boolean() && !f.get<bool>()))
+      throw InputError(fmt::format("{}: fsdp: expected a string such as \"full_shard auto_wrap\", got {}", path, f.dump()));
+  }
+  if (has("deepspeed") && !fsdp.empty())
+    throw InputError(fmt::format("{}: deepspeed and fsdp are both set: the Trainer runs one of them", path));
+  if (has("deepspeed")) {
+    const json& d = doc["deepspeed"];
+    if (d.is_string()) {
+      const std::string ds_path = resolve_beside(path, d.get<std::string>());
+      apply_deepspeed(in, load_deepspeed_config(ds_path), src + " deepspeed " + ds_path);
+    } else if (d.is_object()) {
+      apply_deepspeed(in, deepspeed_from_json(d, path + ": deepspeed"), src + " deepspeed");
+    } else {
+      throw InputError(fmt::format("{}: deepspeed: expected a config path or object, got {}", path, d.dump()));
+    }
+    fc.framework = Framework::deepspeed;
+  } else {
+    const bool fsdp_on = !fsdp.empty() && fsdp.find("no_shard") == std::string::npos;
+    ShardingChoice sc;
+    if (fsdp.find("full_shard") != std::string::npos) sc = {Sharding::zero3, 0};
+    else if (fsdp.find("shard_grad_op") != std::string::npos) sc = {Sharding::zero2, 0};
+    else if (fsdp.find("hybrid_shard") != std::string::npos) sc = {Sharding::hsdp, 0};
+    else if (fsdp_on)
+      throw InputError(fmt::format("{}: fsdp \"{}\": expected full_shard, shard_grad_op, hybrid_shard or no_shard", path, fsdp));
+    if (fsdp.find("offload") != std::string::npos)
+      fc.warnings.push_back(fmt::format("{}: fsdp offload is not priced (the parameters are counted on the device)", path));
+    fc.framework = fsdp.empty() ? Framework::ddp : Framework::fsdp;
+    in.framework.set(fc.framework, src + (fsdp.empty() ? " (no fsdp or deepspeed: DDP)" : " fsdp"));
+    in.sharding.set(sc, src + (fsdp.empty() ? " (DDP)" : " fsdp"));
+    in.strategy.set(Strategy::overlap, src + " (the Trainer accumulates under no_sync())");
+  }
+  return fc;
+}
+
+FrameworkConfig load_accelerate_config(const std::string& path) {
+  const std::string text = read_text_file(path, "--accelerate-config");
+  const json doc = parse_structured_text(text, TextFormat::detect, path);
+  if (!doc.is_object()) throw InputError(fmt::format("{}: expected Accelerate's config mapping (distributed_type: ...)", path));
+  FrameworkConfig fc = framework_file(ConfigKind::accelerate, path, text, Framework::ddp);
+  const std::string src = "accelerate config " + path;
+  CheckInputs& in = fc.inputs;
+  auto has = [&](const json& o, const char* k) { return o.is_object() && o.contains(k) && !o[k].is_null(); };
+  if (!has(doc, "distributed_type"))
+    throw InputError(fmt::format("{}: no distributed_type (Accelerate requires one: NO, MULTI_GPU, FSDP, DEEPSPEED)", path));
+  const std::string type = upper(doc["distributed_type"].is_string() ? doc["distributed_type"].get<std::string>()
+                                                                      : doc["distributed_type"].dump());
+  if (type != "NO" && type != "MULTI_GPU" && type != "MULTI_CPU" && type != "FSDP" && type != "DEEPSPEED")
+    throw InputError(fmt::format("{}: distributed_type {}: priced here are NO, MULTI_GPU, MULTI_CPU, FSDP and DEEPSPEED",
+                                 path, type));
+  if (has(doc, "num_processes")) {
+    const json& n = doc["num_processes"];
+    if (!(n.is_number_integer() && n.get<long long>() == -1))
+      in.world_size.set(positive(n, path + ": num_processes"), src + " num_processes");
+  } else if (type == "NO") {
+    in.world_size.set(1, src + " (distributed_type NO: one process)");
+  }
+  if (has(doc, "mixed_precision")) {
+    const std::string m = doc["mixed_precision"].is_string() ? doc["mixed_precision"].get<std::string>() : doc["mixed_precision"].dump();
+    if (m != "no" && m != "fp16" && m != "bf16" && m != "fp8" && m != "false")
+      throw InputError(fmt::format("{}: mixed_precision '{}': expected no, fp16, bf16 or fp8", path, m));
+    in.precision.set(m == "bf16" ? Precision::bf16 : m == "fp16" ? Precision::fp16 : m == "fp8" ? Precision::fp8 : Precision::fp32,
+                     src + " mixed_precision");
+  } else {
+    in.precision.set(Precision::fp32, src + " (no mixed_precision)");
+  }
+  if (type == "FSDP") {
+    const json f = doc.value("fsdp_config", json::object());
+    ShardingChoice sc{Sharding::zero3, 0};
+    std::string how = " (fsdp_sharding_strategy default FULL_SHARD)";
+    if (has(f, "fsdp_sharding_strategy")) {
+      sc = fsdp_sharding(f["fsdp_sharding_strategy"], path + ": fsdp_config.fsdp_sharding_strategy");
+      how = " fsdp_config.fsdp_sharding_strategy";
+    } else if (has(f, "fsdp_reshard_after_forward")) {
+      const json& r = f["fsdp_reshard_after_forward"];
+      sc = r.is_boolean() ? ShardingChoice{r.get<bool>() ? Sharding::zero3 : Sharding::zero2, 0}
+                          : fsdp_sharding(r, path + ": fsdp_config.fsdp_reshard_after_forward");
+      how = " fsdp_config.fsdp_reshard_after_forward";
+    }
+    const bool v2 = has(f, "fsdp_version") && f["fsdp_version"].is_number_integer() && f["fsdp_version"].get<long long>() == 2;
+    fc.framework = v2 ? Framework::fsdp2 : Framework::fsdp;
+    in.framework.set(fc.framework, src + " distributed_type FSDP" + (v2 ? " fsdp_version 2" : ""));
+    in.sharding.set(sc, src + how);
+    in.strategy.set(Strategy::overlap, src + " (Accelerate accumulates under no_sync())");
+    const bool ckpt = has(f, "fsdp_activation_checkpointing") &&
+                      flag_of(f["fsdp_activation_checkpointing"], path + ": fsdp_config.fsdp_activation_checkpointing");
+    in.checkpointing.set(ckpt ? Checkpointing::full : Checkpointing::none, src + " fsdp_config.fsdp_activation_checkpointing");
+    if (has(f, "fsdp_offload_params") && flag_of(f["fsdp_offload_params"], path + ": fsdp_config.fsdp_offload_params"))
+      fc.warnings.push_back(fmt::format("{}: fsdp_offload_params is not priced (the parameters are counted on the device)", path));
+  } else if (type == "DEEPSPEED") {
+    const json d = doc.value("deepspeed_config", json::object());
+    if (has(d, "deepspeed_config_file")) {
+      const std::string ds_path = resolve_beside(path, d["deepspeed_config_file"].get<std::string>());
+      apply_deepspeed(in, load_deepspeed_config(ds_path), src + " deepspeed_config_file " + ds_path);
+    } else {
+      json ds = json::object();
+      ds["zero_optimization"] = json{{"stage", has(d, "zero_stage") ? d["zero_stage"] : json(0)}};
+      for (const auto& [key, section] : {std::pair{"offload_optimizer_device", "offload_optimizer"},
+                                         std::pair{"offload_param_device", "offload_param"}})
+        if (has(d, key) && d[key].is_string() && d[key].get<std::string>() != "none")
+          ds["zero_optimization"][section] = json{{"device", d[key]}};
+      if (in.precision && *in.precision == Precision::bf16) ds["bf16"] = json{{"enabled", true}};
+      if (in.precision && *in.precision == Precision::fp16) ds["fp16"] = json{{"enabled", true}};
+      apply_deepspeed(in, deepspeed_from_json(ds, path + ": deepspeed_config"), src + " deepspeed_config");
+    }
+    if (has(d, "gradient_accumulation_steps"))
+      in.accum_steps.set(positive(d["gradient_accumulation_steps"], path + ": deepspeed_config.gradient_accumulation_steps"),
+                         src + " deepspeed_config.gradient_accumulation_steps");
+    fc.framework = Framework::deepspeed;
+  } else {
+    in.framework.set(Framework::ddp, src + " distributed_type " + type);
+    in.sharding.set(ShardingChoice{}, src + " distributed_type " + type);
+    in.strategy.set(Strategy::overlap, src + " (Accelerate accumulates under no_sync())");
+  }
+  return fc;
+}
+
+FrameworkConfig load_lightning_config(const std::string& path) {
+  const std::string text = read_text_file(path, "--lightning-config");
+  const json doc = parse_structured_text(text, TextFormat::detect, path);
+  if (!doc.is_object()) throw InputError(fmt::format("{}: expected a mapping (LightningCLI's trainer: section)", path));
+  const bool cli = doc.contains("trainer");
+  const json t = cli ? doc["trainer"] : doc;
+  const std::string at = cli ? "trainer." : "";
+  if (!t.is_object()) throw InputError(fmt::format("{}: trainer: expected the Trainer's arguments as a mapping", path));
+  FrameworkConfig fc = framework_file(ConfigKind::lightning, path, text, Framework::ddp);
+  const std::string src = "lightning config " + path;
+  CheckInputs& in = fc.inputs;
+  auto has = [&](const json& o, const char* k) { return o.is_object() && o.contains(k) && !o[k].is_null(); };
+  // devices x num_nodes: an integer, a list of device ids, or "auto"/-1 (the machine's: unknown).
+  std::optional<Count> devices;
+  if (has(t, "devices")) {
+    const json& d = t["devices"];
+    if (d.is_array()) devices = static_cast<Count>(d.size());
+    else if (d.is_number_integer() && d.get<long long>() >= 1) devices = static_cast<Count>(d.get<long long>());
+    else if (d.is_string() && d.get<std::string>() != "auto" && d.get<std::string>() != "-1")
+      devices = positive(d, path + ": " + at + "devices");
+  }
+  const Count nodes = has(t, "num_nodes") ? positive(t["num_nodes"], path + ": " + at + "num_nodes") : 1;
+  if (devices) in.world_size.set(*devices * nodes, src + " " + at + "devices x " + at + "num_nodes");
+  if (has(t, "accumulate_grad_batches"))
+    in.accum_steps.set(positive(t["accumulate_grad_batches"], path + ": " + at + "accumulate_grad_batches"),
+                       src + " " + at + "accumulate_grad_batches");
+  if (cli && doc.contains("data") && has(doc["data"], "batch_size"))
+    in.micro_batch.set(positive(doc["data"]["batch_size"], path + ": data.batch_size"), src + " data.batch_size");
+  // precision: 32 / "32-true", "bf16-mixed" / "bf16", "16-mixed" / 16; "*-true" half weights too.
+  if (has(t, "precision")) {
+    std::string p = t["precision"].is_string() ? t["precision"].get<std::string>() : t["precision"].dump();
+    const Precision prec = p.rfind("bf16", 0) == 0                                   ? Precision::bf16
+                           : (p.rfind("16", 0) == 0 || p.rfind("fp16", 0) == 0)     ? Precision::fp16
+                           : p.rfind("transformer-engine", 0) == 0                  ? Precision::fp8
+                           : (p.rfind("32", 0) == 0 || p.rfind("64", 0) == 0)       ? Precision::fp32
+                                                                                    : Precision::fp8;
+    if (prec == Precision::fp8 && p.rfind("transformer-engine", 0) != 0)
+      throw InputError(fmt::format("{}: {}precision '{}': expected 32-true, bf16-mixed, 16-mixed (or 32, bf16, 16)", path,
+                                   at, p));
+    in.precision.set(prec, src + " " + at + "precision");
+  } else {
+    in.precision.set(Precision::fp32, src + " (precision default 32-true)");
+  }
+  // strategy: a name, or {class_path, init_args}.
+  std::string name = "auto";
+  json init = json::object();
+  if (has(t, "strategy")) {
+    const json& s = t["strategy"];
+    if (s.is_string()) {
+      name = s.get<std::string>();
+    } else if (s.is_object() && s.contains("class_path") && s["class_path"].is_string()) {
+      const std::string cp = s["class_path"].get<std::string>();
+      name = cp.find("FSDPStrategy") != std::string::npos        ? "fsdp"
+             : cp.find("DeepSpeedStrategy") != std::string::npos ? "deepspeed"
+             : cp.find("DDPStrategy") != std::string::npos       ? "ddp"
+                                                                 : cp;
+      init = s.value("init_args", json::object());
+    } else {
+      throw InputError(fmt::format("{}: {}strategy: expected a name (ddp, fsdp, deepspeed_stage_2, ...) or class_path "
+                                   "and init_args",
+                                   path, at));
+    }
+  }
+  const std::string where = src + " " + at + "strategy";
+  if (name == "auto" || name == "single_device" || name.rfind("ddp", 0) == 0) {
+    fc.framework = Framework::ddp;
+    in.framework.set(Framework::ddp, where);
+    in.sharding.set(ShardingChoice{}, where);
+    in.strategy.set(Strategy::overlap, where + " (Lightning accumulates DDP under no_sync())");
+  } else if (name.rfind("fsdp", 0) == 0) {
+    fc.framework = Framework::fsdp;
+    in.framework.set(Framework::fsdp, where);
+    in.sharding.set(has(init, "sharding_strategy") ? fsdp_sharding(init["sharding_strategy"], path + ": strategy.init_args.sharding_strategy")
+                                                   : ShardingChoice{Sharding::zero3, 0},
+                    where + (has(init, "sharding_strategy") ? ".init_args.sharding_strategy" : " (FULL_SHARD)"));
+    in.strategy.set(Strategy::every_step, where + " (Lightning blocks the sync of DDP models only: FSDP reduces on every "
+                                                   "micro-batch)");
+  } else if (name.rfind("deepspeed", 0) == 0) {
+    Count stage = 2;  // Lightning's "deepspeed" is stage 2
+    bool offload = name.find("offload") != std::string::npos;
+    if (const auto at_stage = name.find("stage_"); at_stage != std::string::npos) stage = name[at_stage + 6] - '0';
+    if (has(init, "stage")) stage = positive(init["stage"], path + ": strategy.init_args.stage");
+    if (has(init, "offload_optimizer") && flag_of(init["offload_optimizer"], path + ": strategy.init_args.offload_optimizer"))
+      offload = true;
+    if (stage > 3) throw InputError(fmt::format("{}: {}strategy {}: DeepSpeed stages are 0-3", path, at, name));
+    // Lightning's DeepSpeedStrategy overlaps the reduction with the backward unless told not to.
+    const bool overlap = !has(init, "overlap_comm") || flag_of(init["overlap_comm"], path + ": strategy.init_args.overlap_comm");
+    json ds = json{{"zero_optimization", json{{"stage", stage}, {"overlap_comm", overlap}}}};
+    if (offload) ds["zero_optimization"]["offload_optimizer"] = json{{"device", "cpu"}};
+    if ((offload && stage == 3 && name != "deepspeed") ||
+        (has(init, "offload_parameters") && flag_of(init["offload_parameters"], path + ": strategy.init_args.offload_parameters")))
+      ds["zero_optimization"]["offload_param"] = json{{"device", "cpu"}};
+    if (in.precision && *in.precision == Precision::bf16) ds["bf16"] = json{{"enabled", true}};
+    if (in.precision && *in.precision == Precision::fp16) ds["fp16"] = json{{"enabled", true}};
+    apply_deepspeed(in, deepspeed_from_json(ds, where), where);
+    fc.framework = Framework::deepspeed;
+  } else {
+    throw InputError(fmt::format("{}: {}strategy '{}': priced here are auto, ddp*, fsdp and deepspeed[_stage_N[_offload]]",
+                                 path, at, name));
   }
   return fc;
 }
@@ -520,6 +840,9 @@ const char* completed_name(ConfigKind k) {
     case ConfigKind::megatron_args: return "megatron_args.sh";
     case ConfigKind::nemo: return "nemo_config.yaml";
     case ConfigKind::torchtitan: return "torchtitan.toml";
+    case ConfigKind::hf_args: return "hf_training_args.json";
+    case ConfigKind::accelerate: return "accelerate_config.yaml";
+    case ConfigKind::lightning: return "lightning_trainer.yaml";
   }
   return "config";
 }
@@ -644,6 +967,12 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
       }
       if (l.cp > 1 || fc.inputs.cp) set_toml(t, "parallelism", "context_parallel_degree", n(l.cp));
       break;
+    case ConfigKind::hf_args:
+    case ConfigKind::accelerate:
+    case ConfigKind::lightning:
+      throw InputError(fmt::format("{}: tune completes Megatron-LM, NeMo and torchtitan files; for this trainer's file use "
+                                   "tune --emit",
+                                   fc.path));
   }
   return t;
 }

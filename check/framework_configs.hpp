@@ -20,7 +20,8 @@
 //     seq_length, make_vocab_size_divisible_by is ignored}, trainer.{devices, num_nodes, precision
 //     (bf16-mixed, 16-mixed, 32)}, model.optim.name distributed_fused_adam (zero1).
 //   torchtitan TOML (--torchtitan-config FILE): [parallelism] data_parallel_shard_degree (-1:
-//     the rest), data_parallel_replicate_degree, tensor_parallel_degree, pipeline_parallel_degree,
+//     the rest), data_parallel_replicate_degree, fsdp_reshard_after_forward ("never": zero2),
+//     tensor_parallel_degree, pipeline_parallel_degree,
 //     pipeline_parallel_schedule (GPipe, 1F1B, Interleaved1F1B), pipeline_parallel_microbatch_size,
 //     context_parallel_degree; [training] local_batch_size (per data-parallel rank),
 //     global_batch_size, seq_len, mixed_precision_param; [activation_checkpoint] mode;
@@ -40,7 +41,7 @@
 
 namespace gaccum::check {
 
-enum class ConfigKind { megatron_args, nemo, torchtitan };
+enum class ConfigKind { megatron_args, nemo, torchtitan, hf_args, accelerate, lightning };
 
 struct FrameworkConfig {
   ConfigKind kind = ConfigKind::megatron_args;
@@ -57,6 +58,25 @@ struct FrameworkConfig {
 FrameworkConfig load_megatron_args(const std::string& path);
 FrameworkConfig load_nemo_config(const std::string& path);
 FrameworkConfig load_torchtitan_config(const std::string& path);
+// The trainers' files (check only; what `tune --emit` writes, check/framework_emit.hpp):
+//   HF TrainingArguments JSON (--hf-args): per_device_train_batch_size, gradient_accumulation_steps,
+//     bf16 / fp16, gradient_checkpointing (full), learning_rate, fsdp ("full_shard" zero3,
+//     "shard_grad_op" zero2, "hybrid_shard" hsdp within a node, "no_shard"; strategy overlap: the
+//     Trainer accumulates under no_sync()) or deepspeed (a config path, relative to the file, or
+//     an object: its stage, offload and precision). No world size: --world-size or the launcher's.
+//   Accelerate config YAML (--accelerate-config): distributed_type NO | MULTI_GPU | FSDP |
+//     DEEPSPEED, num_processes (all machines), mixed_precision, fsdp_config
+//     (fsdp_sharding_strategy by name or number, fsdp_reshard_after_forward for fsdp_version 2,
+//     fsdp_activation_checkpointing), deepspeed_config (zero_stage, gradient_accumulation_steps,
+//     offload devices, deepspeed_config_file). The micro-batch is the script's (-b).
+//   Lightning Trainer YAML (--lightning-config; a LightningCLI config's trainer:, or the
+//     Trainer's arguments at the top): devices x num_nodes, strategy (ddp*, fsdp, deepspeed_stage_N
+//     [_offload], or class_path FSDPStrategy / DeepSpeedStrategy with init_args), precision,
+//     accumulate_grad_batches; data.batch_size when the DataModule takes one (else -b). Lightning
+//     blocks the gradient sync of DDP models only: FSDP reduces on every micro-batch.
+FrameworkConfig load_hf_training_args(const std::string& path);
+FrameworkConfig load_accelerate_config(const std::string& path);
+FrameworkConfig load_lightning_config(const std::string& path);
 
 // The file completed with a configuration (tune's pick): the batch (micro_batch, global batch;
 // torchtitan's local_batch_size = b x m with a pipeline, b without), the layout (tp, pp, v, schedule, sequence parallel)
@@ -67,9 +87,10 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
 // The completed file's name in tune's --out: megatron_args.sh, nemo_config.yaml, torchtitan.toml.
 const char* completed_name(ConfigKind k);
 
-// Minimal TOML (what torchtitan configs use): [table] and [a.b] headers, key = value with strings
-// ("..." or '...'), integers, floats, booleans and one-line arrays; # comments. Keys as
-// "table.key". InputError naming the file and line on anything else.
+// A TOML document (toml++, Debian's libtomlplusplus-dev) as one flat JSON object: keys as
+// "table.key" (nested and inline tables flattened), values strings, integers, floats, booleans,
+// dates as text and arrays of them. InputError naming the file and line of a syntax error (toml++'s
+// description), and of an array of tables.
 nlohmann::json parse_toml(const std::string& text, const std::string& what);
 
 }  // namespace gaccum::check

@@ -263,12 +263,17 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
     const std::string t = !fc.torchtitan_config.empty() ? fc.torchtitan_config
                           : job && job->torchtitan_config ? *job->torchtitan_config
                                                           : "";
-    if (int(!m.empty()) + int(!n.empty()) + int(!t.empty()) + int(!ds_path.empty()) > 1)
-      throw InputError("--megatron-args, --nemo-config, --torchtitan-config and --deepspeed-config: give the one config "
-                       "the job launches with");
+    if (int(!m.empty()) + int(!n.empty()) + int(!t.empty()) + int(!ds_path.empty()) + int(!fc.hf_args.empty()) +
+            int(!fc.accelerate_config.empty()) + int(!fc.lightning_config.empty()) >
+        1)
+      throw InputError("--megatron-args, --nemo-config, --torchtitan-config, --hf-args, --accelerate-config, "
+                       "--lightning-config and --deepspeed-config: give the one config the job launches with");
     if (!m.empty()) fwc = check::load_megatron_args(m);
     else if (!n.empty()) fwc = check::load_nemo_config(n);
     else if (!t.empty()) fwc = check::load_torchtitan_config(t);
+    else if (!fc.hf_args.empty()) fwc = check::load_hf_training_args(fc.hf_args);
+    else if (!fc.accelerate_config.empty()) fwc = check::load_accelerate_config(fc.accelerate_config);
+    else if (!fc.lightning_config.empty()) fwc = check::load_lightning_config(fc.lightning_config);
     if (fwc) {
       out.warnings.insert(out.warnings.end(), fwc->warnings.begin(), fwc->warnings.end());
       ds_hash = fwc->hash;
@@ -553,7 +558,8 @@ void add_check_command(CLI::App& app, Action& action) {
   auto* sub = app.add_subcommand("check", "Pre-launch gate: check a job's batch, memory, ranks, LR and efficiency");
   sub->add_option("--job", o->job, "Job file (JSON or YAML; schema: examples/jobs/, check/job.hpp)");
   sub->add_option("--deepspeed-config", o->deepspeed_config, "DeepSpeed config (batch fields, optimizer, ZeRO)");
-  add_framework_config_flags(sub, o->fw_config, "the layout, batch, recompute, precision, and the model when whole");
+  add_framework_config_flags(sub, o->fw_config, "the layout, batch, recompute, precision, and the model when whole",
+                             true);
   add_layout_flags(sub, o->layout);
   sub->add_option("--profile", o->profile, "Measured profile.json (from `gaccum-tune profile`)");
   sub->add_option("--spec", o->spec, "Analytic transformer spec.json, or a HuggingFace config.json (needs --cluster)");

@@ -78,11 +78,21 @@ ParallelLayout parse_layout(const LayoutFlags& f, bool allow_auto) {
 
 ParallelLayout layout_from_flags(const LayoutFlags& f) { return parse_layout(f, false); }
 
-void add_framework_config_flags(CLI::App* sub, FrameworkConfigFlags& f, const std::string& what) {
+void add_framework_config_flags(CLI::App* sub, FrameworkConfigFlags& f, const std::string& what, bool trainer_files) {
   sub->add_option("--megatron-args", f.megatron_args, "Megatron-LM arguments (a command line or arguments file): " + what);
   sub->add_option("--nemo-config", f.nemo_config, "NeMo / Megatron-Bridge YAML (model: and trainer: fields): " + what);
   sub->add_option("--torchtitan-config", f.torchtitan_config,
                   "torchtitan TOML ([parallelism], [training], [activation_checkpoint], [model] llama3 flavors): " + what);
+  if (!trainer_files) return;
+  sub->add_option("--hf-args", f.hf_args,
+                  "HF Trainer TrainingArguments JSON (per_device_train_batch_size, gradient_accumulation_steps, "
+                  "bf16/fp16, fsdp or deepspeed): " + what);
+  sub->add_option("--accelerate-config", f.accelerate_config,
+                  "Accelerate config YAML (distributed_type, num_processes, mixed_precision, fsdp_config, "
+                  "deepspeed_config): " + what);
+  sub->add_option("--lightning-config", f.lightning_config,
+                  "Lightning Trainer YAML (trainer: devices, num_nodes, strategy, precision, accumulate_grad_batches): " +
+                      what);
 }
 
 std::vector<ParallelLayout> layouts_from_flags(const LayoutFlags& f, const std::vector<ParallelLayout>& candidates) {

@@ -31,10 +31,14 @@ void add_layout_flags(CLI::App* sub, LayoutFlags& f);
 
 // --megatron-args, --nemo-config, --torchtitan-config (check/framework_configs.hpp); `what` says
 // what the subcommand does with the file.
+// check also reads the trainers' files (--hf-args, --accelerate-config, --lightning-config:
+// what tune --emit writes), with `trainer_files`.
 struct FrameworkConfigFlags {
   std::string megatron_args, nemo_config, torchtitan_config;
+  std::string hf_args, accelerate_config, lightning_config;
 };
-void add_framework_config_flags(CLI::App* sub, FrameworkConfigFlags& f, const std::string& what);
+void add_framework_config_flags(CLI::App* sub, FrameworkConfigFlags& f, const std::string& what,
+                                bool trainer_files = false);
 // InputError naming the flag for a bad value (and for `auto`, which only tune searches).
 ParallelLayout layout_from_flags(const LayoutFlags& f);
 // tune: `--tp auto` / `--pp auto` search those dimensions over the model's candidates (the

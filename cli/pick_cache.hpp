@@ -3,7 +3,7 @@
 //         {"schema": "gaccum-tune/tune-pick", "workload_hash", "result": absolute path of the
 //          tune's result.json, "created_utc"}
 // Why: profile -> tune -> validate is one journey: `validate` on the same workload without
-//      -b/-k/-p runs tune's pick (validate --from-tune on that result, top 1), not an arbitrary
+//      -b/-k/-p, --strategy or --sharding runs tune's pick (validate --from-tune on that result, top 1), not an arbitrary
 //      default.
 #pragma once
 

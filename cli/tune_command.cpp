@@ -32,6 +32,7 @@
 
 #include "check/deepspeed_tune.hpp"
 #include "check/framework_configs.hpp"
+#include "check/framework_emit.hpp"
 #include "cli/pick_cache.hpp"
 #include "cli/command.hpp"
 #include "cli/model_flags.hpp"
@@ -96,6 +97,7 @@ struct TuneOptions {
   std::string deepspeed_config;  // --deepspeed-config: pins what it fixes, written back completed
   LayoutFlags layout;            // --tp, --pp, --cp, --virtual-stages, --schedule, --sequence-parallel, --stage-layers
   FrameworkConfigFlags fw_config;  // a framework's config: pins what it fixes, written back completed
+  std::string emit;                // --emit hf,accelerate,...: the pick in the frameworks' own files
 };
 
 // ---- --megatron-args / --nemo-config / --torchtitan-config (check/framework_configs.hpp) ---------
@@ -418,16 +420,6 @@ void apply_deepspeed(const TuneOptions& o, DeepSpeedInput& d, tuner::TuneRequest
 // here, so the pick goes to the pre-launch gate `check` with its flags (or the completed
 // DeepSpeed config).
 
-std::string shell_word(const std::string& s) {
-  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || std::string_view("_./:=,@%+-").find(ch) != std::string_view::npos;
-  });
-  if (plain) return s;
-  std::string q = "'";
-  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return q + "'";
-}
-
 // The spec flags of the tune command line, for check: --spec or --model-config, with --seq-len.
 std::string spec_flags(const TuneOptions& o) {
   const auto& f = o.source;
@@ -471,6 +463,83 @@ std::string next_command(const TuneOptions& o, const tuner::TuneResult& r, const
   return cmd;
 }
 
+// ---- --emit (check/framework_emit.hpp) ---------------------------------------------------------
+
+// The model flags `check` needs beside an emitted file: what tune priced (spec and cluster, or
+// the profile / workload / TorchScript model).
+std::string check_model_flags(const TuneOptions& o) {
+  std::string cmd;
+  if (!o.source.spec_file().empty()) {
+    cmd = spec_flags(o);
+    if (!o.source.mfu.empty()) cmd += " --mfu " + shell_word(o.source.mfu);
+  } else if (!o.source.profile.empty()) {
+    cmd = " --profile " + shell_word(o.source.profile);
+  } else if (o.source.ts.given()) {
+    cmd = " --torchscript " + shell_word(o.source.ts.file);
+    if (!o.source.ts.input_shape.empty()) cmd += " --input-shape " + shell_word(o.source.ts.input_shape);
+    for (const auto& in : o.source.ts.inputs) cmd += " --input " + shell_word(in);
+    if (!o.source.ts.target.empty()) cmd += " --target " + shell_word(o.source.ts.target);
+  } else {
+    cmd = " --workload " + shell_word(o.source.workload.empty() ? std::string(kDefaultWorkload) : o.source.workload);
+  }
+  if (!o.source.cluster.empty()) cmd += " --cluster " + shell_word(o.source.cluster);
+  return cmd;
+}
+
+// For each format, the best ranked plan it runs (tune's pick when it runs there), as written.
+struct EmitChoice {
+  check::EmitFormat format;
+  check::EmitPlan plan;
+  std::size_t position = 0;  // in the ranking (0: the pick)
+  std::string pick_refusal;  // why the pick itself does not run there
+};
+// `skipped`: with --emit all, the formats no ranked plan runs on and why (named formats are an
+// InputError instead).
+std::vector<EmitChoice> choose_emit_plans(const std::vector<check::EmitFormat>& formats, const TuneOptions& o,
+                                          const tuner::TuneResult& r, const LoadedModel& l,
+                                          std::vector<std::string>& skipped) {
+  std::string emit_words = o.emit;
+  for (auto& ch : emit_words) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const bool all = emit_words.find("all") != std::string::npos;
+  std::optional<model::TransformerSpec> spec;
+  if (!o.source.spec_file().empty())
+    spec = model::load_spec(o.source.spec_file(), o.source.seq_len.empty() ? 0 : parse_positive_count(o.source.seq_len, "--seq-len"),
+                            !o.source.model_config.empty());
+  std::vector<EmitChoice> out;
+  for (const check::EmitFormat f : formats) {
+    std::optional<EmitChoice> got;
+    std::string first_why;
+    for (std::size_t at = 0; at < r.search.ranking.size() && !got; ++at) {
+      const model::Config& c = r.search.candidates[r.search.ranking[at]].config();
+      check::EmitPlan p;
+      p.pick = c;
+      p.precision = c.precision.value_or(r.info.plans.own_precision());
+      p.checkpointing = c.checkpointing.value_or(r.info.plans.own_checkpointing());
+      p.model = spec;
+      if (l.cluster) {
+        p.gpus_per_node = l.cluster->gpus_per_node;
+        p.gpus_per_node_assumed = false;
+      }
+      const tuner::LrAdvice lr = tuner::recommend_lr(r.request.lr_reference, r.request.optimizer, c.global_batch(),
+                                                     r.request.dataset_size);
+      if (lr.available) p.lr = lr.lr;
+      std::string why;
+      if (check::emit_framework(f, p, &why)) got = EmitChoice{f, p, at, first_why};
+      else if (at == 0) first_why = why;
+    }
+    if (!got && all) {
+      skipped.push_back(fmt::format("{}: not written: no plan tune ranked runs there ({})", check::traits(f).file, first_why));
+      continue;
+    }
+    if (!got)
+      throw InputError(fmt::format("--emit {}: no plan tune ranked runs there ({}); tune again with --framework naming "
+                                   "what {} runs, or drop {} from --emit",
+                                   check::traits(f).name, first_why, check::traits(f).display, check::traits(f).name));
+    out.push_back(*got);
+  }
+  return out;
+}
+
 int run_tune(const TuneOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const fs::path out(o.out);
@@ -478,6 +547,20 @@ int run_tune(const TuneOptions& o) {
   if (!o.deepspeed_config.empty()) output_names.push_back(kDeepSpeedOutput);
   const std::optional<check::FrameworkConfig> fwc = load_framework_config(o);
   if (fwc) output_names.push_back(check::completed_name(fwc->kind));
+  const std::vector<check::EmitFormat> emit =
+      o.emit.empty() ? std::vector<check::EmitFormat>{} : check::parse_emit_formats(o.emit);
+  if (!emit.empty() && fwc)
+    throw InputError(fmt::format("--emit with {}: tune writes that file completed ({}); drop --emit or the config",
+                                 fwc->path, check::completed_name(fwc->kind)));
+  for (const check::EmitFormat f : emit) {
+    if (f == check::EmitFormat::deepspeed && !o.deepspeed_config.empty())
+      throw InputError("--emit deepspeed with --deepspeed-config: tune writes the given config completed as "
+                       "deepspeed_config.json; drop deepspeed from --emit");
+    output_names.push_back(check::traits(f).file);
+    if (f == check::EmitFormat::hf) output_names.push_back("hf_deepspeed_config.json");
+    if (f == check::EmitFormat::accelerate) output_names.push_back("accelerate_deepspeed_config.json");
+  }
+  if (!emit.empty()) output_names.push_back("launch.sh");
   reports::check_outputs(out, output_names, o.force);  // refuse before any expensive work
   std::optional<DeepSpeedInput> ds = load_deepspeed(o);
   {
@@ -521,6 +604,10 @@ int run_tune(const TuneOptions& o) {
                                    o.source.cluster.empty() ? "" : " --cluster " + shell_word(o.source.cluster),
                                    result.best().config().world_size);
   }
+  // Every emitted file is made before any is written (a refusal leaves --out untouched).
+  std::vector<std::string> emit_skipped;
+  const std::vector<EmitChoice> emitted = choose_emit_plans(emit, o, result, l, emit_skipped);
+  const std::string model_flags = emitted.empty() ? std::string() : check_model_flags(o);
   const std::string json = reports::print_json(result, ctx);
   std::vector<reports::OutputFile> files = {
       {"result.csv", reports::print_csv(reports::make_rows(result))},
@@ -533,7 +620,14 @@ int run_tune(const TuneOptions& o) {
     const Count layers = fwc->model ? fwc->model->layers : 0;
     files.push_back({check::completed_name(fwc->kind), check::complete_framework_config(*fwc, result.best().config(), layers)});
   }
+  std::vector<std::pair<check::EmitFormat, check::EmitPlan>> launch;
+  for (const EmitChoice& e : emitted) {
+    for (auto& f : check::emit_files(e.format, e.plan)) files.push_back({f.name, f.text});
+    launch.emplace_back(e.format, e.plan);
+  }
+  if (!launch.empty()) files.push_back({"launch.sh", check::launch_script(launch, model_flags)});
   const auto written = reports::write_outputs(out, files, o.force);
+  if (!launch.empty()) fs::permissions(out / "launch.sh", fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
   // validate on this workload without -b/-k/-p runs this pick (cli/pick_cache.hpp).
   if (l.profile) record_tune_pick(l.model->info().workload_hash, out / "result.json");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -548,6 +642,20 @@ int run_tune(const TuneOptions& o) {
                l.source["path"].get<std::string>());
   fmt::print("\nReports ({} configs, {:.2f} s):\n", result.search.candidates.size(), seconds);
   for (const auto& p : written) fmt::print("  {}\n", p.string());
+  if (!emitted.empty()) {
+    fmt::print("\nFramework files (launch.sh runs each; check reads each back before the launch):\n");
+    const double best = result.best().prediction.throughput;
+    for (const EmitChoice& e : emitted) {
+      const auto& pred = result.search.candidates[result.search.ranking[e.position]].prediction;
+      std::string which = "the pick";
+      if (e.position > 0)
+        which = fmt::format("plan #{} of the ranking, {:.1f}% below the pick's throughput (the pick: {})", e.position + 1,
+                            best > 0 ? 100.0 * (1.0 - pred.throughput / best) : 0.0, e.pick_refusal);
+      fmt::print("  {:<24} {}\n    {}\n", check::traits(e.format).file, which,
+                 check::check_command(e.format, e.plan, o.out, model_flags));
+    }
+  }
+  for (const auto& line : emit_skipped) fmt::print("  {}\n", line);
   if (!o.source.spec_file().empty())
     fmt::print("\nNext: a spec cannot run on this machine; gate the launch with the pick's plan:\n  {}\n", ctx.next_command);
   else
@@ -618,6 +726,9 @@ void add_tune_command(CLI::App& app, Action& action) {
   sub->add_option("--cost-per-device-hour", o->cost_per_device_hour, "Price per device-hour [default: cluster's]");
   sub->add_option("--top", o->top, "Picks shown and explained");
   sub->add_option("--out", o->out, "Output directory for result.csv, result.json, result.md, report.html");
+  sub->add_option("--emit", o->emit,
+                  "Write the pick in the frameworks' own files, a comma list of hf, accelerate, lightning, torchtitan, "
+                  "megatron, deepspeed (or all), with launch.sh; `check` reads each back");
   sub->add_flag("--force", o->force, "Replace the reports of an earlier run in --out");
   sub->add_flag("--json", o->json, "Print the JSON result instead of the terminal report");
   sub->footer(

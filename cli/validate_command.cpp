@@ -76,8 +76,10 @@ double parse_percent(const std::string& text, const char* flag) {
 
 // Which of the run's settings the command line gave (the rest may come from tune's pick).
 struct GivenFlags {
-  bool workload = false, world_size = false, micro_batch = false, accum_steps = false, strategy = false;
-  bool setting() const { return world_size || micro_batch || accum_steps; }
+  bool workload = false, world_size = false, micro_batch = false, accum_steps = false, strategy = false, sharding = false;
+  // A setting of the run given: tune's cached pick is not run instead of it (a --sharding or
+  // --strategy given beside a pick would otherwise be ignored, and the run not the one asked for).
+  bool setting() const { return world_size || micro_batch || accum_steps || strategy || sharding; }
 };
 
 int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
@@ -173,7 +175,8 @@ int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
       o.from_tune = pick->string();
       o.top = 1;
       o.prediction_is_verdict = !o.profile_path.empty();
-      std::cout << fmt::format("validate: the pick of the last tune on this workload ({}); -b/-k/-p validate another\n",
+      std::cout << fmt::format("validate: the pick of the last tune on this workload ({}); -b/-k/-p, --strategy or --sharding "
+                               "validate another\n",
                                pick->string());
     }
   }
@@ -259,6 +262,7 @@ void add_validate_command(CLI::App& app, Action& action) {
     given.micro_batch = sub->get_option("--micro-batch")->count() > 0;
     given.accum_steps = sub->get_option("--accum-steps")->count() > 0;
     given.strategy = sub->get_option("--strategy")->count() > 0;
+    given.sharding = sub->get_option("--sharding")->count() > 0;
     action = [o, given] { return run_validate(*o, given); };
   });
 }

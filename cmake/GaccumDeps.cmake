@@ -13,6 +13,8 @@ if(NOT TARGET CLI11::CLI11)
   target_include_directories(CLI11::CLI11 SYSTEM INTERFACE "${CLI11_INCLUDE_DIR}")
 endif()
 find_package(yaml-cpp REQUIRED)
+# TOML (torchtitan configs): Debian's libtomlplusplus-dev.
+find_package(tomlplusplus 3 REQUIRED)
 if(NOT TARGET yaml-cpp::yaml-cpp)
   add_library(yaml-cpp::yaml-cpp INTERFACE IMPORTED)
   target_link_libraries(yaml-cpp::yaml-cpp INTERFACE yaml-cpp)

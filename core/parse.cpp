@@ -1,6 +1,7 @@
 // What/why: see parse.hpp. Every error message is one line: field, value, what is expected.
 #include "core/parse.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -229,6 +230,16 @@ MemoryCap parse_memory_cap(std::string_view text, std::string_view field) {
     if (*cap.absolute == 0) fail(field, text, "a size above 0 bytes");
   }
   return cap;
+}
+
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || std::string_view("_./:=,@%+-").find(ch) != std::string_view::npos;
+  });
+  if (plain) return s;
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
 }
 
 }  // namespace gaccum

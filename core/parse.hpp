@@ -43,4 +43,8 @@ struct MemoryCap {
 };
 MemoryCap parse_memory_cap(std::string_view text, std::string_view field);
 
+// `s` as one POSIX shell word: as is when it holds only [A-Za-z0-9_./:=,@%+-], else single-quoted
+// (a ' written '\''), so a printed command runs as printed.
+std::string shell_word(const std::string& s);
+
 }  // namespace gaccum

@@ -3,7 +3,7 @@
 # the exit-code matrix and every bad-input case, a golden JSON verdict, a two-rank --distributed
 # run started like torchrun, and a libFuzzer run over the job / DeepSpeed / profile parsers.
 gaccum_test(unit_check LABEL unit SOURCES unit/test_check_parsers.cpp unit/test_check_checks.cpp
-                                           unit/test_framework_configs.cpp LIBS gaccum::check)
+                                           unit/test_framework_configs.cpp unit/test_framework_emit.cpp LIBS gaccum::check)
 
 set(G $<TARGET_FILE:gaccum-tune>)
 set(D "${CMAKE_CURRENT_SOURCE_DIR}/data")

@@ -13,3 +13,9 @@ gaccum_cli_test(journey-64-gpus 0 "JOURNEY-64-GPUS-OK" --
 gaccum_cli_test(journey-hf-deepspeed 0 "JOURNEY-HF-DEEPSPEED-OK" --
   "${CMAKE_CURRENT_SOURCE_DIR}/journeys/hf_deepspeed.sh" ${G} ${J}/hf-ds ${JX}
   "${CMAKE_CURRENT_SOURCE_DIR}/data/check/ds-hf-auto.json")
+# tune --emit and check reading each file back; the frameworks' own loaders when
+# GACCUM_FRAMEWORKS_PYTHON names a python that has them (scripts/test-torch2 installs them).
+gaccum_cli_test(journey-emit-frameworks 0 "JOURNEY-EMIT-OK" --
+  "${CMAKE_CURRENT_SOURCE_DIR}/journeys/emit_frameworks.sh" ${G} ${J}/emit ${JX}
+  "${CMAKE_CURRENT_SOURCE_DIR}/frameworks/parse_emitted.py" "$ENV{GACCUM_FRAMEWORKS_PYTHON}")
+set_tests_properties("cli: journey-emit-frameworks" PROPERTIES LABELS "integration;frameworks")

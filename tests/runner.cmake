@@ -46,6 +46,11 @@ gaccum_cli_test(validate-bad-device 2 "--device" --one-line-stderr -- ${_v} --de
 gaccum_cli_test(validate-bad-sharding 2 "--sharding: unknown sharding 'zero4'" --one-line-stderr -- ${_v} --sharding zero4)
 gaccum_cli_test(validate-zero1-every-step 2 "--sharding: zero1 with every-step: zero1 keeps full gradients" --one-line-stderr --
                 ${_v} --sharding zero1 --strategy every-step)
+# With tune's pick cached for the workload, a --sharding/--strategy given is still the run asked
+# for (once ignored: the pick ran instead, exit 0).
+gaccum_cli_test(validate-plan-flags-beat-cached-pick 2 "--sharding: zero1 with every-step: zero1 keeps full gradients" -- sh -c
+  "rm -rf \"$1\" && export XDG_CACHE_HOME=\"$1/cache\" && \"$0\" tune --workload mlp-small --global-batch 32 --out \"$1/t\" > /dev/null && \"$0\" validate --workload mlp-small -o \"$1/v.json\" --sharding zero1 --strategy every-step"
+  ${G} ${CMAKE_CURRENT_BINARY_DIR}/pick-vs-flags)
 gaccum_cli_test(validate-sharding-one-rank 2 "--sharding: zero2 at world_size 1: there is nothing to shard across" --one-line-stderr --
                 ${_v} --sharding zero2 --world-size 1)
 gaccum_cli_test(validate-hsdp-no-group 2 "--sharding: hsdp needs its shard group size" --one-line-stderr --
