@@ -479,6 +479,8 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
   } else {
     in.precision.set(Precision::bf16, src + " (mixed_precision_param default bfloat16)");
   }
+  if (auto v = get("optimizer.lr"); v && v->is_number() && v->get<double>() > 0)
+    in.lr.set(v->get<double>(), src + " optimizer.lr");
   if (auto v = get("activation_checkpoint.mode")) {
     const std::string m = v->is_string() ? v->get<std::string>() : "";
     if (m != "none" && m != "selective" && m != "full")

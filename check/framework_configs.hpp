@@ -24,7 +24,7 @@
 //     tensor_parallel_degree, pipeline_parallel_degree,
 //     pipeline_parallel_schedule (GPipe, 1F1B, Interleaved1F1B), pipeline_parallel_microbatch_size,
 //     context_parallel_degree; [training] local_batch_size (per data-parallel rank),
-//     global_batch_size, seq_len, mixed_precision_param; [activation_checkpoint] mode;
+//     global_batch_size, seq_len, mixed_precision_param; [optimizer] lr; [activation_checkpoint] mode;
 //     [model] name + flavor: llama3 8B, 70B and 405B are known (model/spec_model.hpp
 //     builtin_spec), other models need --spec. Sharding: shard degree > 1 is zero3 (hsdp with a
 //     replicate degree > 1). The microbatches of one step: local_batch_size /

@@ -277,6 +277,9 @@ std::string torchtitan_toml(const EmitPlan& p) {
   t += "\n[training]\n";
   if (p.model) t += fmt::format("seq_len = {}\n", p.model->seq_len);
   t += fmt::format("mixed_precision_param = \"{}\"\n", p.precision == Precision::bf16 ? "bfloat16" : "float32");
+  const Optimizer opt = p.model ? p.model->optimizer : Optimizer::adam;
+  if (p.lr && (opt == Optimizer::adam || opt == Optimizer::adamw))
+    t += fmt::format("\n[optimizer]\nname = \"{}\"\nlr = {}\n", opt == Optimizer::adam ? "Adam" : "AdamW", *p.lr);
   t += "\n[parallelism]\n";
   if (p.pick.sharding.sharding == Sharding::zero2) t += "fsdp_reshard_after_forward = \"never\"\n";
   const ParallelLayout& l = p.pick.layout;
@@ -381,7 +384,10 @@ std::optional<Framework> emit_framework(EmitFormat f, const EmitPlan& p, std::st
     case EmitFormat::accelerate:
     case EmitFormat::lightning: fw = trainer_framework(f, p, reason); break;
     case EmitFormat::torchtitan:
-      if (p.pick.layout.pp > 1 && p.pick.layout.virtual_stages > 2 && torchtitan_model(p).first.empty())
+      if (!p.model)
+        reason = "torchtitan trains its own model definitions: plan the model as a spec (--spec or --model-config) to "
+                 "write its config";
+      else if (p.pick.layout.pp > 1 && p.pick.layout.virtual_stages > 2 && torchtitan_model(p).first.empty())
         reason = fmt::format("torchtitan sets {} stages per rank through pipeline_parallel_layers_per_stage, read back for "
                              "its llama3 flavors only",
                              p.pick.layout.virtual_stages);
@@ -393,7 +399,10 @@ std::optional<Framework> emit_framework(EmitFormat f, const EmitPlan& p, std::st
         fw = direct(Framework::torchtitan);
       break;
     case EmitFormat::megatron:
-      if (p.pick.offload_optimizer || p.pick.offload_params) reason = "offload is DeepSpeed's here, not Megatron-LM's";
+      if (!p.model)
+        reason = "Megatron-LM trains its own model definitions: plan the model as a spec (--spec or --model-config) to "
+                 "write its arguments";
+      else if (p.pick.offload_optimizer || p.pick.offload_params) reason = "offload is DeepSpeed's here, not Megatron-LM's";
       else fw = direct(Framework::megatron);
       break;
     case EmitFormat::deepspeed:

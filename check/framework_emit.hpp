@@ -13,8 +13,9 @@
 //                                         (launch.sh sets ACCELERATE_GRADIENT_ACCUMULATION_STEPS)
 //     lightning   lightning_trainer.yaml  LightningCLI `trainer:` (devices, num_nodes, strategy,
 //                                         precision, accumulate_grad_batches)
-//     torchtitan  torchtitan.toml         [training], [parallelism], [activation_checkpoint]
-//     megatron    megatron_args.sh        Megatron-LM arguments with the model when it is a spec
+//     torchtitan  torchtitan.toml         [training], [parallelism], [optimizer] lr,
+//                                         [activation_checkpoint] (a model planned as a spec)
+//     megatron    megatron_args.sh        Megatron-LM arguments with the model (a spec)
 //     deepspeed   deepspeed_config.json   batch fields, zero_optimization, bf16/fp16, optimizer
 //     launch.sh: torchrun on nodes x GPUs per node under an #SBATCH header, the HF flags
 //     equivalent to the JSON, and the one `gaccum-tune check` line per file that reads it back.

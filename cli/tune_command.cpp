@@ -482,6 +482,8 @@ std::string check_model_flags(const TuneOptions& o) {
   } else {
     cmd = " --workload " + shell_word(o.source.workload.empty() ? std::string(kDefaultWorkload) : o.source.workload);
   }
+  if (o.source.spec_file().empty() && !o.source.device_memory.empty())
+    cmd += " --device-memory " + shell_word(o.source.device_memory);
   if (!o.source.cluster.empty()) cmd += " --cluster " + shell_word(o.source.cluster);
   return cmd;
 }

@@ -8,7 +8,8 @@
 # sharding, precision), launch.sh and megatron_args.sh must pass bash -n, and a bad --emit name is
 # a one-line error with exit 2. With PY set to a python that has transformers, accelerate,
 # lightning, jsonargparse and deepspeed, the files are also loaded by those libraries
-# (tests/frameworks/parse_emitted.py); otherwise that part says SKIP.
+# (tests/frameworks/parse_emitted.py); otherwise that part says SKIP. A measured profile gets the
+# trainers' files, not Megatron-LM's or torchtitan's (they build their own models).
 # Usage: emit_frameworks.sh GACCUM_TUNE WORK_DIR EXAMPLES_DIR PARSER [PY]
 set -u
 G=$1 W=$2 X=$3 PARSER=$4 PY=${5:-}
@@ -61,6 +62,15 @@ run_checks fsdp.txt
 grep -q -- '--tensor-model-parallel-size 4' big/megatron_args.sh || fail "no tp in the Megatron arguments" big/megatron_args.sh
 grep -q 'hf_training_args.json: not written: no plan tune ranked runs there' big.txt || fail "hf not refused with a reason" big.txt
 run_checks big.txt
+
+# A measured profile (not a spec): the trainers' files are written and read back; Megatron-LM and
+# torchtitan, which build their own models, are not written and say why.
+"$G" tune --profile "$(cd "$(dirname "$0")/.." && pwd)/data/small-profile.json" --global-batch 64 --emit all --out prof \
+  > prof.txt 2>&1 || fail "tune on a profile exit $?" prof.txt
+grep -q 'megatron_args.sh: not written: no plan tune ranked runs there (Megatron-LM trains its own model definitions' prof.txt ||
+  fail "Megatron-LM written for a profiled model" prof.txt
+[ ! -e prof/torchtitan.toml ] || fail "torchtitan written for a profiled model" prof.txt
+run_checks prof.txt
 
 "$G" tune --model-config "$X/hf/gpt2.json" --cluster "$cluster8" --global-batch 64 --emit hf,keras --out bad > bad.txt 2>&1
 code=$?

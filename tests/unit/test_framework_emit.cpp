@@ -62,6 +62,7 @@ CheckInputs read_back(EmitFormat f, const fs::path& dir) {
       if (dp.checkpointing) in.checkpointing.set(*dp.checkpointing, "ds");
       if (ds.offload_optimizer) in.offload_optimizer.set(true, "ds");
       if (ds.offload_params) in.offload_params.set(true, "ds");
+      if (ds.lr) in.lr.set(*ds.lr, "ds");
       return in;
     }
   }
@@ -90,6 +91,7 @@ void require_same(EmitFormat f, const EmitPlan& p, const CheckInputs& in) {
   if (c.layout.pp > 1) CHECK(in.virtual_stages.value.value_or(1) == c.layout.virtual_stages);
   CHECK(in.offload_optimizer.value.value_or(false) == c.offload_optimizer);
   CHECK(in.offload_params.value.value_or(false) == c.offload_params);
+  if (in.lr) CHECK(*in.lr == Approx(p.lr.value_or(-1)));
 }
 
 }  // namespace
@@ -121,6 +123,9 @@ TEST_CASE("tune --emit: the framework under each format, and the plans a format 
   CHECK_FALSE(emit_framework(EmitFormat::hf, tp, &why));
   CHECK(why == "HF Trainer runs data-parallel plans (DDP, FSDP, DeepSpeed); the pick's layout tp 8 needs --emit megatron "
                "or torchtitan");
+  CHECK_FALSE(emit_framework(EmitFormat::megatron, tp, &why));  // no model: Megatron-LM builds its own
+  CHECK_THAT(why, Catch::StartsWith("Megatron-LM trains its own model definitions"));
+  tp.model = model::builtin_spec("llama3-8b");
   CHECK(emit_framework(EmitFormat::megatron, tp) == Framework::megatron);
   CHECK_FALSE(emit_framework(EmitFormat::deepspeed, tp, &why));
   // HYBRID_SHARD is a node's worth of GPUs.
@@ -160,7 +165,8 @@ TEST_CASE("tune --emit: every format's file reads back to the plan it was writte
       plan(8, 2, 8, Strategy::every_step, Sharding::zero2, Precision::fp32),
       plan(3, 1, 1, Strategy::overlap, Sharding::none),
   };
-  plans[3].pick.offload_optimizer = false;
+  plans[1].lr = 3e-4;  // the learning rate scaled from --lr-ref, where a format says it
+  plans[3].lr = 1.5e-4;
   EmitPlan offload = plan(1, 4, 16, Strategy::every_step, Sharding::zero3);
   offload.pick.offload_optimizer = offload.pick.offload_params = true;
   plans.push_back(offload);
@@ -176,6 +182,7 @@ TEST_CASE("tune --emit: every format's file reads back to the plan it was writte
   titan.pick.sharding = ShardingChoice{Sharding::zero3, 0};
   titan.pick.layout.virtual_stages = 4;  // pipeline_parallel_layers_per_stage = 32 / (4 x 4)
   plans.push_back(titan);
+  for (auto& p : plans) p.model = llama;  // Megatron-LM and torchtitan are written for a spec only
   int written = 0;
   for (std::size_t i = 0; i < plans.size(); ++i)
     for (const EmitFormat f : kAllEmitFormats) {
