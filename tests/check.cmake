@@ -231,3 +231,24 @@ gaccum_cli_test(check-job-framework 1 "FAIL    DeepSpeed cannot run strategy ove
 gaccum_cli_test(check-job-framework-bad 2 "job-bad-framework.yaml.framework: unknown framework 'jax'" --one-line-stderr -- sh -c
   "printf 'micro_batch: 1\\nframework: jax\\n' > \"$1/job-bad-framework.yaml\" && exec \"$0\" check --job \"$1/job-bad-framework.yaml\""
   ${G} ${CMAKE_CURRENT_BINARY_DIR})
+
+# The trainers' files (what tune --emit writes): bad fields are one line naming the file and field.
+gaccum_cli_test(check-hf-args-bad-fsdp 2 "hf-bad.json: fsdp \"zero_shard auto_wrap\": expected full_shard, shard_grad_op, hybrid_shard or no_shard$" --one-line-stderr -- sh -c
+  "printf '{\"per_device_train_batch_size\": 2, \"fsdp\": \"zero_shard auto_wrap\"}' > \"$1/hf-bad.json\" && exec \"$0\" check --hf-args \"$1/hf-bad.json\" -p 8"
+  ${G} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-hf-args-bad-batch 2 "hf-bad-b.json: per_device_train_batch_size: expected a positive integer, got 0$" --one-line-stderr -- sh -c
+  "printf '{\"per_device_train_batch_size\": 0}' > \"$1/hf-bad-b.json\" && exec \"$0\" check --hf-args \"$1/hf-bad-b.json\" -p 8"
+  ${G} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-accelerate-bad-type 2 "acc-bad.yaml: distributed_type TPU: priced here are NO, MULTI_GPU, MULTI_CPU, FSDP and DEEPSPEED$" --one-line-stderr -- sh -c
+  "printf 'distributed_type: TPU\\nnum_processes: 8\\n' > \"$1/acc-bad.yaml\" && exec \"$0\" check --accelerate-config \"$1/acc-bad.yaml\" -b 2"
+  ${G} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-lightning-bad-strategy 2 "pl-bad.yaml: trainer.strategy 'horovod': priced here are auto, ddp\\*, fsdp and deepspeed" --one-line-stderr -- sh -c
+  "printf 'trainer:\\n  devices: 8\\n  strategy: horovod\\n' > \"$1/pl-bad.yaml\" && exec \"$0\" check --lightning-config \"$1/pl-bad.yaml\" -b 2"
+  ${G} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-two-trainer-files 2 "give the one config the job launches with$" --one-line-stderr -- sh -c
+  "printf 'trainer:\\n  devices: 8\\n' > \"$1/pl-two.yaml\" && exec \"$0\" check --lightning-config \"$1/pl-two.yaml\" --hf-args \"$1/pl-two.yaml\" -b 2"
+  ${G} ${CMAKE_CURRENT_BINARY_DIR})
+# Lightning: devices x num_nodes is the world size; FSDP reduces on every micro-batch.
+gaccum_cli_test(check-lightning-fsdp 0 "world_size +16 +lightning config .*trainer.devices x trainer.num_nodes.*strategy +every-step +lightning config" -- sh -c
+  "printf 'trainer:\\n  devices: 8\\n  num_nodes: 2\\n  strategy: fsdp\\n  precision: bf16-mixed\\n  accumulate_grad_batches: 4\\n' > \"$1/pl-fsdp.yaml\" && \"$0\" check --lightning-config \"$1/pl-fsdp.yaml\" -b 2 --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" | tr -s '\\n' ' '"
+  ${G} ${CMAKE_CURRENT_BINARY_DIR} ${X})
