@@ -8,7 +8,7 @@ cost model's prediction with the measurement: step time and throughput (mean abs
 percentage error and max), peak memory (mean and max absolute error), and the number of
 configurations predicted to fit the memory cap that exceeded it. Writes one CSV row per
 configuration and a JSON summary; prints one summary line per workload and one overall.
-Why: the numbers users judge the cost model by (README results table). Targets: step time
+Why: the numbers users judge the cost model by (docs/BENCHMARKS.md). Targets: step time
 <= 5% mean and <= 10% max (issue 16); peak memory <= 2% mean and <= 4% max; zero fit-but-exceeded.
 
 Held-out grid (per workload, from its profile): micro_batch values measured by neither the
@@ -43,7 +43,7 @@ the disturbed runs. The noise floor beside each error is the spread of the same 
 in this run. Timings from a busy machine are noise, not results.
 
 Commands:
-  full run (README numbers):  python3 bench/accuracy.py --out-dir bench-out/accuracy
+  full run (docs/BENCHMARKS.md numbers):  python3 bench/accuracy.py --out-dir bench-out/accuracy
   CI smoke (mlp-small, 3 configs, few steps; fails on crashes, broken output or a
   fit-but-exceeded config, never on error percentages):
                               python3 bench/accuracy.py --smoke --out-dir bench-out/accuracy-smoke

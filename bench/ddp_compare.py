@@ -25,7 +25,7 @@ broadcast_buffers=False (the runner does not broadcast buffers) and its default 
 Step time on both sides: per window the slowest rank, median over the timed windows.
 
 Commands:
-  full run (README numbers):  python3 bench/ddp_compare.py --out-dir bench-out/ddp
+  full run (docs/BENCHMARKS.md numbers):  python3 bench/ddp_compare.py --out-dir bench-out/ddp
                               python3 bench/ddp_compare.py --model tiny-cnn --out-dir bench-out/ddp-tiny
   CI smoke (tiny-cnn, b 4 k 2, 4 steps, 1 round; fails on crashes, broken output, a window-0
   loss mismatch or a failed runner check, never on the throughput ratio):

@@ -18,7 +18,7 @@ columns are then marked oversubscribed. Run on a quiet machine: the load average
 is recorded and a warning printed when it says other work ran.
 
 Commands:
-  full run (README numbers):  python3 bench/pipeline.py --out-dir bench-out/pipeline
+  full run (docs/BENCHMARKS.md numbers):  python3 bench/pipeline.py --out-dir bench-out/pipeline
   CI smoke (1 repeat, few steps; fails on a crash, a failed check or memory that is not
   byte-exact, never on timing):
                               python3 bench/pipeline.py --smoke --out-dir bench-out/pipeline-smoke

@@ -22,7 +22,7 @@ Timing rules: world_size <= cores, 1 thread per rank (the profile's threads_per_
 machine (the script warns when the load average says otherwise).
 
 Commands:
-  full run (README numbers):  python3 bench/regret.py --workload mlp-small --global-batch 64 \\
+  full run (docs/BENCHMARKS.md numbers):  python3 bench/regret.py --workload mlp-small --global-batch 64 \\
                                   --out-dir bench-out/regret
                               python3 bench/regret.py --workload gpt-tiny --global-batch 64 \\
                                   --out-dir bench-out/regret-gpt

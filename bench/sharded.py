@@ -26,7 +26,7 @@ since one profile at the start (this VM's cores change speed within seconds: doc
 runs scatter by the machine's minute-to-minute drift.
 
 Commands:
-  full run (README numbers):  python3 bench/sharded.py --out-dir bench-out/sharded
+  full run (docs/BENCHMARKS.md numbers):  python3 bench/sharded.py --out-dir bench-out/sharded
   the model's own error:      python3 bench/sharded.py --profile-each-round --repeats 15 --steps 60
   CI smoke (zero2 every-step and zero3 overlap, 1 repeat, few steps; fails on a crash, a failed
   check or memory that is not byte-exact, never on step-time error):

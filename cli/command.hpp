@@ -34,8 +34,8 @@ void add_calibrate_command(CLI::App& app, Action& action);
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;    // a check failed, a run failed
 inline constexpr int kExitBadInput = 2;  // bad flags, files or fields
-// validate and profile (a launched rank failed; gaccum::RankFailure carries them, README.md "Exit
-// codes"): 86 a rank died, 87 a rank ran out of memory, 88 a rank hung (comm/launcher.hpp,
+// validate and profile (a launched rank failed; gaccum::RankFailure carries them,
+// docs/exit-codes.md): 86 a rank died, 87 a rank ran out of memory, 88 a rank hung (comm/launcher.hpp,
 // engine/rank_error.hpp); a rank's own exit 2 (bad input) is returned as 2. This process out of
 // memory is 87 too (gaccum::OutOfMemoryError, std::bad_alloc; cli/main.cpp), and profile's own
 // watchdog (engine/watchdog.hpp) ends the process with 88 itself.

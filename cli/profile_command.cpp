@@ -7,7 +7,7 @@
 // is not finite); 1 when the workload does not fit the memory cap even at the smallest
 // micro_batch (InfeasibleError: the flags are valid, the request is impossible); 87 out of
 // memory; 86/87/88 a rank process died / ran out of memory / hung, 88 also when the model makes
-// no progress in this process for --timeout + 2 s (README.md, "Exit codes").
+// no progress in this process for --timeout + 2 s (docs/exit-codes.md).
 #include <unistd.h>
 
 #include <cstdio>

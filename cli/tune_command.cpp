@@ -658,7 +658,7 @@ int run_tune(const TuneOptions& o) {
     }
   }
   for (const auto& line : emit_skipped) fmt::print("  {}\n", line);
-  if (!o.source.spec_file().empty())
+  if (ctx.next_command.rfind("gaccum-tune check", 0) == 0)  // a spec, or a framework config's model
     fmt::print("\nNext: a spec cannot run on this machine; gate the launch with the pick's plan:\n  {}\n", ctx.next_command);
   else
     fmt::print("\nNext: run the pick for real and check the accumulated gradient:\n  {}\n", ctx.next_command);

@@ -60,7 +60,7 @@ class RuntimeFailure : public Error {
 
 // The model ran out of memory in this process (e.g. the profiler's own memory sweep: the device
 // ran out at the smallest micro_batch, or a forward asked for more than the host has). Exit code
-// 87, as a rank that ran out of memory (README.md, "Exit codes").
+// 87, as a rank that ran out of memory (docs/exit-codes.md).
 class OutOfMemoryError : public RuntimeFailure {
  public:
   using RuntimeFailure::RuntimeFailure;
@@ -92,7 +92,7 @@ class CollectiveFailure : public RuntimeFailure {
 
 // A launched rank process failed; carries the exit code of its failure class, which the CLI
 // returns as is: 86 a rank died, 87 a rank ran out of memory, 88 a rank hung, 2 bad input found
-// inside a rank (the table in README.md, "Exit codes").
+// inside a rank (the table in docs/exit-codes.md).
 class RankFailure : public RuntimeFailure {
  public:
   RankFailure(const std::string& what, int exit_code) : RuntimeFailure(what), exit_code_(exit_code) {}

@@ -84,7 +84,7 @@ RankContext detect_rank_context(bool need_rendezvous) {
     if (ctx.master_port > 65535) throw InputError("environment: MASTER_PORT must be a TCP port (1-65535)");
   } else if (ctx.world_size > 1 && need_rendezvous) {
     throw InputError(fmt::format("environment: MASTER_PORT is not set; the {} launcher must export MASTER_ADDR and "
-                                 "MASTER_PORT (see README, multi-node)",
+                                 "MASTER_PORT (see runner/MULTINODE.md)",
                                  ctx.launcher));
   }
   return ctx;

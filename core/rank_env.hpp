@@ -8,7 +8,7 @@
 //   torchrun : RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, GROUP_RANK
 //              (the node's rank; NODE_RANK is read too, as launch scripts set it)
 //   Slurm    : SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE, SLURM_NODEID; MASTER_ADDR/PORT
-//              from the environment (the README's sbatch script exports them)
+//              from the environment (runner/MULTINODE.md's sbatch script exports them)
 //   mpirun   : OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK (Open MPI) or PMI_RANK/PMI_SIZE (MPICH)
 //   local    : our launcher sets RANK/WORLD_SIZE/... and GACCUM_STORE=launcher
 #pragma once

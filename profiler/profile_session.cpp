@@ -422,7 +422,7 @@ std::vector<RankFile> run_group(Session& s, const RankPlan& rp, Count p, Seconds
   const Seconds reading = canary_reading(cond);
   if (reading > 0 && (s.canary_reference <= 0 || reading < s.canary_reference)) s.canary_reference = reading;
   compare_canary(cond, s.canary_reference);
-  // The launch's class of failure is the command's exit code (README.md, "Exit codes"): 88 a rank
+  // The launch's class of failure is the command's exit code (docs/exit-codes.md): 88 a rank
   // hung, 87 out of memory, 86 a rank died, 2 bad input or the model raised inside a rank.
   if (!outcome.ok)
     throw RankFailure(fmt::format("profile: world_size {} rank group failed: {}", p, outcome.failure),

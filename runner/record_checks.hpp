@@ -18,7 +18,7 @@
 //     partial_window             the last partial window equals its reference (or was dropped)
 //     collectives_match_strategy the collectives per step / micro-step the plan defines
 //                                (comm::WindowSync::expected_per_micro), every rank and window
-//   measured (timed steps: per step the slowest rank, then the median over steps; README.md
+//   measured (timed steps: per step the slowest rank, then the median over steps; docs/validate.md
 //     and runner/report.hpp give the fields), the per-window table, the environment, warnings
 //     (oversubscribed cores, BatchNorm at a small micro_batch) and notes on batch-dependent layers.
 // Why: docs/DESIGN.md, "Runner": the verdicts are formulas over the record, apart from the loop.

@@ -69,7 +69,7 @@ constexpr const AccumulationTraits& traits(Accumulation a) {
   return kAccumulationTraits[static_cast<int>(a)];
 }
 
-// The two verdicts of a run, kept apart (README.md, "Exit codes"): is the accumulation correct
+// The two verdicts of a run, kept apart (docs/exit-codes.md): is the accumulation correct
 // (the run finished and no check failed; not_run when it did not finish), and did the prediction
 // hold (every gated row of the comparison within tolerance; nullopt when nothing was predicted,
 // e.g. no --profile).

@@ -47,7 +47,7 @@ struct ValidateOutcome {
   std::vector<std::string> failures;  // one line per run whose ranks failed (rank named)
   int exit_code = 0;               // 0 all checks (and predictions) pass, 1 otherwise; when ranks
                                    // failed: 86 died, 87 out of memory, 88 hung, 2 bad input
-                                   // inside a rank, 1 interrupted (README.md, "Exit codes")
+                                   // inside a rank, 1 interrupted (docs/exit-codes.md)
   bool wrote_output = false;       // false on ranks other than 0
 };
 

@@ -84,7 +84,7 @@ gaccum_cli_test(harden-dir-deepspeed 2 "--deepspeed-config: '.*' is a directory,
                 ${G} check --deepspeed-config ${H} --profile ${D}/small-profile.json)
 
 # A request larger than the host's memory is named as such, never "internal error": out of
-# memory, exit 87 (README.md, "Exit codes").
+# memory, exit 87 (docs/exit-codes.md).
 gaccum_cli_test(harden-micro-batches-beyond-host-memory 87 "out of host memory .*lower --micro-batch" --one-line-stderr --
   ${G} profile --workload mlp-small --micro-batches 4000000000 --ranks 1 -o ${H}/huge.json)
 

@@ -30,7 +30,7 @@ print("checks ok:", sys.argv[1], len(v["runs"][0]["checks"]), "checks")
 PY
 }
 # A rank killed or hung on ProcessGroupNCCL ends the run, named, within --timeout + 10 s, with the
-# documented exit code (README "Exit codes": 86 a rank died, 88 a rank hung), as on Gloo.
+# documented exit code (docs/exit-codes.md: 86 a rank died, 88 a rank hung), as on Gloo.
 fault() {  # fault expected_exit expected_text
   local t0=$(date +%s)
   GACCUM_TEST_FAULT="rank:1:$1" timeout 120 "$G" validate --workload gpt-tiny --device cuda -b 4 -k 2 -p 2 --steps 3 \

@@ -348,7 +348,7 @@ TEST_CASE("a killed rank ends a sharded run, named, within timeout + 10 s", "[ru
   a.insert(a.end(), {"--sharding", "zero3"});
   auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:1:sigkill:1:1"}});
   INFO(r.out << r.err);
-  CHECK(r.code == 86);  // README.md, "Exit codes": a rank died
+  CHECK(r.code == 86);  // docs/exit-codes.md: a rank died
   CHECK_THAT(r.err, Catch::Contains("rank 1 (pid"));
   CHECK(r.seconds < 5 + 10);
   CHECK(r.leftovers.empty());
@@ -439,7 +439,7 @@ TEST_CASE("a rank that exits, aborts or is killed ends the run, named, within ti
     a.back() = "5s";  // --timeout
     auto r = validate(a, {{"GACCUM_TEST_FAULT", std::string("rank:1:") + c.fault}});
     INFO(c.fault << ": " << r.err);
-    CHECK(r.code == 86);  // README.md, "Exit codes": a rank died
+    CHECK(r.code == 86);  // docs/exit-codes.md: a rank died
     CHECK_THAT(r.err, Catch::Matches("(.|\n)*gaccum-tune: error: " + std::string(c.expect) + "(.|\n)*"));
     CHECK(r.seconds < 5 + 10);
     CHECK(r.leftovers.empty());
@@ -453,7 +453,7 @@ TEST_CASE("a hung rank ends the run within timeout + 10 s and is named", "[runne
   a.back() = "5s";
   auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:1:hang"}});
   INFO(r.err);
-  CHECK(r.code == 88);  // README.md, "Exit codes": a rank hung
+  CHECK(r.code == 88);  // docs/exit-codes.md: a rank hung
   CHECK_THAT(r.err, Catch::Contains("error: rank 1 (pid"));
   CHECK_THAT(r.err, Catch::Contains("hung"));
   CHECK(r.seconds < 5 + 10);
@@ -465,7 +465,7 @@ TEST_CASE("an out-of-memory rank aborts every rank cleanly", "[runner][integrati
   a.back() = "5s";
   auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:1:oom:1:1"}});
   INFO(r.err);
-  CHECK(r.code == 87);  // README.md, "Exit codes": a rank ran out of memory
+  CHECK(r.code == 87);  // docs/exit-codes.md: a rank ran out of memory
   CHECK_THAT(r.err, Catch::Contains("error: rank 1 (pid"));
   CHECK_THAT(r.err, Catch::Contains("out of memory in step 1 micro-step 1"));
   CHECK(r.seconds < 5 + 10);
@@ -490,8 +490,8 @@ TEST_CASE("a rank that never joins the rendezvous times out with a clear message
   a.back() = "4s";
   auto r = validate(a, {{"GACCUM_TEST_FAULT", "rank:2:nojoin"}});
   INFO(r.err);
-  // The rank named is the one that gave up waiting (exit status 1 of its own): README.md, "Exit
-  // codes", 86.
+  // The rank named is the one that gave up waiting (exit status 1 of its own):
+  // docs/exit-codes.md, 86.
   CHECK(r.code == 86);
   CHECK_THAT(r.err, Catch::Contains("rendezvous: rank(s) 2 of 3 did not join within 4"));
   CHECK(r.seconds < 4 + 10);
@@ -705,7 +705,7 @@ TEST_CASE("with a real profile, each figure sits beside its prediction", "[runne
   CHECK(std::abs(rows["peak_memory"].at("error_pct").get<double>()) < 25);
   CHECK(r.out.find("predicted vs measured (tolerance 1000%)") != std::string::npos);
   // The same run against a 0% tolerance misses on the timed figures while the accumulation is
-  // still correct: the two verdicts apart, exit 3 (README.md, "Exit codes").
+  // still correct: the two verdicts apart, exit 3 (docs/exit-codes.md).
   a.back() = "0%";
   auto strict = validate(a);
   CHECK(strict.code == 3);
