@@ -522,14 +522,19 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
 
 namespace {
 
-FrameworkConfig framework_file(ConfigKind kind, const std::string& path, const std::string& text, Framework fw) {
+// A trainer's file read as a JSON/YAML mapping (InputError `expected` otherwise), with its
+// FrameworkConfig started (kind, text, path, hash; DDP until the file says otherwise).
+std::pair<FrameworkConfig, json> framework_file(ConfigKind kind, const std::string& path, const char* flag,
+                                                TextFormat format, const char* expected) {
   FrameworkConfig fc;
   fc.kind = kind;
-  fc.text = text;
+  fc.text = read_text_file(path, flag);
   fc.path = path;
-  fc.framework = fw;
-  fc.hash = hex64(fnv1a64(text));
-  return fc;
+  fc.framework = Framework::ddp;
+  fc.hash = hex64(fnv1a64(fc.text));
+  json doc = parse_structured_text(fc.text, format, path);
+  if (!doc.is_object()) throw InputError(fmt::format("{}: expected {}", path, expected));
+  return {std::move(fc), std::move(doc)};
 }
 
 // A DeepSpeed config inside a trainer's file: its stage, strategy, offload and precision.
@@ -585,10 +590,10 @@ std::string resolve_beside(const std::string& file, const std::string& rel) {
 }  // namespace
 
 FrameworkConfig load_hf_training_args(const std::string& path) {
-  const std::string text = read_text_file(path, "--hf-args");
-  const json doc = parse_structured_text(text, TextFormat::json, path);
-  if (!doc.is_object()) throw InputError(fmt::format("{}: expected a JSON object of TrainingArguments fields", path));
-  FrameworkConfig fc = framework_file(ConfigKind::hf_args, path, text, Framework::ddp);
+  auto file = framework_file(ConfigKind::hf_args, path, "--hf-args", TextFormat::json,
+                             "a JSON object of TrainingArguments fields");
+  FrameworkConfig& fc = file.first;
+  const json& doc = file.second;
   const std::string src = "hf args " + path;
   CheckInputs& in = fc.inputs;
   auto has = [&](const char* k) { return doc.contains(k) && !doc[k].is_null(); };
@@ -653,10 +658,10 @@ FrameworkConfig load_hf_training_args(const std::string& path) {
 }
 
 FrameworkConfig load_accelerate_config(const std::string& path) {
-  const std::string text = read_text_file(path, "--accelerate-config");
-  const json doc = parse_structured_text(text, TextFormat::detect, path);
-  if (!doc.is_object()) throw InputError(fmt::format("{}: expected Accelerate's config mapping (distributed_type: ...)", path));
-  FrameworkConfig fc = framework_file(ConfigKind::accelerate, path, text, Framework::ddp);
+  auto file = framework_file(ConfigKind::accelerate, path, "--accelerate-config", TextFormat::detect,
+                             "Accelerate's config mapping (distributed_type: ...)");
+  FrameworkConfig& fc = file.first;
+  const json& doc = file.second;
   const std::string src = "accelerate config " + path;
   CheckInputs& in = fc.inputs;
   auto has = [&](const json& o, const char* k) { return o.is_object() && o.contains(k) && !o[k].is_null(); };
@@ -735,14 +740,14 @@ FrameworkConfig load_accelerate_config(const std::string& path) {
 }
 
 FrameworkConfig load_lightning_config(const std::string& path) {
-  const std::string text = read_text_file(path, "--lightning-config");
-  const json doc = parse_structured_text(text, TextFormat::detect, path);
-  if (!doc.is_object()) throw InputError(fmt::format("{}: expected a mapping (LightningCLI's trainer: section)", path));
+  auto file = framework_file(ConfigKind::lightning, path, "--lightning-config", TextFormat::detect,
+                             "a mapping (LightningCLI's trainer: section)");
+  FrameworkConfig& fc = file.first;
+  const json& doc = file.second;
   const bool cli = doc.contains("trainer");
   const json t = cli ? doc["trainer"] : doc;
   const std::string at = cli ? "trainer." : "";
   if (!t.is_object()) throw InputError(fmt::format("{}: trainer: expected the Trainer's arguments as a mapping", path));
-  FrameworkConfig fc = framework_file(ConfigKind::lightning, path, text, Framework::ddp);
   const std::string src = "lightning config " + path;
   CheckInputs& in = fc.inputs;
   auto has = [&](const json& o, const char* k) { return o.is_object() && o.contains(k) && !o[k].is_null(); };

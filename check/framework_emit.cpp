@@ -461,10 +461,9 @@ std::string check_command(EmitFormat f, const EmitPlan& p, const std::string& di
     case EmitFormat::accelerate:  // its DeepSpeed config file carries the batch
       if (fw != Framework::deepspeed || c.world_size == 1) cmd += fmt::format(" -b {} -k {}", c.micro_batch, c.accum_steps);
       break;
-    case EmitFormat::lightning: break;
+    case EmitFormat::lightning: cmd += fmt::format(" -b {}", c.micro_batch); break;
     case EmitFormat::torchtitan: break;
   }
-  if (f == EmitFormat::lightning) cmd += fmt::format(" -b {}", c.micro_batch);
   // Checkpointing the file cannot say: Lightning's and Accelerate's DDP/DeepSpeed (the script
   // switches it on), DeepSpeed's none (an absent section means "the model's own").
   const bool file_says = f == EmitFormat::hf || f == EmitFormat::torchtitan || f == EmitFormat::megatron ||

@@ -507,27 +507,32 @@ std::vector<EmitChoice> choose_emit_plans(const std::vector<check::EmitFormat>& 
   if (!o.source.spec_file().empty())
     spec = model::load_spec(o.source.spec_file(), o.source.seq_len.empty() ? 0 : parse_positive_count(o.source.seq_len, "--seq-len"),
                             !o.source.model_config.empty());
+  // What every candidate shares (the model, the nodes), set once; the lr for the chosen one only.
+  check::EmitPlan base;
+  base.model = spec;
+  if (l.cluster) {
+    base.gpus_per_node = l.cluster->gpus_per_node;
+    base.gpus_per_node_assumed = false;
+  }
   std::vector<EmitChoice> out;
   for (const check::EmitFormat f : formats) {
     std::optional<EmitChoice> got;
     std::string first_why;
+    check::EmitPlan p = base;
     for (std::size_t at = 0; at < r.search.ranking.size() && !got; ++at) {
       const model::Config& c = r.search.candidates[r.search.ranking[at]].config();
-      check::EmitPlan p;
       p.pick = c;
       p.precision = c.precision.value_or(r.info.plans.own_precision());
       p.checkpointing = c.checkpointing.value_or(r.info.plans.own_checkpointing());
-      p.model = spec;
-      if (l.cluster) {
-        p.gpus_per_node = l.cluster->gpus_per_node;
-        p.gpus_per_node_assumed = false;
+      std::string why;
+      if (!check::emit_framework(f, p, &why)) {
+        if (at == 0) first_why = why;
+        continue;
       }
       const tuner::LrAdvice lr = tuner::recommend_lr(r.request.lr_reference, r.request.optimizer, c.global_batch(),
                                                      r.request.dataset_size);
       if (lr.available) p.lr = lr.lr;
-      std::string why;
-      if (check::emit_framework(f, p, &why)) got = EmitChoice{f, p, at, first_why};
-      else if (at == 0) first_why = why;
+      got = EmitChoice{f, p, at, first_why};
     }
     if (!got && all) {
       skipped.push_back(fmt::format("{}: not written: no plan tune ranked runs there ({})", check::traits(f).file, first_why));
