@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Sharded plans run for real against the cost model (issue 13's benchmark).
 
-What: profiles a workload once (gpt-tiny by default; or reuses <profile-dir>/<workload>.json),
+What: profiles a workload once (gpt-tiny:layers=8 by default: 10 units, which zero3 gathers one
+at a time; or reuses <profile-dir>/<workload>.json),
 then runs each data-parallel plan at one (micro_batch, accum_steps, world_size) with
 `gaccum-tune validate --sharding S --strategy T --profile P`: DDP (none) with overlap, zero1 with
 overlap, zero2 and zero3 with every-step (sharded gradients) and overlap (no_sync). Per plan:
@@ -63,7 +64,7 @@ def rows_of(run):
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--workload", default="gpt-tiny")
+    ap.add_argument("--workload", default="gpt-tiny:layers=8")
     ap.add_argument("--micro-batch", type=int, default=4)
     ap.add_argument("--accum-steps", type=int, default=4)
     ap.add_argument("--world-size", type=int, default=2)

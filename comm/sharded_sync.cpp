@@ -45,7 +45,7 @@ struct Exposed {
 }  // namespace
 
 ShardedSync::ShardedSync(Communicator* comm, std::vector<torch::Tensor> params, ShardingChoice choice,
-                         Strategy strategy, ShardFault fault)
+                         Strategy strategy, ShardFault fault, const std::vector<Count>& unit_tensors)
     : comm_(comm),
       timer_(comm ? comm->device() : torch::Device(torch::kCPU)),
       params_(std::move(params)),
@@ -91,10 +91,27 @@ ShardedSync::ShardedSync(Communicator* comm, std::vector<torch::Tensor> params, 
   unit_of_.resize(params_.size());
   offset_of_.resize(params_.size());
   std::int64_t p_max = 0;
-  for (const Bucket& b : assign_buckets(sizes)) {
+  // The units: a staged model's (backward order) under zero3/hsdp, else the DDP buckets.
+  std::vector<std::vector<std::size_t>> groups;
+  per_unit_ = shards_params_ && !unit_tensors.empty();
+  if (per_unit_) {
+    std::size_t next = 0;
+    for (Count t : unit_tensors) {
+      if (t < 1 || next + static_cast<std::size_t>(t) > params_.size())
+        throw InputError("sharded sync: the model's units do not cover its parameters");
+      std::vector<std::size_t> g;
+      for (Count j = 0; j < t; ++j) g.push_back(next++);
+      groups.push_back(std::move(g));
+    }
+    if (next != params_.size()) throw InputError("sharded sync: the model's units do not cover its parameters");
+    std::reverse(groups.begin(), groups.end());
+  } else {
+    for (const Bucket& b : assign_buckets(sizes)) groups.push_back(b.params);
+  }
+  for (const auto& group : groups) {
     Unit u;
-    u.params = b.params;
-    for (auto i : b.params) {
+    u.params = group;
+    for (auto i : group) {
       u.offsets.push_back(u.numel);
       unit_of_[i] = units_.size();
       offset_of_[i] = u.numel;
@@ -126,6 +143,7 @@ ShardedSync::ShardedSync(Communicator* comm, std::vector<torch::Tensor> params, 
     grad_shards_.push_back(grad_shard);
     flat_.push_back(flat);
   }
+  gathered_.assign(units_.size(), true);
   if (shards_params_) free_all();
   fill_ = torch::zeros({p_max}, opts);
   recv_ = torch::zeros({p_max}, opts);
@@ -191,26 +209,77 @@ void ShardedSync::begin_step(Count accum_steps) {
   current_micro_ = 0;
 }
 
-void ShardedSync::gather_all(bool counted) {
-  if (!shards_params_ || gathered_) return;
+void ShardedSync::gather_unit(std::size_t k, bool counted) {
+  if (!shards_params_ || gathered_[k]) return;
   torch::NoGradGuard no_grad;
-  for (std::size_t u = 0; u < units_.size(); ++u) {
-    const auto t0 = start_clock();
-    alloc_storage(flat_[u]);
-    group_->all_gather_into(shards_[u].detach(), flat_[u], &recv_);
-    if (counted) count(1, t0);
-  }
-  gathered_ = true;
+  const auto t0 = start_clock();
+  alloc_storage(flat_[k]);
+  group_->all_gather_into(shards_[k].detach(), flat_[k], &recv_);
+  if (counted) count(1, t0);
+  gathered_[k] = true;
+}
+
+void ShardedSync::free_unit(std::size_t k) {
+  if (!gathered_[k]) return;
+  free_storage(flat_[k]);
+  gathered_[k] = false;
+}
+
+void ShardedSync::gather_all(bool counted) {
+  for (std::size_t u = 0; u < units_.size(); ++u) gather_unit(u, counted);
 }
 
 void ShardedSync::free_all() {
-  for (auto& f : flat_) free_storage(f);
-  gathered_ = false;
+  for (std::size_t u = 0; u < units_.size(); ++u) free_unit(u);
+}
+
+Bytes ShardedSync::gathered_bytes() const {
+  Bytes b = 0;
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    if (gathered_[u] && shards_params_) b += static_cast<Bytes>(flat_[u].numel()) * static_cast<Bytes>(flat_[u].element_size());
+  return b;
+}
+
+void ShardedSync::forward_gathers(Count u) {
+  gather_unit(unit_index(u), true);
+  if (static_cast<std::size_t>(u) + 1 < units_.size()) gather_unit(unit_index(u + 1), true);
+}
+
+void ShardedSync::backward_gathers(Count u) {
+  if (static_cast<std::size_t>(u) + 1 < units_.size()) free_unit(unit_index(u + 1));
+  gather_unit(unit_index(u), true);
+  if (u >= 1) gather_unit(unit_index(u - 1), true);
+}
+
+void ShardedSync::before_unit_forward(Count u) {
+  if (!per_unit_ || held_) return;
+  Exposed e{stats_.exposed, timer_};
+  forwarded_ = true;
+  forward_gathers(u);
+}
+
+void ShardedSync::after_unit_forward(Count u, const torch::Tensor& out) {
+  if (!per_unit_ || held_) return;
+  {
+    Exposed e{stats_.exposed, timer_};
+    free_unit(unit_index(u));
+  }
+  if (out.defined() && out.requires_grad())
+    out.register_hook([this, u](const torch::Tensor&) { before_unit_backward(u); });
+}
+
+void ShardedSync::before_unit_backward(Count u) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (held_) return;
+  Exposed e{stats_.exposed, timer_};
+  backward_gathers(u);
 }
 
 void ShardedSync::before_forward(Count micro) {
   if (micro < 0 || micro >= accum_steps_) throw InputError("sharded sync: micro-step out of range");
   current_micro_ = micro;
+  forwarded_ = false;
+  if (per_unit_) return;  // the model's unit hooks gather
   Exposed e{stats_.exposed, timer_};
   gather_all(true);
 }
@@ -219,7 +288,12 @@ void ShardedSync::before_backward(Count micro) {
   if (micro != current_micro_) throw InputError("sharded sync: before_backward without before_forward");
   {
     Exposed e{stats_.exposed, timer_};
-    if (shards_params_) {  // resharded after the forward, gathered again for the backward
+    if (per_unit_ && !forwarded_) {  // no samples in this micro-step: the forward's gathers all the same
+      for (Count u = 0; u < static_cast<Count>(units_.size()); ++u) {
+        forward_gathers(u);
+        free_unit(unit_index(u));
+      }
+    } else if (shards_params_ && !per_unit_) {  // resharded after the forward, gathered again for the backward
       free_all();
       gather_all(true);
     }
@@ -229,7 +303,7 @@ void ShardedSync::before_backward(Count micro) {
   std::fill(ready_.begin(), ready_.end(), false);
   for (std::size_t u = 0; u < units_.size(); ++u) pending_[u] = units_[u].params.size();
   filling_ = 0;
-  armed_ = traits(strategy_).bucketed;
+  armed_ = traits(strategy_).bucketed && (forwarded_ || !per_unit_);
 }
 
 void ShardedSync::copy_into_fill(std::size_t i) {
@@ -301,28 +375,45 @@ void ShardedSync::finish_reduction() {
   for (auto& g : grad_shards_) g.div_(divisor_);
 }
 
+// Fills and reduces units [filling_, end) whether or not their hooks fired (unused parameters,
+// no samples; fused: every unit). Call with mu_ held.
+void ShardedSync::reduce_through(std::size_t end, bool hooked) {
+  while (filling_ < end) {
+    for (auto i : units_[filling_].params)
+      if (!ready_[i] || !hooked) {
+        ready_[i] = true;
+        copy_into_fill(i);
+      }
+    pending_[filling_] = 0;
+    reduce_unit(filling_, false);
+    ++filling_;
+    if (filling_ < units_.size())
+      for (auto i : units_[filling_].params)
+        if (ready_[i]) copy_into_fill(i);
+  }
+}
+
 void ShardedSync::after_backward(Count micro) {
   if (micro != current_micro_) throw InputError("sharded sync: after_backward without before_forward");
   Exposed e{stats_.exposed, timer_};
-  if (reduces_in(micro)) {
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    const bool hooked = armed_;
-    armed_ = false;
-    // Units whose hooks did not all fire (unused parameters, no samples; fused: every unit).
-    while (filling_ < units_.size()) {
-      for (auto i : units_[filling_].params)
-        if (!ready_[i] || !hooked) {
-          ready_[i] = true;
-          copy_into_fill(i);
-        }
-      pending_[filling_] = 0;
-      reduce_unit(filling_, false);
-      ++filling_;
-      if (filling_ < units_.size())
-        for (auto i : units_[filling_].params)
-          if (ready_[i]) copy_into_fill(i);
+    const bool reduces = reduces_in(micro);
+    if (per_unit_ && !forwarded_) {
+      // No samples: the backward's gathers, and each unit's reduce-scatter where the others'
+      // hooks issue it (within its backward), in the same order as the ranks that computed.
+      const bool in_backward = reduces && traits(strategy_).bucketed;
+      for (Count u = static_cast<Count>(units_.size()) - 1; u >= 0; --u) {
+        backward_gathers(u);
+        if (in_backward) reduce_through(unit_index(u) + 1, false);
+      }
     }
-    if (micro == accum_steps_ - 1) finish_reduction();
+    if (reduces) {
+      const bool hooked = armed_;
+      armed_ = false;
+      reduce_through(units_.size(), hooked);
+      if (micro == accum_steps_ - 1) finish_reduction();
+    }
   }
   if (shards_params_) free_all();
 }
@@ -370,9 +461,11 @@ std::vector<torch::Tensor> ShardedSync::held_gradients() const {
 
 void ShardedSync::gather_parameters() {
   gather_all(false);
+  held_ = true;
 }
 
 void ShardedSync::release_parameters() {
+  held_ = false;
   if (shards_params_) free_all();
 }
 

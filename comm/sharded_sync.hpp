@@ -10,10 +10,21 @@
 //   zero3         every rank keeps only its shards (the optimizer's tensors); before each
 //                 forward every unit is all-gathered into its flat buffer (the parameters are
 //                 views into it), freed after the forward, all-gathered again before the
-//                 backward and freed after it (FULL_SHARD's two gathers per micro-step). The
-//                 units are gathered all together: LibTorch modules have no per-module hooks,
-//                 so the working set is every unit (kPrefetchUnits = 2 units in the model; the
-//                 same bytes for models of at most two units).
+//                 backward and freed after it (FULL_SHARD's two gathers per micro-step).
+//                 A staged model (unit_tensors given: the gpt's embedding, blocks and head, as
+//                 FSDP wraps each transformer block) is gathered one unit at a time, from the
+//                 model's unit hooks (workloads/workload.hpp StagedModel::UnitHooks):
+//                   forward   before unit u: gather u (unless prefetched) and prefetch u + 1;
+//                             after it: free u
+//                   backward  when unit u's output gradient is ready (a gradient hook on it):
+//                             free u + 1 (its backward is over), gather u (unless prefetched)
+//                             and prefetch u - 1; after the backward: free what is left
+//                 so at most two units are gathered (model/plan_cost.hpp kPrefetchUnits), and
+//                 which two is fixed by the phase (core/profile.hpp MemoryPoint::phases, priced
+//                 by model/profile_model.cpp). Other models (no unit hooks in LibTorch modules)
+//                 gather every unit together (the working set is the whole model).
+//                 The units of a staged model are its units in backward order (head first), so
+//                 the reduce-scatters follow the backward as with buckets.
 //   hsdp:G        zero3 inside shard groups of G consecutive ranks (comm/communicator.hpp split);
 //                 in the window's last micro-step each unit's reduced shard is allreduced across
 //                 the p / G replicas (the ranks G apart) right after its reduce-scatter.
@@ -79,8 +90,10 @@ class ShardedSync final : public WindowSync {
   // comm: world_size >= 2. params: trainable parameters in registration order, one dtype and
   // device, identical on every rank. InputError for none, zero1 + every-step, an hsdp G that does
   // not divide world_size or is not below it.
+  // unit_tensors: a staged model's parameter tensors per unit in forward order (consecutive in
+  // params), or empty; used by zero3/hsdp only (zero1/zero2 keep the buckets).
   ShardedSync(Communicator* comm, std::vector<torch::Tensor> params, ShardingChoice sharding, Strategy strategy,
-              ShardFault fault = ShardFault::none);
+              ShardFault fault = ShardFault::none, const std::vector<Count>& unit_tensors = {});
   ~ShardedSync() override;
   ShardedSync(const ShardedSync&) = delete;
   ShardedSync& operator=(const ShardedSync&) = delete;
@@ -105,6 +118,15 @@ class ShardedSync final : public WindowSync {
 
   const std::vector<Unit>& layout() const { return units_; }
 
+  // Per-unit gathering of a staged model (u: the unit's forward index); nothing otherwise.
+  bool gathers_per_unit() const { return per_unit_; }
+  void before_unit_forward(Count u);
+  // Frees u and registers the gradient hook on `out` that calls before_unit_backward(u).
+  void after_unit_forward(Count u, const torch::Tensor& out);
+  void before_unit_backward(Count u);
+  // Bytes gathered now (tests: at most two units).
+  Bytes gathered_bytes() const;
+
  private:
   using Clock = DeviceTimer::Clock;
   void on_grad_ready(std::size_t param);
@@ -114,6 +136,12 @@ class ShardedSync final : public WindowSync {
   void finish_reduction();
   void gather_all(bool counted);
   void free_all();
+  void gather_unit(std::size_t k, bool counted);
+  void free_unit(std::size_t k);
+  std::size_t unit_index(Count forward_unit) const { return units_.size() - 1 - static_cast<std::size_t>(forward_unit); }
+  void forward_gathers(Count u);
+  void backward_gathers(Count u);
+  void reduce_through(std::size_t end, bool hooked);
   // Host timestamps of the collectives, true on a GPU too: both synchronise the device first.
   Clock::time_point start_clock() const;
   void count(Count collectives, Clock::time_point start);
@@ -140,7 +168,11 @@ class ShardedSync final : public WindowSync {
   std::vector<torch::Tensor> grad_shards_;
   torch::Tensor fill_, recv_;  // P_max elements each
   Bytes buffer_bytes_ = 0;
-  bool gathered_ = false;
+  std::vector<bool> gathered_;  // per unit: its flat buffer holds the parameters (zero3)
+  bool per_unit_ = false;       // zero3/hsdp of a staged model: units gathered one at a time
+  bool forwarded_ = false;      // a unit hook ran in this micro-step's forward
+  bool held_ = false;           // gather_parameters(): every unit held; the unit hooks stand aside
+                                // (a rank's own reference pass must issue no collective)
   std::unique_ptr<GradReadyHooks> hooks_;
 
   // One synchronisation point (guarded by mu_: hooks run on autograd threads).

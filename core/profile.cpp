@@ -171,6 +171,7 @@ json to_json(const Profile& p) {
                    {"param_count", w.param_count},
                    {"param_bytes", w.param_bytes},
                    {"param_tensor_bytes", w.param_tensor_bytes},
+                   {"unit_tensors", w.unit_tensors},
                    {"tokens_per_sample", w.tokens_per_sample},
                    {"mean_tokens_per_sample", w.mean_tokens_per_sample}};
   const auto& s = p.settings;
@@ -196,6 +197,8 @@ json to_json(const Profile& p) {
                    {"peak", m.peak},
                    {"activations", m.activations},
                    {"reserved_peak", m.reserved_peak}});
+  for (std::size_t i = 0; i < p.memory.size(); ++i)
+    if (!p.memory[i].phases.empty()) mem[i]["phases"] = p.memory[i].phases;
   j["memory"] = mem;
   json comp = json::array();
   for (const auto& c : p.compute)
@@ -333,6 +336,7 @@ Profile profile_from_json(const json& j, const std::string& what) {
     p.workload.param_count = w.positive("param_count");
     p.workload.param_bytes = plausible_bytes(w, "param_bytes");
     p.workload.param_tensor_bytes = w.bytes_list("param_tensor_bytes");
+    if (w.has("unit_tensors")) p.workload.unit_tensors = w.count_list("unit_tensors");
     p.workload.tokens_per_sample = w.has("tokens_per_sample") ? w.count("tokens_per_sample") : 0;
     p.workload.mean_tokens_per_sample = opt_non_negative(w, "mean_tokens_per_sample").value_or(0);
     Bytes sum = 0;
@@ -340,6 +344,14 @@ Profile profile_from_json(const json& j, const std::string& what) {
     if (!p.workload.param_tensor_bytes.empty() && sum != p.workload.param_bytes)
       throw ProfileError(fmt::format("{}: param_tensor_bytes sum to {} but param_bytes is {}", w.path(), sum,
                                      p.workload.param_bytes));
+    Count unit_sum = 0;
+    for (Count t : p.workload.unit_tensors) {
+      if (t < 1) throw ProfileError(fmt::format("{}: every unit holds at least one parameter tensor", w.child("unit_tensors")));
+      unit_sum += t;
+    }
+    if (!p.workload.unit_tensors.empty() && unit_sum != static_cast<Count>(p.workload.param_tensor_bytes.size()))
+      throw ProfileError(fmt::format("{}: the units hold {} parameter tensors but param_tensor_bytes lists {}",
+                                     w.child("unit_tensors"), unit_sum, p.workload.param_tensor_bytes.size()));
 
     if (auto* s = f.opt_object("settings")) {
       JsonFields sf(*s, f.child("settings"));
@@ -378,8 +390,23 @@ Profile profile_from_json(const json& j, const std::string& what) {
       pt.activations = plausible_bytes(m, "activations");
       pt.reserved_peak = m.has("reserved_peak") ? plausible_bytes(m, "reserved_peak") : 0;
       (void)m.opt_bytes("reserved_peak");
+      if (m.has("phases")) pt.phases = m.bytes_list("phases");
       return pt;
     });
+    for (std::size_t i = 0; i < p.memory.size(); ++i) {
+      const auto& pt = p.memory[i];
+      if (pt.phases.empty()) continue;
+      const std::size_t want = phase_count(static_cast<Count>(p.workload.unit_tensors.size()));
+      if (p.workload.unit_tensors.empty() || pt.phases.size() != want)
+        throw ProfileError(fmt::format("{}: {} phases, but the workload's unit_tensors make {}; re-run `gaccum-tune "
+                                       "profile`",
+                                       f.child(fmt::format("memory[{}].phases", i)), pt.phases.size(),
+                                       p.workload.unit_tensors.empty() ? std::size_t{0} : want));
+      if (*std::max_element(pt.phases.begin(), pt.phases.end()) != pt.activations)
+        throw ProfileError(fmt::format("{}: the largest phase is not the point's activations ({} B); re-run "
+                                       "`gaccum-tune profile`",
+                                       f.child(fmt::format("memory[{}].phases", i)), pt.activations));
+    }
     p.compute = list_from<ComputePoint>(f, "compute", [](const json& e, const std::string& path) {
       JsonFields c(e, path);
       ComputePoint pt;

@@ -37,6 +37,10 @@ struct WorkloadIdentity {
   Count param_count = 0;
   Bytes param_bytes = 0;                // param_count x dtype size, exact
   std::vector<Bytes> param_tensor_bytes;  // per parameter tensor, registration order
+  // A model that runs as a sequence of units (workloads/workload.hpp StagedModel: the gpt's
+  // embedding, blocks and head): parameter tensors per unit, in forward order (consecutive in
+  // registration order). Empty: not staged. A zero3/hsdp run gathers one unit at a time.
+  std::vector<Count> unit_tensors;
   Count tokens_per_sample = 0;          // padded sequence length; 0 for non-sequence workloads
   double mean_tokens_per_sample = 0;    // expected real (loss-bearing) tokens per sample; 0 if n/a
 };
@@ -111,7 +115,23 @@ struct MemoryPoint {
   Bytes peak = 0;                       // allocated high-water mark over the window
   Bytes activations = 0;                // peak - (weights + gradients + optimizer_state)
   Bytes reserved_peak = 0;              // CUDA caching allocator reserved high-water; 0 on CPU
+  // Staged models (WorkloadIdentity::unit_tensors, n units): the activation high-water mark
+  // (allocated above weights + gradients + optimizer_state) within each phase of the window, the
+  // phases cut where a zero3 run gathers or frees a unit (comm/sharded_sync.hpp):
+  //   [0]            outside the units: building the batch, after the backward, the optimizer step
+  //   [1 + 2u]       unit u's forward          [2 + 2u]  after it, before unit u + 1's (u = n-1:
+  //                                                       the loss, until the head's backward)
+  //   [1 + 2n + u]   unit u's backward (from its output's gradient to unit u-1's; u = 0: to the
+  //                  backward's end)
+  // max over phases == activations. Empty: not measured (older profiles, unstaged models).
+  std::vector<Bytes> phases;
 };
+// Phase indices of MemoryPoint::phases for a model of n units.
+inline constexpr std::size_t kOutsidePhase = 0;
+inline std::size_t forward_phase(Count u) { return static_cast<std::size_t>(1 + 2 * u); }
+inline std::size_t after_forward_phase(Count u) { return static_cast<std::size_t>(2 + 2 * u); }
+inline std::size_t backward_phase(Count u, Count n) { return static_cast<std::size_t>(1 + 2 * n + u); }
+inline std::size_t phase_count(Count n) { return static_cast<std::size_t>(1 + 3 * n); }
 
 // Time of one micro-step (batch generation + forward + loss + backward) at one micro_batch,
 // with `concurrent_ranks` rank processes computing at the same time on this host.

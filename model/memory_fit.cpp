@@ -38,28 +38,45 @@ MemoryModel MemoryModel::fit(const std::vector<MemoryPoint>& points, Bytes param
   if (param_bytes > 0 && m.gradients_ != param_bytes)
     notes.push_back(fmt::format("memory: measured gradients {} B differ from the parameter bytes {} B", m.gradients_,
                                 param_bytes));
-  m.points_ = make_piecewise(b, act);
-  m.line_ = fit_line(b, act);
-  for (std::size_t i = 0; i < b.size(); ++i)
-    m.max_rel_residual_ = std::max(m.max_rel_residual_, std::fabs(m.line_.residuals[i]) / peak[i]);
-  m.use_line_ = m.points_.x.size() >= 2 && m.line_.a1 >= 0 && m.max_rel_residual_ <= kLinearTolerance;
-  notes.push_back(m.use_line_
+  m.act_ = ByteSeries::fit(b, act, peak);
+  const auto& a = m.act_;
+  notes.push_back(a.use_line
                       ? fmt::format("memory: activations linear in micro_batch ({:.0f} + {:.0f} B x b, worst residual "
                                     "{:.4f}% of peak)",
-                                    m.line_.a0, m.line_.a1, 100 * m.max_rel_residual_)
+                                    a.line.a0, a.line.a1, 100 * a.max_rel_residual)
                       : fmt::format("memory: activations not linear within {}% of peak (line's worst residual {:.3f}%); "
                                     "piecewise-linear between measured micro_batch sizes",
-                                    100 * kLinearTolerance, 100 * m.max_rel_residual_));
+                                    100 * kLinearTolerance, 100 * a.max_rel_residual));
+  // Phases (a staged model): each fitted by the same rule, when every point has the same count.
+  const std::size_t n_phases = points.front().phases.size();
+  bool phased = n_phases > 0;
+  for (const auto& pt : points) phased = phased && pt.phases.size() == n_phases;
+  if (phased)
+    for (std::size_t i = 0; i < n_phases; ++i) {
+      std::vector<double> y;
+      for (const auto& pt : points) y.push_back(double(pt.phases[i]));
+      m.phases_.push_back(ByteSeries::fit(b, y, peak));
+    }
   return m;
 }
 
-Bytes MemoryModel::activations(Count micro_batch) const {
+ByteSeries ByteSeries::fit(const std::vector<double>& b, const std::vector<double>& y, const std::vector<double>& peak) {
+  ByteSeries s;
+  s.points = make_piecewise(b, y);
+  s.line = fit_line(b, y);
+  for (std::size_t i = 0; i < b.size(); ++i)
+    s.max_rel_residual = std::max(s.max_rel_residual, std::fabs(s.line.residuals[i]) / peak[i]);
+  s.use_line = s.points.x.size() >= 2 && s.line.a1 >= 0 && s.max_rel_residual <= kLinearTolerance;
+  return s;
+}
+
+Bytes ByteSeries::at(Count micro_batch) const {
   const double b = double(micro_batch);
   double a = 0;
-  if (use_line_) {
-    a = line_(b);
+  if (use_line) {
+    a = line(b);
   } else {
-    const auto& c = points_;
+    const auto& c = points;
     const std::size_t n = c.x.size();
     if (n == 1)
       a = c.y[0] * b / c.x[0];
@@ -72,17 +89,29 @@ Bytes MemoryModel::activations(Count micro_batch) const {
   return a > 0 ? static_cast<Bytes>(std::ceil(a - 1e-3)) : 0;
 }
 
+Bytes MemoryModel::activations(Count micro_batch) const { return act_.at(micro_batch); }
+
+std::vector<Bytes> MemoryModel::phases(Count micro_batch) const {
+  std::vector<Bytes> out;
+  for (const auto& s : phases_) out.push_back(s.at(micro_batch));
+  return out;
+}
+
 nlohmann::json MemoryModel::describe() const {
   nlohmann::json pts = nlohmann::json::array();
-  for (std::size_t i = 0; i < points_.x.size(); ++i)
-    pts.push_back({{"micro_batch", static_cast<Count>(points_.x[i])}, {"activations", static_cast<Bytes>(points_.y[i])}});
-  return {{"weights", weights_},
-          {"gradients", gradients_},
-          {"optimizer_state", optimizer_state_},
-          {"activations_rule", use_line_ ? "linear" : "piecewise"},
-          {"line", {{"a0_bytes", line_.a0}, {"a1_bytes_per_sample", line_.a1}, {"rms_residual_bytes", line_.rms_residual},
-                    {"max_abs_residual_bytes", line_.max_abs_residual}, {"max_rel_residual", max_rel_residual_}}},
-          {"measured", pts}};
+  const auto& p = act_.points;
+  for (std::size_t i = 0; i < p.x.size(); ++i)
+    pts.push_back({{"micro_batch", static_cast<Count>(p.x[i])}, {"activations", static_cast<Bytes>(p.y[i])}});
+  const auto& l = act_.line;
+  nlohmann::json j = {{"weights", weights_},
+                      {"gradients", gradients_},
+                      {"optimizer_state", optimizer_state_},
+                      {"activations_rule", act_.use_line ? "linear" : "piecewise"},
+                      {"line", {{"a0_bytes", l.a0}, {"a1_bytes_per_sample", l.a1}, {"rms_residual_bytes", l.rms_residual},
+                                {"max_abs_residual_bytes", l.max_abs_residual}, {"max_rel_residual", act_.max_rel_residual}}},
+                      {"measured", pts}};
+  if (!phases_.empty()) j["phases"] = phases_.size();
+  return j;
 }
 
 }  // namespace gaccum::model

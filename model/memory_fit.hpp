@@ -27,6 +27,18 @@ namespace gaccum::model {
 
 inline constexpr double kLinearTolerance = 0.001;  // 0.1% of the measured peak
 
+// One byte count as a function of micro_batch, fitted by the rule above (line within tolerance,
+// else piecewise-linear between the measured sizes), rounded up.
+struct ByteSeries {
+  PiecewiseLinear points;  // micro_batch -> bytes
+  LineFit line;
+  bool use_line = false;
+  double max_rel_residual = 0;  // line residual / peak, worst point
+  // b: measured micro_batch sizes; y: bytes; peak: each point's peak (the tolerance's scale).
+  static ByteSeries fit(const std::vector<double>& b, const std::vector<double>& y, const std::vector<double>& peak);
+  Bytes at(Count micro_batch) const;
+};
+
 class MemoryModel {
  public:
   // Throws ProfileError when `points` is empty. Appends notes (cross-checks, fit choice).
@@ -36,16 +48,18 @@ class MemoryModel {
   Bytes gradients() const { return gradients_; }
   Bytes optimizer_state() const { return optimizer_state_; }
   Bytes activations(Count micro_batch) const;
+  // A staged model's activations per phase of the window (core/profile.hpp MemoryPoint::phases),
+  // when every point has them; else empty.
+  std::vector<Bytes> phases(Count micro_batch) const;
+  bool has_phases() const { return !phases_.empty(); }
   Count measured_max_micro_batch() const { return max_b_; }
-  bool linear() const { return use_line_; }
+  bool linear() const { return act_.use_line; }
   nlohmann::json describe() const;
 
  private:
   Bytes weights_ = 0, gradients_ = 0, optimizer_state_ = 0;
-  PiecewiseLinear points_;  // micro_batch -> activation bytes
-  LineFit line_;
-  bool use_line_ = false;
-  double max_rel_residual_ = 0;  // line residual / peak, worst point
+  ByteSeries act_;                  // micro_batch -> activation bytes
+  std::vector<ByteSeries> phases_;  // per phase, when measured
   Count max_b_ = 0;
 };
 

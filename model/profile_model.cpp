@@ -106,6 +106,20 @@ class ProfileModel final : public CostModel {
   bool token_workload_ = false;
   std::vector<UnconfirmedMeasurement> unconfirmed_;  // the profile's, by rank group and point
   StateSizes states_;  // measured weights, gradients, optimizer state; units = the DDP buckets
+  // A staged model (the profile's unit_tensors and memory phases): zero3/hsdp gather one unit at
+  // a time (comm/sharded_sync.hpp); its states with the model's units, forward order.
+  std::optional<StateSizes> staged_states_;
+  bool per_unit(const Config& c) const {
+    return staged_states_ && c.world_size > 1 && traits(c.sharding.sharding).shards_parameters &&
+           c.sharding.sharding != Sharding::none;
+  }
+  // The peak of a per-unit plan's window: the phase where activations + gathered units are
+  // largest, and those two terms there.
+  struct PhasePeak {
+    Bytes activations = 0, gathered = 0;
+    std::size_t phase = 0;
+  };
+  PhasePeak per_unit_peak(const Config& c) const;
 };
 
 inline constexpr Bytes kTokenCountBytes = 8;  // one float64
@@ -317,6 +331,27 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
     const Bytes elem = grad_bytes_ / static_cast<Bytes>(states_.params);
     for (Bytes b : bucket_bytes_) states_.unit_params.push_back(static_cast<Count>(b / elem));
   }
+  // A staged model's units (the unit_tensors' parameters), when its memory phases were measured.
+  if (!w.unit_tensors.empty() && memory_.has_phases() && !states_.unit_params.empty() &&
+      memory_.phases(1).size() == phase_count(static_cast<Count>(w.unit_tensors.size()))) {
+    StateSizes st = states_;
+    st.unit_params.clear();
+    const Bytes elem = grad_bytes_ / static_cast<Bytes>(states_.params);
+    std::size_t next = 0;
+    for (Count t : w.unit_tensors) {
+      Bytes bytes = 0;
+      for (Count j = 0; j < t && next < w.param_tensor_bytes.size(); ++j) bytes += w.param_tensor_bytes[next++];
+      st.unit_params.push_back(static_cast<Count>(bytes / elem));
+    }
+    st.units = static_cast<Count>(st.unit_params.size());
+    const Bytes largest = *std::max_element(st.unit_params.begin(), st.unit_params.end()) * elem;
+    st.largest_unit_grad = largest;
+    st.largest_unit = largest;
+    staged_states_ = st;
+    notes.push_back(fmt::format("memory: zero3/hsdp gather one of the model's {} units at a time (and prefetch one); "
+                                "their peak is the window's phase where activations + gathered units are largest",
+                                st.units));
+  }
   const Bytes largest_bucket = *std::max_element(bucket_bytes_.begin(), bucket_bytes_.end());
   const double weight_share = grad_bytes_ > 0 ? double(states_.weights) / double(grad_bytes_) : 1.0;
   states_.largest_unit = static_cast<Bytes>(double(largest_bucket) * weight_share);
@@ -418,6 +453,32 @@ std::pair<Seconds, CommSource> ProfileModel::collective_time(CollectiveOp op, Co
   return {t / 2, src == CommSource::measured ? CommSource::allreduce_derived : src};
 }
 
+ProfileModel::PhasePeak ProfileModel::per_unit_peak(const Config& c) const {
+  const StateSizes& st = *staged_states_;
+  const Count n = static_cast<Count>(st.unit_params.size());
+  const Count g = std::max<Count>(1, shard_group(c));
+  // Unit u gathered: its padded flat buffer, ceil(S_u / N) N parameters in the compute dtype.
+  const Bytes psi = static_cast<Bytes>(std::max<Count>(1, st.params));
+  auto unit = [&](Count u) -> Bytes {
+    if (u < 0 || u >= n) return 0;
+    const Bytes e = static_cast<Bytes>((st.unit_params[static_cast<std::size_t>(u)] + g - 1) / g * g);
+    return st.weights / psi * e + st.weights % psi * e / psi;
+  };
+  const std::vector<Bytes> act = memory_.phases(c.micro_batch);
+  // Which units each phase holds (comm/sharded_sync.hpp): unit u's forward u and u + 1; after it
+  // u + 1; its backward u and u - 1; outside none.
+  std::vector<Bytes> gathered(act.size(), 0);
+  for (Count u = 0; u < n; ++u) {
+    gathered[forward_phase(u)] = unit(u) + unit(u + 1);
+    gathered[after_forward_phase(u)] = unit(u + 1);
+    gathered[backward_phase(u, n)] = unit(u) + unit(u - 1);
+  }
+  PhasePeak best;
+  for (std::size_t i = 0; i < act.size(); ++i)
+    if (i == 0 || act[i] + gathered[i] > best.activations + best.gathered) best = {act[i], gathered[i], i};
+  return best;
+}
+
 Prediction ProfileModel::predict(const Config& config) const {
   const Config c = check_config(config, info_.max_world_size, info_.max_world_size_reason, info_.plans);
   const Count p = c.world_size, b = c.micro_batch;
@@ -427,8 +488,14 @@ Prediction ProfileModel::predict(const Config& config) const {
   s.optimizer = band_at(optimizer_, p);
   s.tokens_per_sample = info_.tokens_per_sample;
 
-  MemoryBreakdown mem = plan_memory(c, states_);
+  const bool unit_gathers = per_unit(c);
+  MemoryBreakdown mem = plan_memory(c, unit_gathers ? *staged_states_ : states_);
   mem.activations = memory_.activations(b);
+  if (unit_gathers) {
+    const PhasePeak at = per_unit_peak(c);
+    mem.activations = at.activations;
+    mem.gathered = at.gathered;
+  }
   mem.peak = mem.weights + mem.gradients + mem.optimizer_state + mem.gathered + mem.comm_buffers + mem.activations;
 
   Prediction out;
@@ -448,7 +515,7 @@ Prediction ProfileModel::predict(const Config& config) const {
     ShardedTerms u;
     u.weights = states_.weights;
     u.gradients = states_.gradients;
-    u.units = states_.units;
+    u.units = unit_gathers ? staged_states_->units : states_.units;
     u.buckets = states_.units;
     const Count r = replicas(c);
     // The plan's source: the least measured of its collectives (hierarchical < ring-fit <

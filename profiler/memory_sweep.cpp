@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -30,6 +31,59 @@ using Clock = std::chrono::steady_clock;
 constexpr double kPredictionSlack = 1.02;
 
 Seconds since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The allocated high-water mark per phase of a staged model's window (core/profile.hpp
+// MemoryPoint::phases): at each boundary the tracker's peak since the previous boundary is the
+// closing phase's, and the peak restarts at the current level. It allocates no tensor (the
+// gradient hooks live outside the tracked allocator), so the window's bytes are unchanged.
+class PhaseRecorder final : public workloads::StagedModel::UnitHooks {
+ public:
+  PhaseRecorder(engine::DeviceMemory& mem, Count units) : mem_(mem), n_(units), peaks_(phase_count(units), 0) {}
+  void before_unit_forward(Count u) override { enter(forward_phase(u)); }
+  void after_unit_forward(Count u, const torch::Tensor& out) override {
+    enter(after_forward_phase(u));
+    if (out.requires_grad()) out.register_hook([this, u](const torch::Tensor&) { enter(backward_phase(u, n_)); });
+  }
+  void enter(std::size_t phase) {
+    close();
+    current_ = phase;
+  }
+  void close() {
+    const auto snap = mem_.snapshot();
+    peaks_[current_] = std::max(peaks_[current_], snap.peak_allocated);
+    overall_ = std::max(overall_, snap.peak_allocated);
+    overall_reserved_ = std::max(overall_reserved_, snap.peak_reserved);
+    mem_.reset_peak();
+  }
+  Bytes overall() const { return overall_; }
+  Bytes overall_reserved() const { return overall_reserved_; }
+  // Each phase's peak above `floor` (allocated before the workload + its static bytes), 0 below.
+  std::vector<Bytes> phases(Bytes floor) const {
+    std::vector<Bytes> out;
+    for (Bytes p : peaks_) out.push_back(p > floor ? p - floor : 0);
+    return out;
+  }
+
+ private:
+  engine::DeviceMemory& mem_;
+  Count n_;
+  std::vector<Bytes> peaks_;
+  std::size_t current_ = kOutsidePhase;
+  Bytes overall_ = 0, overall_reserved_ = 0;
+};
+
+// Installs hooks on a staged model for a scope.
+struct HooksInstalled {
+  workloads::StagedModel* model;
+  HooksInstalled(workloads::StagedModel* m, workloads::StagedModel::UnitHooks* h) : model(m) {
+    if (model) model->set_unit_hooks(h);
+  }
+  ~HooksInstalled() {
+    if (model) model->set_unit_hooks(nullptr);
+  }
+  HooksInstalled(const HooksInstalled&) = delete;
+  HooksInstalled& operator=(const HooksInstalled&) = delete;
+};
 
 }  // namespace
 
@@ -79,6 +133,10 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
   mem_->release_cache();
   mem_->reset_peak();
   engine::RankPosition::set_phase(fmt::format("the memory sweep at micro_batch {}", b));
+  workloads::StagedModel* staged = workload_->staged();
+  std::optional<PhaseRecorder> phases;
+  if (staged) phases.emplace(*mem_, staged->units());
+  HooksInstalled installed(staged, phases ? &*phases : nullptr);
   try {
     for (int m = 0; m < 2; ++m) {
       engine::Watchdog::beat_active();
@@ -89,6 +147,7 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
       auto loss = workload_->loss_sum(workload_->forward(batch), batch) /
                   static_cast<double>(std::max<Count>(1, batch.loss_terms));
       loss.backward();
+      if (phases) phases->enter(kOutsidePhase);
       comm::sync_device(device);
       if (m == 1 && micro_step) *micro_step = since(t0);
       workloads::require_finite(*workload_, loss.item<double>(), "loss", b);
@@ -107,16 +166,18 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
     mem_->release_cache();
     return std::nullopt;
   }
+  if (phases) phases->close();
   const auto snap = mem_->snapshot();
   MemoryPoint p;
   p.micro_batch = b;
   p.weights = static_.weights;
   p.gradients = static_.gradients;
   p.optimizer_state = static_.optimizer_state;
-  p.peak = snap.peak_allocated - base_;
+  p.peak = (phases ? phases->overall() : snap.peak_allocated) - base_;
   const Bytes fixed = p.weights + p.gradients + p.optimizer_state;
   p.activations = p.peak > fixed ? p.peak - fixed : 0;
-  p.reserved_peak = mem_->caches() ? snap.peak_reserved : 0;
+  if (phases) p.phases = phases->phases(base_ + fixed);
+  p.reserved_peak = mem_->caches() ? (phases ? phases->overall_reserved() : snap.peak_reserved) : 0;
   return p;
 }
 

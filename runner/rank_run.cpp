@@ -166,11 +166,38 @@ RankStart start_rank(const RunSpec& spec, const comm::RankContext& ctx) {
 namespace {
 
 // The plan's synchroniser: DDP's allreduces, or the sharded plan's reduce-scatters and all-gathers.
+// zero3/hsdp on a staged model gather one unit at a time (comm/sharded_sync.hpp).
 std::unique_ptr<comm::WindowSync> make_sync(const RunSpec& spec, comm::Communicator* comm,
-                                            const std::vector<torch::Tensor>& params, const Faults& faults) {
+                                            const std::vector<torch::Tensor>& params, const Faults& faults,
+                                            const WorkloadIdentity& id) {
   if (spec.sharding.sharding == Sharding::none) return std::make_unique<comm::GradSync>(comm, params, spec.strategy);
-  return std::make_unique<comm::ShardedSync>(comm, params, spec.sharding, spec.strategy, faults.shard);
+  return std::make_unique<comm::ShardedSync>(comm, params, spec.sharding, spec.strategy, faults.shard,
+                                             id.unit_tensors);
 }
+
+// The staged model's unit hooks, handed to a sharded plan that gathers per unit, for a scope.
+class PerUnitGathering final : public workloads::StagedModel::UnitHooks {
+ public:
+  PerUnitGathering(workloads::Workload& w, comm::WindowSync& sync)
+      : sharded_(dynamic_cast<comm::ShardedSync*>(&sync)), model_(w.staged()) {
+    if (!sharded_ || !sharded_->gathers_per_unit() || !model_) {
+      model_ = nullptr;
+      return;
+    }
+    model_->set_unit_hooks(this);
+  }
+  ~PerUnitGathering() override {
+    if (model_) model_->set_unit_hooks(nullptr);
+  }
+  PerUnitGathering(const PerUnitGathering&) = delete;
+  PerUnitGathering& operator=(const PerUnitGathering&) = delete;
+  void before_unit_forward(Count u) override { sharded_->before_unit_forward(u); }
+  void after_unit_forward(Count u, const torch::Tensor& out) override { sharded_->after_unit_forward(u, out); }
+
+ private:
+  comm::ShardedSync* sharded_;
+  workloads::StagedModel* model_;
+};
 
 // Every rank's final parameters, gathered where the plan shards them (a collective).
 std::string final_parameters_hash(comm::WindowSync& sync, const std::vector<torch::Tensor>& params) {
@@ -227,12 +254,16 @@ int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, co
   RunFacts facts = std::move(agreed.facts);
 
   // --- training ----------------------------------------------------------------------------------
-  auto sync = make_sync(spec, comm.get(), params, faults);
+  auto sync = make_sync(spec, comm.get(), params, faults, id);
   auto optimizer = workloads::make_optimizer(sync->optimizer_parameters(), spec.optimizer, spec.lr);
   sync->zero_grad();  // gradients allocated once, before the optimizer's state
   const LoopContext loop{spec, *workload, params, comm.get(), *sync, *optimizer, rank, spec.seed};
   RunObserver observer(loop, faults, *memory, watchdog);
-  RankSteps steps = run_windows(loop, observer);
+  RankSteps steps;
+  {
+    PerUnitGathering per_unit(*workload, *sync);
+    steps = run_windows(loop, observer);
+  }
   const Observations seen = observer.finish();
 
   // --- every rank's record to rank 0 ---------------------------------------------------------------

@@ -187,14 +187,23 @@ struct GptNet : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& tokens) {  // [b, s] -> logits [b, s, V]
     return forward_units(0, static_cast<Count>(blocks.size()) + 2, tokens);
   }
-  // Units [first, end): 0 the embedding, 1..L the blocks, L + 1 the head (StagedModel).
+  // Units [first, end): 0 the embedding, 1..L the blocks, L + 1 the head (StagedModel), each
+  // between the hooks' before/after calls when hooks are set.
   torch::Tensor forward_units(Count first, Count end, const torch::Tensor& in) {
     const Count n = static_cast<Count>(blocks.size());
     torch::Tensor x = in;
+    auto before = [&](Count u) {
+      if (hooks_) hooks_->before_unit_forward(u);
+    };
+    auto after = [&](Count u) {
+      if (hooks_) hooks_->after_unit_forward(u, x);
+    };
     if (first == 0) {  // tokens [b, s] -> hidden [b, s, d]
+      before(0);
       auto positions = torch::arange(in.size(1), in.options());
       x = tok->forward(in) + pos->forward(positions);
       if (sp_) x = region(x, tp_, Region::split, true);  // [b, s / T, d]
+      after(0);
     }
     const Count b0 = std::max<Count>(first, 1), b1 = std::min<Count>(end, n + 1);
     if (b0 < b1) {
@@ -202,15 +211,20 @@ struct GptNet : torch::nn::Module {
       auto causal = torch::full({s, s}, -std::numeric_limits<double>::infinity(), x.options()).triu(1);
       for (Count u = b0; u < b1; ++u) {
         Block* blk = blocks[static_cast<std::size_t>(u - 1)].get();
+        before(u);
         x = checkpoint_ ? CheckpointedBlock::apply(x, causal, blk) : blk->forward(x, causal);
+        after(u);
       }
     }
     if (end == n + 2) {
+      before(n + 1);
       if (sp_) x = region(x, tp_, Region::gather, true);  // the head sees the whole sequence
       x = head->forward(ln_f->forward(x));
+      after(n + 1);
     }
     return x;
   }
+  StagedModel::UnitHooks* hooks_ = nullptr;
   TensorParallelComm* tp_ = nullptr;  // the embedding/head boundary under sequence parallelism
   bool sp_ = false;
   torch::nn::Embedding tok{nullptr}, pos{nullptr};
@@ -244,6 +258,7 @@ class Gpt final : public ModuleWorkload, public StagedModel {
   torch::Tensor forward(const Batch& b) override { return net_->forward(b.input); }
 
   StagedModel* staged() override { return this; }
+  void set_unit_hooks(UnitHooks* hooks) override { net_->hooks_ = hooks; }
   Count units() const override { return layers_ + 2; }
   Count blocks() const override { return layers_; }
   std::vector<torch::Tensor> unit_parameters(Count u) const override {

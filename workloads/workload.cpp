@@ -209,6 +209,10 @@ void Workload::finish_identity(const std::string& extra_identity) {
     identity_.param_tensor_bytes.push_back(static_cast<Bytes>(p.numel()) * dtype_size(dtype_));
   }
   identity_.param_bytes = static_cast<Bytes>(identity_.param_count) * dtype_size(dtype_);
+  identity_.unit_tensors.clear();
+  if (StagedModel* st = staged())
+    for (Count u = 0; u < st->units(); ++u)
+      identity_.unit_tensors.push_back(static_cast<Count>(st->unit_parameters(u).size()));
   json hashed = identity_.hyper;
   hashed.erase("file");  // identity is the content, not where it lives
   std::string key = identity_.kind + "|" + hashed.dump() + "|" + identity_.dtype + "|" + extra_identity;

@@ -88,6 +88,18 @@ class TensorParallelComm {
 // (model/parallel_plan.hpp stage_layers' even split).
 class StagedModel {
  public:
+  // Called around each unit of every forward that runs through forward_units (the FSDP-style
+  // hooks of a sharded plan, and the profile's memory phases): before unit u computes, and with
+  // its output once it has. A hook may register a gradient hook on `out` to act before the
+  // unit's backward. Null: none (the default).
+  class UnitHooks {
+   public:
+    virtual ~UnitHooks() = default;
+    virtual void before_unit_forward(Count u) = 0;
+    virtual void after_unit_forward(Count u, const torch::Tensor& out) = 0;
+  };
+  virtual void set_unit_hooks(UnitHooks* hooks) = 0;
+
   virtual ~StagedModel() = default;
   virtual Count units() const = 0;            // blocks() + 2
   virtual Count blocks() const = 0;           // the repeated blocks (transformer layers)

@@ -235,10 +235,10 @@ TEST_CASE("4-rank gpt-tiny validations of all three strategies pass every check"
   }
 }
 
-// Sharded runs (comm/sharded_sync.hpp). gpt-tiny has 2 wrapped units (its DDP buckets), k = 3:
-// zero1/zero2 reduce-scatter 2 units per reducing micro-step and all-gather 2 after the step
-// (counted in the last micro-step); zero3 all-gathers 2 units for every forward and again for
-// every backward.
+// Sharded runs (comm/sharded_sync.hpp), k = 3. zero1/zero2 cut gpt-tiny into its 2 DDP buckets:
+// they reduce-scatter 2 units per reducing micro-step and all-gather 2 after the step (counted in
+// the last micro-step). zero3 wraps the model's 4 units (embedding, 2 blocks, head), gathered one
+// at a time: 4 all-gathers in every forward and 4 in every backward, 4 reduce-scatters.
 TEST_CASE("2-rank sharded runs of zero1, zero2 and zero3 with every sync choice pass every check",
           "[runner][integration][sharded]") {
   struct Case {
@@ -246,9 +246,9 @@ TEST_CASE("2-rank sharded runs of zero1, zero2 and zero3 with every sync choice 
     const char* strategy;
     std::vector<Count> per_micro;
   };
-  const std::vector<Case> cases{{"zero2", "every-step", {2, 2, 4}}, {"zero2", "overlap", {0, 0, 4}},
-                                {"zero2", "fused", {0, 0, 4}},      {"zero3", "every-step", {6, 6, 6}},
-                                {"zero3", "overlap", {4, 4, 6}},    {"zero3", "fused", {4, 4, 6}},
+  const std::vector<Case> cases{{"zero2", "every-step", {2, 2, 4}},   {"zero2", "overlap", {0, 0, 4}},
+                                {"zero2", "fused", {0, 0, 4}},        {"zero3", "every-step", {12, 12, 12}},
+                                {"zero3", "overlap", {8, 8, 12}},     {"zero3", "fused", {8, 8, 12}},
                                 {"zero1", "overlap", {0, 0, 4}}};
   for (const auto& c : cases) {
     auto a = small("gpt-tiny", 2, 3, 2, c.strategy);
@@ -261,10 +261,11 @@ TEST_CASE("2-rank sharded runs of zero1, zero2 and zero3 with every sync choice 
     CHECK(run.at("config").at("sharding") == c.sharding);
     CHECK(m.at("collectives_per_micro_step").get<std::vector<Count>>() == c.per_micro);
     const Count launched = m.at("collectives_launched_in_backward");
-    // Reduce-scatters launched by the autograd hooks while the backward runs: 2 units in each of
-    // the 3 backwards (every-step), in the last (overlap), none (fused: after the backward).
+    // Reduce-scatters launched by the autograd hooks while the backward runs: every unit in each
+    // of the 3 backwards (every-step), in the last (overlap), none (fused: after the backward).
     const std::string st = c.strategy;
-    CHECK(launched == (st == "fused" ? 0 : st == "every-step" ? 6 : 2));
+    const Count units = std::string(c.sharding) == "zero3" ? 4 : 2;
+    CHECK(launched == (st == "fused" ? 0 : st == "every-step" ? 3 * units : units));
     CHECK(check(run, "gradient_equivalence").at("detail").get<std::string>().find("reduce-scattered") !=
           std::string::npos);
     CHECK(check(run, "negative_control").at("status") == "pass");
@@ -285,15 +286,15 @@ TEST_CASE("4-rank sharded runs pass every check", "[runner][integration][sharded
 }
 
 // hsdp:2 on 4 ranks: zero3 inside {0,1} and {2,3}, each unit's shard allreduced across {0,2} and
-// {1,3} once per window (k = 2: 2 units gathered for the forward and the backward of both
-// micro-steps, reduce-scattered in the reducing ones, + 2 allreduces in the last).
+// {1,3} once per window (k = 2: the 4 units gathered one at a time for the forward and the
+// backward of both micro-steps, reduce-scattered in the reducing ones, + 4 allreduces in the last).
 TEST_CASE("4-rank hsdp:2 runs pass every check, the cross-group allreduce once per window",
           "[runner][integration][sharded]") {
   struct Case {
     const char* strategy;
     std::vector<Count> per_micro;
   };
-  for (const auto& c : {Case{"every-step", {6, 8}}, Case{"overlap", {4, 8}}, Case{"fused", {4, 8}}}) {
+  for (const auto& c : {Case{"every-step", {12, 16}}, Case{"overlap", {8, 16}}, Case{"fused", {8, 16}}}) {
     auto a = small("gpt-tiny", 1, 2, 4, c.strategy);
     a.insert(a.end(), {"--sharding", "hsdp:2"});
     auto r = validate(a);
@@ -400,6 +401,17 @@ TEST_CASE("the last partial window is run, normalised by its real samples, and c
   CHECK(check(d.doc.at("runs").at(0), "partial_window").at("detail").get<std::string>().find("dropped") !=
         std::string::npos);
   CHECK(d.doc.at("runs").at(0).at("steps").size() == 3);
+  // zero3 gathers gpt-tiny one unit at a time from the model's hooks: rank 1, with no samples in
+  // the last window, issues the same all-gathers and reduce-scatters in the same order.
+  for (const char* strategy : {"every-step", "overlap", "fused"}) {
+    std::vector<std::string> z{"--workload", "gpt-tiny", "--micro-batch",  "2",       "--accum-steps", "2",
+                               "--world-size", "2",     "--warmup",       "1",       "--dataset-size", "27",
+                               "--timeout",  "30s",      "--sharding",     "zero3",   "--strategy",    strategy};
+    auto zr = validate(z);
+    INFO(strategy);
+    require_all_pass(zr);
+    CHECK(check(zr.doc.at("runs").at(0), "partial_window").at("status") == "pass");
+  }
 }
 
 TEST_CASE("checks fail on injected training bugs", "[runner][integration]") {
@@ -665,6 +677,34 @@ TEST_CASE("sharded runs: peak and resident memory byte-exact against the predict
     CHECK(rows["resident_memory"].at("measured").get<double>() ==
           rows["resident_memory"].at("predicted").get<double>());
     CHECK(rows["collectives_per_step"].at("status") == "pass");
+  }
+  {
+    // gpt-tiny:layers=8 (10 units): zero3 holds at most two gathered units, so its peak is below
+    // zero2's and DDP's, each byte-exact against the profile's per-phase prediction.
+    const fs::path p8 = sb.dir / "profile8.json";
+    const auto t0 = Clock::now();
+    pid_t pid = spawn(sb,
+                      {"profile", "--workload", "gpt-tiny:layers=8", "--micro-batches", "2", "--ranks", "1,2",
+                       "--time-budget", "5s", "--iters", "2", "--comm-iters", "3", "-q", "-o", p8.string()},
+                      {});
+    auto p = finish(sb, pid, t0, p8);
+    INFO(p.err);
+    REQUIRE(p.code == 0);
+    std::map<std::string, double> peak;
+    for (const char* sharding : {"none", "zero2", "zero3"}) {
+      auto a = small("gpt-tiny:layers=8", 2, 2, 2, "every-step");
+      a.insert(a.end(), {"--sharding", sharding, "--profile", p8.string(), "--tolerance", "1000%"});
+      auto r = validate(a);
+      INFO(sharding);
+      require_all_pass(r);
+      std::map<std::string, json> rows;
+      for (const auto& row : r.doc.at("runs").at(0).at("comparison").at("rows")) rows[row.at("figure")] = row;
+      CHECK(rows["peak_memory"].at("measured").get<double>() == rows["peak_memory"].at("predicted").get<double>());
+      CHECK(rows["collectives_per_step"].at("status") == "pass");
+      peak[sharding] = rows["peak_memory"].at("measured").get<double>();
+    }
+    CHECK(peak["zero3"] < peak["zero2"]);
+    CHECK(peak["zero2"] < peak["none"]);
   }
   // Each stage holds less between steps: optimizer state halves at zero1, gradients at zero2
   // (every-step), parameters at zero3; keeping the full gradient (fused) costs it back.

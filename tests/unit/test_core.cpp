@@ -200,7 +200,7 @@ static Profile sample_profile() {
   p.workload.tokens_per_sample = 64;
   p.workload.mean_tokens_per_sample = 40;
   p.settings.ranks = {1, 2};
-  p.memory.push_back({4, 40, 40, 80, 1000, 840, 0});
+  p.memory.push_back({4, 40, 40, 80, 1000, 840, 0, {}});
   ComputePoint c;
   c.micro_batch = 4;
   c.micro_step = TimingStats::from_samples({0.01, 0.012, 0.011});
@@ -212,6 +212,28 @@ static Profile sample_profile() {
   p.max_micro_batch_fitting = 64;
   p.notes = {"hello"};
   return p;
+}
+
+TEST_CASE("a staged model's units and memory phases round-trip, and a mismatch is named", "[core][profile]") {
+  auto p = sample_profile();
+  p.workload.unit_tensors = {1, 1};  // 2 units: 1 + 3 x 2 = 7 phases
+  p.memory.front().phases = {10, 200, 300, 840, 400, 500, 100};
+  const auto q = profile_from_json(to_json(p), "p.json");
+  CHECK(q.workload.unit_tensors == p.workload.unit_tensors);
+  CHECK(q.memory.front().phases == p.memory.front().phases);
+  CHECK(forward_phase(1) == 3);
+  CHECK(after_forward_phase(1) == 4);
+  CHECK(backward_phase(0, 2) == 5);
+  CHECK(phase_count(2) == 7);
+  auto j = to_json(p);
+  j["memory"][0]["phases"] = {10, 200, 840};
+  CHECK_THROWS_WITH(profile_from_json(j, "p.json"), Catch::Contains("3 phases, but the workload's unit_tensors make 7"));
+  j = to_json(p);
+  j["memory"][0]["phases"] = {10, 200, 300, 900, 400, 500, 100};
+  CHECK_THROWS_WITH(profile_from_json(j, "p.json"), Catch::Contains("the largest phase is not the point's activations"));
+  j = to_json(p);
+  j["workload"]["unit_tensors"] = {1, 2};
+  CHECK_THROWS_WITH(profile_from_json(j, "p.json"), Catch::Contains("the units hold 3 parameter tensors but param_tensor_bytes lists 2"));
 }
 
 TEST_CASE("how ranks wait for collectives: one rule for the profiler and the runner", "[core]") {

@@ -158,9 +158,13 @@ TEST_CASE("a sweep point's reserved peak is its own: the cache is emptied before
   REQUIRE(small_first);
   REQUIRE(big);
   REQUIRE(small_after);
-  // Each point: cache released, then the peak reset, then the window.
-  CHECK(log == std::vector<std::string>{"empty_cache", "reset_peak", "empty_cache", "reset_peak", "empty_cache",
-                                        "reset_peak"});
+  // Each point: cache released, then the peak reset, then the window (whose phase boundaries,
+  // gpt being a staged model, reset the peak again: runs of reset_peak collapsed here).
+  std::vector<std::string> collapsed;
+  for (const auto& e : log)
+    if (collapsed.empty() || e != "reset_peak" || collapsed.back() != "reset_peak") collapsed.push_back(e);
+  CHECK(collapsed == std::vector<std::string>{"empty_cache", "reset_peak", "empty_cache", "reset_peak", "empty_cache",
+                                              "reset_peak"});
   // gpt-tiny at micro_batch 64 holds tens of MiB of activations: more segments than at 1.
   CHECK(big->reserved_peak > small_first->reserved_peak + 4 * kMiB);
   // Without the release, micro_batch 1 after 64 would report 64's cached segments.

@@ -402,3 +402,46 @@ TEST_CASE("unconfirmed[] of an older profile: strings read back with their group
   CHECK(q.unconfirmed[0].micro_batch == 8);
   CHECK(q.unconfirmed[1].what == p.unconfirmed[1].what);
 }
+
+// A staged model (core/profile.hpp unit_tensors + MemoryPoint::phases): zero3 gathers one unit
+// at a time, so its peak is the phase where activations + the gathered units are largest.
+// Units {tensors 0,1 | 2,3 | 4} = {404000, 1208000, 600000} B; A = activations(b) spread over the
+// 10 phases (outside 1000 B; forward u: (u+1)A/4; after it the same, the loss A; backward u:
+// (u+1)A/4). At b = 4 (A = 300000), p = 2 (nothing padded), gathered + activations per phase:
+//   F0 1612000 + 75000, after F0 1208000 + 75000, F1 1808000 + 150000, after F1 600000 + 150000,
+//   F2 600000 + 225000, loss 0 + 300000, B0 404000 + 75000, B1 1612000 + 150000,
+//   B2 1808000 + 225000 = 2033000 (the largest).
+TEST_CASE("zero3 on a staged model: the peak phase's activations and gathered units, by hand", "[model][profile][sharded]") {
+  auto prof = synthetic_profile();
+  prof.workload.unit_tensors = {2, 2, 1};
+  for (auto& m : prof.memory) {
+    const Bytes a = m.activations;
+    m.phases = {1000, a / 4, a / 4, a / 2, a / 2, 3 * a / 4, a, a / 4, a / 2, 3 * a / 4};
+  }
+  auto m = make_profile_model(prof);
+  Config c = cfg(4, 2, 2, Strategy::every_step);
+  c.sharding = {Sharding::zero3, 0};
+  const auto z3 = m->predict(c);
+  CHECK(z3.memory.gathered == 1808000);
+  CHECK(z3.memory.activations == 225000);
+  // Shards: (50500 + 151000 + 75000) params x 4 B = 1106000 B of weights and of gradients, twice
+  // that of Adam state; buffers 2 x the largest unit's 1208000 B.
+  CHECK(z3.memory.weights == 1106000);
+  CHECK(z3.memory.gradients == 1106000);
+  CHECK(z3.memory.optimizer_state == 2212000);
+  CHECK(z3.memory.comm_buffers == 2 * 1208000);
+  CHECK(z3.memory.peak == 1106000 + 1106000 + 2212000 + 2416000 + 2033000);
+  // Collectives: 3 units gathered in every forward and backward and reduce-scattered, k = 2.
+  CHECK(z3.collectives_per_step == 2 * (3 + 3 + 3));
+  // zero2 keeps the buckets (2) and the whole-window activations.
+  c.sharding = {Sharding::zero2, 0};
+  const auto z2 = m->predict(c);
+  CHECK(z2.memory.activations == 300000);
+  CHECK(z2.memory.gathered == 0);
+  // Without phases (here one point lacks them) the model falls back to two of the largest
+  // buckets gathered beside the window's activation peak: 2 x 1808000 B, capped at the model.
+  prof.memory.front().phases.clear();
+  auto plain = make_profile_model(prof);
+  c.sharding = {Sharding::zero3, 0};
+  CHECK(plain->predict(c).memory.gathered == kParamBytes);
+}
