@@ -106,8 +106,17 @@ Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, Optimizer op
   if (!reprofile && fs::exists(path, ec)) {
     try {
       Profile p = load_profile(path.string(), id.hash);
-      source["cached"] = true;
-      return p;
+      // A staged model's profile carries its units and per-phase memory (what zero3's per-unit
+      // gathering is priced from); one written before them is measured again.
+      bool phased = p.workload.unit_tensors == id.unit_tensors;
+      for (const auto& m : p.memory) phased = phased && (id.unit_tensors.empty() || !m.phases.empty());
+      if (phased) {
+        source["cached"] = true;
+        return p;
+      }
+      std::cerr << fmt::format("gaccum-tune: cached profile {} predates the model's per-unit memory phases; profiling "
+                               "again\n",
+                               path.string());
     } catch (const InputError& e) {  // not JSON, truncated, another schema or workload: measure again
       std::cerr << fmt::format("gaccum-tune: cached profile {} is unusable ({}); profiling again\n", path.string(),
                                e.what());

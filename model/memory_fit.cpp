@@ -89,7 +89,15 @@ Bytes ByteSeries::at(Count micro_batch) const {
   return a > 0 ? static_cast<Bytes>(std::ceil(a - 1e-3)) : 0;
 }
 
-Bytes MemoryModel::activations(Count micro_batch) const { return act_.at(micro_batch); }
+// With phases, the window's peak is the largest phase: a max of (per phase) linear functions,
+// exact where one line through the overall peaks is not (the peak moves from one phase to another
+// as micro_batch grows: gpt-tiny:layers=8's head backward at b = 1, the loss from b = 2).
+Bytes MemoryModel::activations(Count micro_batch) const {
+  if (phases_.empty()) return act_.at(micro_batch);
+  Bytes a = 0;
+  for (const auto& s : phases_) a = std::max(a, s.at(micro_batch));
+  return a;
+}
 
 std::vector<Bytes> MemoryModel::phases(Count micro_batch) const {
   std::vector<Bytes> out;

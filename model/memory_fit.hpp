@@ -11,6 +11,9 @@
 //                   of linear functions, convex piecewise-linear: chords over-estimate slightly,
 //                   never under), the line through the last two points above the largest b.
 //     The line's coefficients and residuals are kept either way (reports).
+//     A staged model's profile gives the peak per phase of the window (core/profile.hpp
+//     MemoryPoint::phases): each phase is fitted by the same rule and activations(b) is the
+//     largest phase at b.
 //   Never a function of accum_steps.
 // Units: Bytes per rank.
 #pragma once
