@@ -233,13 +233,6 @@ void ShardedSync::free_all() {
   for (std::size_t u = 0; u < units_.size(); ++u) free_unit(u);
 }
 
-Bytes ShardedSync::gathered_bytes() const {
-  Bytes b = 0;
-  for (std::size_t u = 0; u < units_.size(); ++u)
-    if (gathered_[u] && shards_params_) b += static_cast<Bytes>(flat_[u].numel()) * static_cast<Bytes>(flat_[u].element_size());
-  return b;
-}
-
 void ShardedSync::forward_gathers(Count u) {
   gather_unit(unit_index(u), true);
   if (static_cast<std::size_t>(u) + 1 < units_.size()) gather_unit(unit_index(u + 1), true);

@@ -124,8 +124,6 @@ class ShardedSync final : public WindowSync {
   // Frees u and registers the gradient hook on `out` that calls before_unit_backward(u).
   void after_unit_forward(Count u, const torch::Tensor& out);
   void before_unit_backward(Count u);
-  // Bytes gathered now (tests: at most two units).
-  Bytes gathered_bytes() const;
 
  private:
   using Clock = DeviceTimer::Clock;

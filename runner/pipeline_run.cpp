@@ -17,6 +17,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/grad_sync.hpp"
+#include "comm/sharded_sync.hpp"
 #include "core/error.hpp"
 #include "core/host.hpp"
 #include "engine/exact_math.hpp"
@@ -731,8 +732,16 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
       at_el += p.numel();
     }
   };
-  comm::GradSync sync(dp_group.get(), params, Strategy::fused);
-  auto optimizer = workloads::make_optimizer(params, spec.optimizer, spec.lr);
+  // The stage's replicas: DDP (one reduction after the schedule), or zero1 (the optimizer state
+  // sharded over them: each unit reduce-scattered after the schedule, the stepped shards
+  // all-gathered), the plans a pipeline stage runs with.
+  std::unique_ptr<comm::WindowSync> sync_owner;
+  if (spec.sharding.sharding == Sharding::zero1)
+    sync_owner = std::make_unique<comm::ShardedSync>(dp_group.get(), params, spec.sharding, Strategy::fused);
+  else
+    sync_owner = std::make_unique<comm::GradSync>(dp_group.get(), params, Strategy::fused);
+  comm::WindowSync& sync = *sync_owner;
+  auto optimizer = workloads::make_optimizer(sync.optimizer_parameters(), spec.optimizer, spec.lr);
   sync.zero_grad();
   const Seconds p2p = stage.measure_p2p(40);
 
@@ -776,15 +785,17 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
     const auto t_ops = Clock::now();
     sync.begin_step(k);
     for (Count mi = 0; mi < k; ++mi) {
+      sync.before_forward(mi);
       sync.before_backward(mi);
       sync.after_backward(mi);
     }
     const auto t_sync = Clock::now();
     if (w == 0) {  // the gradient checks (timed apart)
       const auto c0 = Clock::now();
-      const auto got = gather_full(*world, all_params, offsets, params, stage.origins(), grads_of(params), at);
+      const auto reduced = sync.full_gradients();  // zero1: all-gathered from the shards
+      const auto got = gather_full(*world, all_params, offsets, params, stage.origins(), reduced, at);
       const auto before = gather_full(*world, all_params, offsets, params, stage.origins(), before_last, at);
-      grads_hash0 = hash_tensors(grads_of(params));
+      grads_hash0 = hash_tensors(reduced);
       if (rank == 0) {
         step0 = check_window(*reference, reference->parameters(), spec.data_parallel_view(), spec.seed, 0, got, before,
                              id.tokens_per_sample > 0, [&] { watchdog.beat(); });
@@ -799,11 +810,12 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
     const Bytes level_before_opt = memory->snapshot().allocated;
     const auto t_opt = Clock::now();
     optimizer->step();
+    sync.after_optimizer_step();  // zero1: the stepped shards all-gathered
     const auto t_end = Clock::now();
     if (w == 1) optimizer_peak = memory->snapshot().peak_allocated - level_before_opt;
     if (faults.perturb_param && w == 0) {
       torch::NoGradGuard no_grad;
-      params.front().add_(1e-3);
+      sync.optimizer_parameters().front().add_(1e-3);
     }
     in_flight = std::max(in_flight, f.in_flight);
     const auto& st = sync.stats();

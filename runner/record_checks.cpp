@@ -37,9 +37,13 @@ void gradient_checks(std::vector<CheckRecord>& out, const RunFacts& f, const Win
       fmt::format("step 0: the accumulated, {}, averaged gradient vs {}: "
                   "max |diff| {}, rel L2 {}, {} of {} elements outside rtol {} atol {}",
                   spec.model_parallel()
-                      ? fmt::format("{} stage(s) x tp {}{}, allreduced over each stage's replicas and gathered from the "
+                      ? fmt::format("{} stage(s) x tp {}{}, {} over each stage's replicas and gathered from the "
                                     "stages and tensor-parallel shards",
-                                    spec.pp, spec.tp, spec.pp > 1 ? fmt::format(" ({})", to_string(spec.schedule)) : "")
+                                    spec.pp, spec.tp, spec.pp > 1 ? fmt::format(" ({})", to_string(spec.schedule)) : "",
+                                    spec.sharding.sharding == Sharding::none
+                                        ? std::string("allreduced")
+                                        : fmt::format("reduce-scattered ({}, all-gathered for the check)",
+                                                      to_string(spec.sharding)))
                   : spec.sharding.sharding == Sharding::none
                       ? std::string("allreduced")
                       : fmt::format("reduce-scattered ({}, all-gathered for the check)", to_string(spec.sharding)),

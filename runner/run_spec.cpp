@@ -98,10 +98,15 @@ void RunSpec::validate() const {
       throw InputError(fmt::format("--schedule {}: validate runs gpipe, 1f1b and interleaved-1f1b (the split weight "
                                    "gradient is priced by predict, not run)",
                                    to_string(schedule)));
-    if (sharding.sharding != Sharding::none)
+    if (sharding.sharding != Sharding::none && sharding.sharding != Sharding::zero1)
       throw InputError(fmt::format("--sharding {}: tensor/pipeline-parallel runs reduce each stage's gradients over its "
-                                   "dp replicas with DDP (--sharding none); sharded stages are not run yet",
+                                   "dp replicas with DDP (--sharding none) or shard their optimizer state (zero1); "
+                                   "zero2/zero3/hsdp stages are not run yet",
                                    to_string(sharding)));
+    if (sharding.sharding == Sharding::zero1 && world_size / (pp * tp) < 2)
+      throw InputError(fmt::format("--sharding zero1: each stage needs at least 2 dp replicas to shard over (world_size "
+                                   "{} = pp {} x tp {} x dp {}): raise --world-size",
+                                   world_size, pp, tp, world_size / (pp * tp)));
     if (strategy != Strategy::fused)
       throw InputError(fmt::format("--strategy {}: a pipeline stage reduces its gradients once, after its last "
                                    "backward (its chunks' backwards are spread over the schedule): use --strategy fused "

@@ -85,8 +85,10 @@ gaccum_cli_test(validate-pp-few-microbatches 2 "--schedule 1f1b with --pp 4 .*--
                 ${_v} --workload gpt-tiny:layers=4 --pp 4 --world-size 4 --accum-steps 2)
 gaccum_cli_test(validate-pp-zb 2 "--schedule zb-h1: validate runs gpipe, 1f1b and interleaved-1f1b" --one-line-stderr --
                 ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 2 --schedule zb-h1)
-gaccum_cli_test(validate-pp-sharded 2 "--sharding zero1: tensor/pipeline-parallel runs reduce each stage's gradients" --one-line-stderr --
-                ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 4 --sharding zero1)
+gaccum_cli_test(validate-pp-sharded 2 "--sharding zero2: tensor/pipeline-parallel runs reduce each stage's gradients.*or shard their optimizer state \\(zero1\\)" --one-line-stderr --
+                ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 4 --sharding zero2)
+gaccum_cli_test(validate-pp-zero1-lone 2 "--sharding zero1: each stage needs at least 2 dp replicas to shard over \\(world_size 2 = pp 2 x tp 1 x dp 1\\): raise --world-size" --one-line-stderr --
+                ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 2 --sharding zero1)
 gaccum_cli_test(validate-pp-every-step 2 "--strategy every-step: a pipeline stage reduces its gradients once" --one-line-stderr --
                 ${_v} --workload gpt-tiny:layers=4 --pp 2 --world-size 2 --strategy every-step)
 gaccum_cli_test(validate-schedule-without-pp 2 "--schedule/--virtual-stages: need --pp 2 or more" --one-line-stderr --

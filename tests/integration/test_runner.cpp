@@ -942,7 +942,8 @@ TEST_CASE("pipeline runs: 1F1B and GPipe on 2 and 4 stages, interleaved v 2, and
   };
   for (auto c : {Case{"--pp 2 --schedule 1f1b", 2, 2}, Case{"--pp 2 --schedule gpipe", 2, 4},
                  Case{"--pp 4 --schedule 1f1b", 4, 4}, Case{"--pp 4 --schedule gpipe", 4, 4},
-                 Case{"--pp 2 --virtual-stages 2", 2, 5}, Case{"--pp 2", 4, 2}}) {
+                 Case{"--pp 2 --virtual-stages 2", 2, 5}, Case{"--pp 2", 4, 2},
+                 Case{"--pp 2 --sharding zero1", 4, 2}}) {
     auto r = validate(pipeline(c.layout, c.ranks, 4));
     INFO(c.layout << " on " << c.ranks << " ranks");
     require_all_pass(r);
@@ -963,6 +964,12 @@ TEST_CASE("pipeline runs: 1F1B and GPipe on 2 and 4 stages, interleaved v 2, and
     CHECK(pipe.at("bubble_fraction").get<double>() > 0);
     CHECK(pipe.at("predicted_bubble_fraction").get<double>() > 0);
     CHECK(r.out.find("bubble") != std::string::npos);
+    if (std::string(c.layout).find("zero1") != std::string::npos) {
+      // Each stage's optimizer state sharded over its 2 replicas: its units reduce-scattered after
+      // the schedule and all-gathered after the step, the gradient checked as all-gathered.
+      CHECK(run.at("config").at("sharding") == "zero1");
+      CHECK_THAT(check(run, "gradient_equivalence").at("detail").get<std::string>(), Catch::Contains("reduce-scattered"));
+    }
   }
 }
 
