@@ -338,6 +338,7 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info, 
              format_bytes(m.weights), format_bytes(m.gradients), format_bytes(m.optimizer_state),
              m.gathered > 0 ? fmt::format(", gathered parameters {}", format_bytes(m.gathered)) : "",
              format_bytes(m.comm_buffers), format_bytes(m.activations));
+  if (!m.peak_phase.empty()) fmt::print("    peak phase   {}\n", m.peak_phase);
   if (m.allocator_reserve > 0)
     fmt::print("    allocated {} + caching allocator reserve {} (the peak compares with torch.cuda.max_memory_reserved)\n",
                format_bytes(m.allocated()), format_bytes(m.allocator_reserve));

@@ -71,6 +71,10 @@ struct MemoryBreakdown {
                                 // torch.cuda.max_memory_reserved (what OOMs); 0 on CPU profiles
   Bytes peak = 0;            // per rank: the sum of the terms above
   Bytes allocated() const { return peak - allocator_reserve; }  // compares with max_memory_allocated
+  // Where in the window the peak falls, when the profile measured its phases and the plan
+  // gathers one unit at a time (zero3/hsdp of a staged model), e.g. "block 8's backward, block 8
+  // and block 7 gathered"; empty otherwise.
+  std::string peak_phase;
 };
 
 // Where a prediction's allreduce times came from.

@@ -41,6 +41,7 @@ nlohmann::json memory_json(const MemoryBreakdown& m) {
                    {"activations", m.activations},
                    {"peak", m.peak}};
   if (m.allocator_reserve > 0) j["allocator_reserve"] = m.allocator_reserve;
+  if (!m.peak_phase.empty()) j["peak_phase"] = m.peak_phase;
   return j;
 }
 
@@ -109,6 +110,7 @@ nlohmann::json to_json(const Prediction& p) {
           {"frameworks", frameworks_json(p.config)},
           {"confirmed", p.unconfirmed.empty()},
           {"unconfirmed", p.unconfirmed}};
+  if (!m.peak_phase.empty()) j["memory"]["peak_phase"] = m.peak_phase;
   if (p.compute.gpu_model) {
     const auto& c = p.compute;
     j["compute_model"] = {{"kind", "gpu"},

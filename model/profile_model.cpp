@@ -118,6 +118,7 @@ class ProfileModel final : public CostModel {
   struct PhasePeak {
     Bytes activations = 0, gathered = 0;
     std::size_t phase = 0;
+    std::string where;  // the phase in words
   };
   PhasePeak per_unit_peak(const Config& c) const;
 };
@@ -475,7 +476,23 @@ ProfileModel::PhasePeak ProfileModel::per_unit_peak(const Config& c) const {
   }
   PhasePeak best;
   for (std::size_t i = 0; i < act.size(); ++i)
-    if (i == 0 || act[i] + gathered[i] > best.activations + best.gathered) best = {act[i], gathered[i], i};
+    if (i == 0 || act[i] + gathered[i] > best.activations + best.gathered) best = {act[i], gathered[i], i, ""};
+  // The phase in words (StagedModel: unit 0 the embedding, the last the head, blocks between).
+  auto name = [&](Count u) {
+    return u == 0 ? std::string("the embedding") : u == n - 1 ? std::string("the head") : fmt::format("block {}", u);
+  };
+  auto held = [&](Count a, Count b) {
+    if (b < 0 || b >= n) return fmt::format("{} gathered", name(a));
+    return fmt::format("{} and {} gathered", name(a), name(b));
+  };
+  for (Count u = 0; u < n; ++u) {
+    if (best.phase == forward_phase(u)) best.where = fmt::format("{}'s forward, {}", name(u), held(u, u + 1));
+    if (best.phase == after_forward_phase(u))
+      best.where = u + 1 < n ? fmt::format("after {}'s forward, {}", name(u), held(u + 1, -1))
+                             : std::string("the loss, no unit gathered");
+    if (best.phase == backward_phase(u, n)) best.where = fmt::format("{}'s backward, {}", name(u), held(u, u - 1));
+  }
+  if (best.phase == kOutsidePhase) best.where = "outside the units (batch, optimizer step), no unit gathered";
   return best;
 }
 
@@ -495,6 +512,7 @@ Prediction ProfileModel::predict(const Config& config) const {
     const PhasePeak at = per_unit_peak(c);
     mem.activations = at.activations;
     mem.gathered = at.gathered;
+    mem.peak_phase = at.where;
   }
   mem.peak = mem.weights + mem.gradients + mem.optimizer_state + mem.gathered + mem.comm_buffers + mem.activations;
 

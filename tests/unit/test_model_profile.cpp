@@ -424,6 +424,7 @@ TEST_CASE("zero3 on a staged model: the peak phase's activations and gathered un
   const auto z3 = m->predict(c);
   CHECK(z3.memory.gathered == 1808000);
   CHECK(z3.memory.activations == 225000);
+  CHECK(z3.memory.peak_phase == "the head's backward, the head and block 1 gathered");
   // Shards: (50500 + 151000 + 75000) params x 4 B = 1106000 B of weights and of gradients, twice
   // that of Adam state; buffers 2 x the largest unit's 1208000 B.
   CHECK(z3.memory.weights == 1106000);
