@@ -123,6 +123,14 @@ class PipelineRank {
         if (u >= 1 && u <= staged_.blocks()) ++blocks_;
       }
     }
+    // What each chunk receives, and what crosses each stage boundary (the p2p measurement's
+    // message), known before any parameter of another stage is released.
+    for (Count c = 0; c < at_.v; ++c)
+      inputs_.push_back(units_[static_cast<std::size_t>(c)].first > 0
+                            ? staged_.unit_input(spec_.micro_batch, units_[static_cast<std::size_t>(c)].first)
+                            : workloads::StagedModel::UnitInput{});
+    for (Count s = 1; s < at_.pp; ++s)
+      boundary_.push_back(staged_.unit_input(spec_.micro_batch, staged_.chunk_units(s, at_.chunks()).first));
     ops_ = model::schedule_ops(spec_.schedule, at_.pp, at_.v, spec_.accum_steps)[static_cast<std::size_t>(at_.stage)];
     if (faults_.swap_forwards && at_.stage == 0 && ops_.size() >= 2 && ops_[0].kind == model::PipeOpKind::forward &&
         ops_[1].kind == model::PipeOpKind::forward)
@@ -168,7 +176,8 @@ class PipelineRank {
         const Bytes before = memory_.snapshot().allocated;
         if (measure_parts) memory_.reset_peak();
         if (j > 0) {
-          h.input = torch::empty(staged_.hidden_shape(spec_.micro_batch), torch::TensorOptions(wl_.dtype()).device(wl_.device()));
+          const auto& in = inputs_[ci];
+          h.input = torch::empty(in.shape, torch::TensorOptions(in.dtype).device(wl_.device()));
           receive(h.input, at_.rank_of(j - 1), at_.activation_tag(j, i, m),
                   fmt::format("microbatch {}'s hidden state into model stage {}", i, j));
           h.input.requires_grad_(true);
@@ -267,10 +276,12 @@ class PipelineRank {
   // ping-pong of `rounds` round trips per pair (s, s + 1), measured by the lower stage (the first
   // quarter untimed); 0 on the last stage. Every rank takes part in its pairs in stage order.
   Seconds measure_p2p(int rounds) {
-    auto t = torch::zeros(staged_.hidden_shape(spec_.micro_batch), torch::TensorOptions(wl_.dtype()).device(wl_.device()));
     const int tag = static_cast<int>(2 * at_.chunks() * spec_.accum_steps) + 7;
     Seconds mine = 0;
     for (Count lower = 0; lower + 1 < at_.pp; ++lower) {
+      if (at_.stage != lower && at_.stage != lower + 1) continue;
+      const auto& in = boundary_[static_cast<std::size_t>(lower)];
+      auto t = torch::zeros(in.shape, torch::TensorOptions(in.dtype).device(wl_.device()));
       if (at_.stage == lower) {
         const int peer = at_.rank_at(lower + 1, at_.replica, at_.t);
         Clock::time_point start;
@@ -317,6 +328,8 @@ class PipelineRank {
   engine::Watchdog& watchdog_;
   const Faults& faults_;
   std::vector<std::pair<Count, Count>> units_;  // per chunk: units [first, end)
+  std::vector<workloads::StagedModel::UnitInput> inputs_;    // per chunk: what enters its first unit
+  std::vector<workloads::StagedModel::UnitInput> boundary_;  // [s]: what crosses from stage s to s + 1
   std::vector<torch::Tensor> params_, origins_;
   Count blocks_ = 0;
   std::vector<model::PipeOp> ops_;
@@ -652,9 +665,8 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
   watchdog.beat();
   auto workload = workloads::make_workload(wcfg);
   if (!workload->staged())
-    throw InputError(fmt::format("--pp: workload {} is not a sequence of blocks the runner can cut into stages; "
-                                 "pipeline runs take the built-in gpt (e.g. --workload gpt-small)",
-                                 workload->identity().name));
+    throw InputError(fmt::format("--pp: workload {} is not a sequence of blocks the runner can cut into stages: {}",
+                                 workload->identity().name, workload->staging_rejection()));
   const auto all_params = workload->parameters();  // the whole model's, before any split
   const auto offsets = offsets_of(all_params);
   const WorkloadIdentity& id = workload->identity();

@@ -283,6 +283,8 @@ int run_validation_rank(const RunSpec& spec_in, const comm::RankContext& ctx, co
   facts.expected_per_micro = sync->expected_per_micro(spec.accum_steps);
   facts.expected_collectives = sync->expected_collectives(spec.accum_steps);
   facts.buckets = sync->units();
+  if (traits(spec.sharding.sharding).shards_parameters && !workload->staged())
+    facts.whole_model_gathering = workload->staging_rejection();
   facts.launcher = ctx.launcher;
   facts.backend = comm ? std::string(to_string(comm->backend())) : std::string("none");
   facts.device = device.str();

@@ -45,6 +45,9 @@ struct RunFacts {
   Count expected_collectives = 0;       // per step (comm::WindowSync::expected_collectives)
   std::vector<Count> expected_per_micro;  // per micro-step of a full window (expected_per_micro)
   Count buckets = 0;                      // DDP buckets, or the sharded plan's wrapped units
+  // zero3/hsdp on a model that is not a sequence of blocks: why its units are gathered all at once
+  // (Workload::staging_rejection), else "".
+  std::string whole_model_gathering;
   std::string launcher, backend, device;
   bool cpu = true;
   nlohmann::json launch = nlohmann::json::object();  // launcher-side facts ("launcher" overrides)

@@ -193,6 +193,11 @@ void warnings_and_notes(const RunFacts& f, const std::vector<RankRecord>& ranks,
                       "micro_batch (fewer accum_steps) or use GroupNorm/SyncBatchNorm",
                       b, kSmallBatchNormMicroBatch, b, B));
   }
+  if (!f.whole_model_gathering.empty())
+    rec.model_notes.push_back(fmt::format(
+        "{} gathers every parameter for each forward and backward, not one block at a time, so the peak holds the "
+        "whole model (as FSDP wrapping only the root module): {}",
+        traits(f.spec.sharding.sharding).name, f.whole_model_gathering));
   if (!d.dropout.empty())
     rec.model_notes.push_back(
         fmt::format("dropout ({} layer(s): {}{}): masks are drawn per micro-batch (seeded from "

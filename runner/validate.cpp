@@ -370,9 +370,16 @@ ValidateOutcome validate(ValidateOptions o) {
     if (s.model_parallel()) {  // a model the runner can cut into pp x v equal chunks and split over tp
       if (!probe->staged())
         throw InputError(fmt::format("{}: workload {} is not a sequence of blocks the runner can cut into stages or "
-                                     "split over ranks; tensor/pipeline runs take the built-in gpt (e.g. --workload "
-                                     "gpt-small)",
-                                     s.pp > 1 ? "--pp" : "--tp", probe->identity().name));
+                                     "split over ranks: {}",
+                                     s.pp > 1 ? "--pp" : "--tp", probe->identity().name, probe->staging_rejection()));
+      // A stage runs part of the forward, so it cannot draw the masks the whole forward draws from
+      // one generator: the reference and the stages would train different networks.
+      if (const auto dropout = probe->batch_dependence().dropout; s.pp > 1 && !dropout.empty())
+        throw InputError(fmt::format("--pp: the model's dropout ({}{}) draws its masks from one generator across the "
+                                     "whole forward(), which no pipeline stage runs, so the gradient check could not "
+                                     "hold: validate the pipeline on the model without dropout (p = 0, or eval-mode "
+                                     "dropout removed)",
+                                     dropout.front(), dropout.size() > 1 ? ", ..." : ""));
       (void)probe->staged()->chunk_units(0, s.pp * s.virtual_stages);
       if (auto why = probe->staged()->tensor_parallel_rejection(s.tp, s.sequence_parallel); !why.empty())
         throw InputError(why);

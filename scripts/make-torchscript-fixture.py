@@ -14,6 +14,14 @@
                    forward(tokens [b, S] int64, mask [b, S] int64 = None) -> [b, S, 200]
                    (flags: --input tokens:200:S --target tokens:200, every sample S real tokens;
                    add --input mask:S for padding)
+  Sequences of blocks (run block by block: pipeline stages, zero3 gathering one block at a time):
+  seq_mlp.pt       a scripted nn.Sequential of 6 Linear layers, each but the last followed by a GELU:
+                   input [b, 16] -> [b, 10] (flags: --input-shape 16); 6 units, 4 blocks
+  blocks_lm.pt     a scripted language model: an embedding, a ModuleList of 4 pre-norm MLP blocks
+                   looped in forward(), a head: tokens [b, S] -> [b, S, 200]
+                   (flags: --input tokens:200:S --target tokens:200); 6 units, 4 blocks
+  blocks_lm_traced.pt the same model traced (torch.jit.trace) at S = 16
+  seq_dropout.pt   seq_mlp with a Dropout(0.1) after each GELU (a pipeline refuses it: its masks)
   Hostile models (the profiler's and runner's failure paths, tests/harden.cmake), input [b, 4] -> [b, 10]:
   nan_loss.pt      its output is NaN, so is the loss
   huge_alloc.pt    asks for a 4 TiB tensor in forward (out of memory on any host)
@@ -82,6 +90,48 @@ class CausalLm(nn.Module):
         return self.head(self.block(self.embed(tokens), src_mask=causal, src_key_padding_mask=padding))
 
 
+def seq_mlp(dropout: float = 0.0) -> nn.Sequential:
+    layers = []
+    for w in [16, 64, 64, 64, 64]:
+        layers += [nn.Linear(w, 64), nn.GELU()] + ([nn.Dropout(dropout)] if dropout > 0 else [])
+    return nn.Sequential(*layers, nn.Linear(64, 10))
+
+
+class MlpBlock(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return x + self.fc2(torch.relu(self.fc1(self.norm(x))))
+
+
+class Head(nn.Module):
+    def __init__(self, d: int, vocab: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.proj = nn.Linear(d, vocab)
+
+    def forward(self, x):
+        return self.proj(self.norm(x))
+
+
+class BlocksLm(nn.Module):
+    def __init__(self, vocab: int = 200, d: int = 64, layers: int = 4):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList([MlpBlock(d) for _ in range(layers)])
+        self.head = Head(d, vocab)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
 class NanLoss(nn.Module):
     def __init__(self):
         super().__init__()
@@ -131,6 +181,14 @@ def main():
     torch.manual_seed(0)
     torch.jit.script(TokenEncoder()).save(os.path.join(out, "token_encoder.pt"))
     print("wrote", os.path.join(out, "token_encoder.pt"))
+    for name, model in [("seq_mlp.pt", seq_mlp()), ("blocks_lm.pt", BlocksLm()), ("seq_dropout.pt", seq_mlp(0.1))]:
+        torch.manual_seed(0)
+        torch.jit.script(model).save(os.path.join(out, name))
+        print("wrote", os.path.join(out, name))
+    torch.manual_seed(0)
+    traced = torch.jit.trace(BlocksLm(), torch.randint(1, 200, (2, 16)))
+    traced.save(os.path.join(out, "blocks_lm_traced.pt"))
+    print("wrote", os.path.join(out, "blocks_lm_traced.pt"))
     for name, model in [("causal_lm.pt", CausalLm()), ("nan_loss.pt", NanLoss()), ("huge_alloc.pt", HugeAlloc()),
                         ("hang.pt", Hang(0)), ("hang_in_ranks.pt", Hang(4))]:
         torch.manual_seed(0)

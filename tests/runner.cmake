@@ -101,6 +101,16 @@ gaccum_cli_test(validate-tp-heads 2 "--tp 3: the model's 4 heads do not split ov
                 ${_v} --workload gpt-tiny --tp 3 --world-size 3)
 gaccum_cli_test(validate-tp-not-blocks 2 "--tp: workload mlp-small is not a sequence of blocks" --one-line-stderr --
                 ${_v} --workload mlp-small --tp 2 --world-size 2)
+# A user's TorchScript model runs block by block only when its forward() provably is a chain of
+# submodule calls (workloads/torchscript.cpp); otherwise --pp is refused naming what broke the chain.
+gaccum_cli_test(validate-pp-torchscript-op 2 "--pp: workload torchscript is not a sequence of blocks .*tiny_cnn.pt': its forward\\(\\) runs aten::relu .*write it as a sequence of blocks" --one-line-stderr --
+                ${_v} --torchscript ${GACCUM_FIXTURE_DIR}/tiny_cnn.pt --input-shape 3,16,16 --pp 2 --world-size 2)
+gaccum_cli_test(validate-pp-torchscript-dropout 2 "--pp: the model's dropout \\(2 \\(Dropout\\), \\.\\.\\.\\) draws its masks from one generator" --one-line-stderr --
+                ${_v} --torchscript ${GACCUM_FIXTURE_DIR}/seq_dropout.pt --input-shape 16 --pp 2 --world-size 2)
+gaccum_cli_test(validate-tp-torchscript 2 "--tp 2: the runner splits the built-in gpt's attention and MLP .*run this model with --pp or --sharding" --one-line-stderr --
+                ${_v} --torchscript ${GACCUM_FIXTURE_DIR}/seq_mlp.pt --input-shape 16 --tp 2 --world-size 2)
+set_tests_properties("cli: validate-pp-torchscript-op" "cli: validate-pp-torchscript-dropout" "cli: validate-tp-torchscript"
+                     PROPERTIES FIXTURES_REQUIRED torchscript)
 gaccum_cli_test(validate-sp-without-tp 2 "--sequence-parallel: needs --tp 2 or more" --one-line-stderr --
                 ${_v} --workload gpt-tiny --sequence-parallel)
 gaccum_cli_test(validate-tp-world 2 "--world-size: 6 ranks do not split into 2 pipeline stage\\(s\\) of 4 tensor-parallel" --one-line-stderr --

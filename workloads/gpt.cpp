@@ -269,8 +269,8 @@ class Gpt final : public ModuleWorkload, public StagedModel {
   torch::Tensor forward_units(Count first, Count end, const torch::Tensor& x) override {
     return net_->forward_units(first, end, x);
   }
-  std::vector<std::int64_t> hidden_shape(Count micro_batch) const override {
-    return {micro_batch, net_->sp_ ? seq_ / net_->tp_->size() : seq_, d_};
+  UnitInput unit_input(Count micro_batch, Count /*u*/) override {
+    return {{micro_batch, net_->sp_ ? seq_ / net_->tp_->size() : seq_, d_}, dtype_};
   }
 
   std::string tensor_parallel_rejection(Count tp, bool sp) const override {

@@ -15,6 +15,14 @@
 //       last line of the TorchScript traceback (the model's own message) and the micro_batch.
 // Identity: the file's content hash joins the workload hash, so a changed model file never
 //       matches a stale profile.
+// Blocks: a model whose top-level forward() provably is a chain of submodule calls (an
+//       nn.Sequential, or an embedding, a ModuleList looped in forward() and a head, scripted or
+//       traced) runs unit by unit (a StagedModel): pipeline stages, and zero3's per-unit
+//       gathering. "Provably": the forward graph (not inlined) holds nothing but the attribute
+//       reads that reach submodules and forward() calls, each on the previous call's output, the
+//       last returned; every trainable parameter belongs to exactly one called submodule. Anything
+//       else (an op between calls, a second input, a residual across units, a shared block, a
+//       parameter of the top module) is refused with that reason, and the model runs whole.
 #include <cstdint>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
@@ -22,6 +30,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -69,7 +78,90 @@ std::string type_short_name(const torch::jit::Module& m) {
   return dot == std::string::npos ? q : q.substr(dot + 1);
 }
 
-class TorchScriptWorkload final : public Workload {
+// Where a node sits in the model's source ("model.py:12"), when the file kept it.
+std::string source_of(const torch::jit::Node* n) {
+  const auto flc = n->sourceRange().file_line_col();
+  if (!flc) return "";
+  std::string file = std::get<0>(*flc);
+  if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
+  return fmt::format(" ({}:{})", file, std::get<1>(*flc));
+}
+
+// The top-level forward() as the module paths it calls one after the other ("0", "1", ... for an
+// nn.Sequential; "embed", "blocks.0", ..., "head"), or why it is not such a chain.
+struct Chain {
+  std::vector<std::string> paths;
+  std::string why;  // "" when paths is the forward
+};
+
+Chain find_chain(const torch::jit::Module& m) {
+  namespace jit = torch::jit;
+  auto refuse = [](std::string why) { return Chain{{}, std::move(why)}; };
+  std::shared_ptr<jit::Graph> graph;
+  try {
+    graph = m.get_method("forward").graph();
+  } catch (const c10::Error&) {
+    return refuse("its forward() has no graph to read");
+  }
+  const auto ins = graph->inputs();
+  if (ins.size() != 2)
+    return refuse(fmt::format("its forward() takes {} inputs, and a stage boundary carries the one tensor the "
+                              "previous block returned",
+                              ins.size() - 1));
+  std::map<const jit::Value*, std::string> submodule;  // values that hold a submodule: its path
+  submodule[ins[0]] = "";
+  const jit::Value* current = ins[1];
+  std::string current_from = "its input";
+  std::vector<std::string> paths;
+  std::set<std::string> called;
+  for (const jit::Node* n : graph->nodes()) {
+    if (n->kind() == c10::prim::Constant) continue;  // a value only: an op that uses it is what refuses
+    if (n->kind() == c10::prim::GetAttr) {
+      auto it = submodule.find(n->input(0));
+      const std::string name = n->s(c10::attr::name);
+      const std::string path = it == submodule.end() ? name : it->second.empty() ? name : it->second + "." + name;
+      const auto type = n->output()->type()->cast<c10::ClassType>();
+      if (it == submodule.end() || !type || !type->is_module())
+        return refuse(fmt::format("its forward() reads '{}' ({}) itself{}, outside the submodules it calls", path,
+                                  n->output()->type()->repr_str(), source_of(n)));
+      submodule[n->output()] = path;
+      continue;
+    }
+    if (n->kind() == c10::prim::CallMethod) {
+      auto it = submodule.find(n->input(0));
+      const std::string path = it == submodule.end() ? "?" : it->second.empty() ? "self" : it->second;
+      const std::string method = n->s(c10::attr::name);
+      if (it == submodule.end() || method != "forward")
+        return refuse(fmt::format("its forward() calls {}.{}(){}, not a submodule's forward()", path, method,
+                                  source_of(n)));
+      if (n->inputs().size() != 2 || n->input(1) != current)
+        return refuse(fmt::format("its forward() calls '{}'{} on {} instead of on {} alone", path, source_of(n),
+                                  n->inputs().size() != 2 ? fmt::format("{} arguments", n->inputs().size() - 1)
+                                                          : std::string("another value"),
+                                  current_from));
+      if (!called.insert(path).second)
+        return refuse(fmt::format("its forward() calls '{}' twice{} (a block shared between positions)", path,
+                                  source_of(n)));
+      if (!n->output()->type()->isSubtypeOf(*c10::TensorType::get()))
+        return refuse(fmt::format("'{}' returns {}{}, not one tensor", path, n->output()->type()->repr_str(),
+                                  source_of(n)));
+      current = n->output();
+      current_from = fmt::format("the output of '{}'", path);
+      paths.push_back(path);
+      continue;
+    }
+    return refuse(fmt::format("its forward() runs {}{} {} the submodule calls", n->kind().toQualString(), source_of(n),
+                              paths.empty() ? "before" : "between or after"));
+  }
+  if (graph->outputs().size() != 1 || graph->outputs()[0] != current)
+    return refuse(fmt::format("its forward() returns something other than {}", current_from));
+  if (paths.size() < 2)
+    return refuse(fmt::format("its forward() calls {} submodule, and a sequence of blocks needs at least 2",
+                              paths.size()));
+  return {paths, ""};
+}
+
+class TorchScriptWorkload final : public Workload, public StagedModel {
  public:
   TorchScriptWorkload(WorkloadIdentity id, const WorkloadConfig& cfg)
       : Workload(std::move(id), torch::Device(cfg.device), parse_dtype(cfg.dtype)),
@@ -102,6 +194,7 @@ class TorchScriptWorkload final : public Workload {
     }
     if (params_.empty()) throw InputError(fmt::format("--torchscript: '{}' has no trainable parameters", cfg.torchscript_path));
     find_batch_dependence();
+    find_units();
     std::vector<std::string> texts;
     for (const auto& in : inputs_) texts.push_back(to_text(in));
     identity_.hyper["inputs"] = texts;
@@ -119,6 +212,49 @@ class TorchScriptWorkload final : public Workload {
   std::vector<torch::Tensor> parameters() const override { return params_; }
   std::vector<std::string> parameter_names() const override { return names_; }
   BatchDependence batch_dependence() const override { return dependence_; }
+  StagedModel* staged() override { return units_.empty() ? nullptr : this; }
+  std::string staging_rejection() const override {
+    return fmt::format("'{}': {}; write it as a sequence of blocks (an nn.Sequential, or a ModuleList looped in "
+                       "forward(), each block taking the previous one's output) to run it block by block",
+                       path_, staging_rejection_);
+  }
+
+  // --- StagedModel: the chain's units ----------------------------------------------------------
+  void set_unit_hooks(UnitHooks* hooks) override { hooks_ = hooks; }
+  Count units() const override { return static_cast<Count>(units_.size()); }
+  Count blocks() const override { return units() - 2; }
+  std::vector<torch::Tensor> unit_parameters(Count u) const override { return units_.at(static_cast<std::size_t>(u)).params; }
+
+  torch::Tensor forward_units(Count first, Count end, const torch::Tensor& x) override {
+    torch::jit::GraphOptimizerEnabledGuard plain_graph(false);  // as forward(): the same graph every call
+    torch::Tensor h = x;
+    for (Count u = first; u < end; ++u) {
+      if (hooks_) hooks_->before_unit_forward(u);
+      h = call_unit(u, h);
+      if (hooks_) hooks_->after_unit_forward(u, h);
+    }
+    return h;
+  }
+
+  UnitInput unit_input(Count micro_batch, Count u) override {
+    auto it = boundaries_.find(micro_batch);
+    if (it == boundaries_.end()) it = boundaries_.emplace(micro_batch, probe_boundaries(micro_batch)).first;
+    return it->second.at(static_cast<std::size_t>(u));
+  }
+
+  std::string tensor_parallel_rejection(Count tp, bool sequence_parallel) const override {
+    if (tp <= 1 && !sequence_parallel) return "";
+    return fmt::format("--tp {}: the runner splits the built-in gpt's attention and MLP over tensor-parallel ranks, "
+                       "not a TorchScript model's layers; run this model with --pp or --sharding",
+                       tp);
+  }
+  void split_tensor_parallel(TensorParallelComm& /*comm*/, bool sequence_parallel) override {
+    throw InputError(tensor_parallel_rejection(2, sequence_parallel));
+  }
+  std::vector<torch::Tensor> unit_parameter_origins(Count u) const override {
+    return std::vector<torch::Tensor>(units_.at(static_cast<std::size_t>(u)).params.size());
+  }
+  std::vector<torch::Tensor> partial_gradient_parameters() const override { return {}; }
 
   torch::Tensor forward(const Batch& b) override {
     if (!dependence_.dropout.empty()) {
@@ -131,6 +267,7 @@ class TorchScriptWorkload final : public Workload {
     // graph draw dropout's random numbers differently: without optimisation every forward runs
     // the same graph, so a micro-batch's masks do not depend on how many forwards came before.
     torch::jit::GraphOptimizerEnabledGuard plain_graph(false);
+    if (!units_.empty()) return forward_units(0, units(), b.input);
     std::vector<torch::jit::IValue> args{b.input};
     for (const auto& t : b.more_inputs) args.emplace_back(t);
     torch::jit::IValue out;
@@ -342,6 +479,131 @@ class TorchScriptWorkload final : public Workload {
     if (dropout_op && dependence_.dropout.empty()) dependence_.dropout.push_back("functional dropout in forward()");
   }
 
+  // The chain of find_chain as units, the parameters reordered unit by unit (the order a sharded
+  // plan's units and a pipeline's stages take them in); else the reason it runs whole.
+  void find_units() {
+    Chain chain = find_chain(module_);
+    if (chain.why.empty() && inputs_.size() != 1)
+      chain = {{}, fmt::format("it takes {} inputs (--input), and a stage boundary carries one tensor", inputs_.size())};
+    if (!chain.why.empty()) {
+      staging_rejection_ = chain.why;
+      return;
+    }
+    std::map<const c10::TensorImpl*, std::string> name_of;
+    for (std::size_t i = 0; i < params_.size(); ++i) name_of[params_[i].unsafeGetTensorImpl()] = names_[i];
+    std::map<const c10::TensorImpl*, std::string> owner;  // parameter -> the unit that holds it
+    // A call without parameters (an activation, a Flatten) joins the unit before it (the first
+    // unit's leading ones join it too): every unit holds parameters to gather and to place.
+    std::vector<Unit> units;
+    std::vector<torch::Tensor> params;
+    std::vector<std::string> names;
+    Unit pending;  // parameterless calls not yet in a unit
+    for (const auto& path : chain.paths) {
+      torch::jit::script::Module sub = module_;
+      std::string rest = path;
+      while (!rest.empty()) {
+        const auto dot = rest.find('.');
+        sub = sub.attr(rest.substr(0, dot)).toModule();
+        rest = dot == std::string::npos ? "" : rest.substr(dot + 1);
+      }
+      std::vector<torch::Tensor> own;
+      for (const auto& p : sub.named_parameters(/*recurse=*/true)) {
+        if (!p.value.requires_grad()) continue;
+        const auto* impl = p.value.unsafeGetTensorImpl();
+        if (auto o = owner.find(impl); o != owner.end()) {
+          staging_rejection_ = fmt::format("'{}' and '{}' share the parameter '{}' (tied weights)", o->second, path,
+                                           name_of[impl]);
+          return;
+        }
+        owner[impl] = path;
+        own.push_back(p.value);
+        params.push_back(p.value);
+        names.push_back(name_of[impl]);
+      }
+      Unit* into = &pending;
+      if (own.empty() && !units.empty()) into = &units.back();
+      into->paths.push_back(path);
+      into->modules.push_back(sub);
+      into->params.insert(into->params.end(), own.begin(), own.end());
+      if (!own.empty()) {
+        units.push_back(std::move(pending));
+        pending = Unit{};
+      }
+    }
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (!owner.count(params_[i].unsafeGetTensorImpl())) {
+        staging_rejection_ = fmt::format("its parameter '{}' belongs to no submodule its forward() calls", names_[i]);
+        return;
+      }
+    if (units.size() < 2) {
+      staging_rejection_ = fmt::format("its forward() calls one submodule with parameters ('{}'), and a sequence of "
+                                       "blocks needs at least 2",
+                                       units.empty() ? "" : units.front().name());
+      return;
+    }
+    std::vector<std::string> unit_names;
+    for (const auto& u : units) unit_names.push_back(u.name());
+    units_ = std::move(units);
+    params_ = std::move(params);
+    names_ = std::move(names);
+    identity_.hyper["units"] = unit_names;
+  }
+
+  torch::Tensor call_unit(Count u, const torch::Tensor& x) {
+    Unit& unit = units_.at(static_cast<std::size_t>(u));
+    const Count micro_batch = x.dim() > 0 ? x.size(0) : 0;
+    torch::Tensor h = x;
+    for (std::size_t i = 0; i < unit.modules.size(); ++i) {
+      torch::jit::IValue out;
+      try {
+        out = unit.modules[i].forward({h});
+      } catch (const std::exception& e) {
+        rethrow_if_not_the_model(e);
+        throw model_error(e, micro_batch, "forward");
+      }
+      if (!out.isTensor())
+        throw ModelError(fmt::format("--torchscript: submodule '{}' of '{}' must return one tensor (it returned a {})",
+                                     unit.paths[i], path_, out.tagKind()),
+                         micro_batch, "a block did not return a tensor");
+      h = out.toTensor();
+    }
+    return h;
+  }
+
+  // The tensor entering each unit, from one eval-mode forward without gradients on a micro-batch
+  // (eval: BatchNorm's running statistics and dropout's generator are left as they were).
+  std::vector<UnitInput> probe_boundaries(Count micro_batch) {
+    std::vector<UnitInput> in;
+    torch::NoGradGuard no_grad;
+    torch::jit::GraphOptimizerEnabledGuard plain_graph(false);
+    module_.eval();
+    try {
+      torch::Tensor h = make_batch(0, 0, micro_batch).input;
+      for (Count u = 0; u < units(); ++u) {
+        if (u > 0 && !c10::isFloatingType(h.scalar_type()))
+          throw InputError(fmt::format("--pp: block '{}' of '{}' returns a {} tensor; a pipeline stage boundary carries "
+                                       "a floating-point activation and its gradient",
+                                       units_[static_cast<std::size_t>(u - 1)].name(), path_,
+                                       c10::toString(h.scalar_type())));
+        in.push_back({h.sizes().vec(), h.scalar_type()});
+        h = call_unit(u, h);
+      }
+    } catch (...) {
+      module_.train();
+      throw;
+    }
+    module_.train();
+    return in;
+  }
+
+  // One unit: a called submodule with parameters and the parameterless calls joined to it.
+  struct Unit {
+    std::vector<std::string> paths;  // "0", "1" (an nn.Sequential's Linear and its GELU); "blocks.3"
+    std::vector<torch::jit::script::Module> modules;
+    std::vector<torch::Tensor> params;  // trainable, registration order within each submodule
+    std::string name() const { return fmt::format("{}", fmt::join(paths, "+")); }
+  };
+
   std::string path_;
   std::vector<ModelInput> inputs_;
   ModelTarget target_;
@@ -351,6 +613,10 @@ class TorchScriptWorkload final : public Workload {
   std::vector<torch::Tensor> params_;
   std::vector<std::string> names_;
   BatchDependence dependence_;
+  std::vector<Unit> units_;  // empty: the model runs whole (staging_rejection_ says why)
+  std::string staging_rejection_;
+  UnitHooks* hooks_ = nullptr;
+  std::map<Count, std::vector<UnitInput>> boundaries_;  // per micro_batch: what enters each unit
 };
 
 }  // namespace

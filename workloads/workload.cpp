@@ -70,11 +70,18 @@ std::pair<Count, Count> StagedModel::chunk_units(Count chunk, Count chunks) cons
   const Count n = blocks();
   if (chunks < 1 || n % chunks != 0 || chunk < 0 || chunk >= chunks)
     throw InputError(fmt::format("--pp x --virtual-stages: the model's {} blocks do not split into {} equal pipeline "
-                                 "chunks: choose pp x v dividing the layers (or a gpt with more layers, e.g. "
-                                 "gpt-tiny:layers=8)",
+                                 "chunks: choose pp x v dividing them (a gpt: more layers, e.g. gpt-tiny:layers=8; a "
+                                 "TorchScript chain: its blocks are the submodules between the first and the last)",
                                  n, chunks));
   const Count per = n / chunks;
   return {chunk == 0 ? 0 : 1 + chunk * per, chunk == chunks - 1 ? n + 2 : 1 + (chunk + 1) * per};
+}
+
+std::string Workload::staging_rejection() const {
+  return fmt::format("the built-in {} runs as one module (the built-in gpt, e.g. --workload gpt-small, and a "
+                     "TorchScript model whose forward() calls a sequence of submodules, an nn.Sequential or a "
+                     "ModuleList looped in forward(), run block by block)",
+                     identity_.kind);
 }
 
 Count sample_offset(Count step, Count rank, Count micro, Count micro_batch, Count accum_steps, Count world_size) {

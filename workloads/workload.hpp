@@ -83,7 +83,9 @@ class TensorParallelComm {
 
 // A model that runs as a sequence of units, so that a pipeline run can cut it into stages: the
 // built-in gpt's units are the embedding (tokens and positions), each transformer block, and the
-// head (final LayerNorm and the vocabulary projection). Model chunk j of P holds blocks
+// head (final LayerNorm and the vocabulary projection); a TorchScript model's are the submodules
+// its forward() provably calls one after the other (workloads/torchscript.cpp), the first and the
+// last in the embedding's and the head's places. Model chunk j of P holds blocks
 // [j L / P, (j + 1) L / P) of the L blocks, chunk 0 also the embedding and chunk P - 1 the head
 // (model/parallel_plan.hpp stage_layers' even split).
 class StagedModel {
@@ -109,8 +111,15 @@ class StagedModel {
   // Units [first, end) applied to x: the tokens [b, s] (int64) when first == 0, else the hidden
   // state [b, s, d]; returns the hidden state, or the logits [b, s, V] when end == units().
   virtual torch::Tensor forward_units(Count first, Count end, const torch::Tensor& x) = 0;
-  // The hidden state between units: [micro_batch, s, d].
-  virtual std::vector<std::int64_t> hidden_shape(Count micro_batch) const = 0;
+  // The tensor that enters unit u (1 <= u < units()) for a micro-batch of `micro_batch` samples,
+  // what a pipeline stage receives from the stage before it: the gpt's hidden state [b, s, d]
+  // ([b, s / T, d] under sequence parallelism); a TorchScript chain's boundary as one no-grad
+  // eval-mode forward measured it (call before releasing any unit's parameters).
+  struct UnitInput {
+    std::vector<std::int64_t> shape;
+    torch::Dtype dtype = torch::kFloat32;
+  };
+  virtual UnitInput unit_input(Count micro_batch, Count u) = 0;
   // Units [first, end) of chunk j of P (InputError unless blocks() divides by P).
   std::pair<Count, Count> chunk_units(Count chunk, Count chunks) const;
 
@@ -161,8 +170,11 @@ class Workload {
   }
   // The model's batch-dependent layers (none for the built-in workloads).
   virtual BatchDependence batch_dependence() const { return {}; }
-  // The model as a sequence of units (pipeline runs), or null when it cannot be cut.
+  // The model as a sequence of units (pipeline runs, zero3's per-unit gathering), or null when
+  // it cannot be cut; then staging_rejection() says why, as a clause after "is not a sequence of
+  // blocks the runner can cut: ".
   virtual StagedModel* staged() { return nullptr; }
+  virtual std::string staging_rejection() const;
 
  protected:
   Workload(WorkloadIdentity id, torch::Device device, torch::Dtype dtype)

@@ -2,6 +2,7 @@
 // deterministic sample-exact data, variable token counts, TorchScript loading.
 #include <catch2/catch.hpp>
 
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -332,4 +333,91 @@ TEST_CASE("stock models: BatchNorm and dropout are found, token inputs and masks
   CHECK_THROWS_WITH(rn->forward(one), Catch::Contains("Expected more than 1 value per channel when training"));
   auto two = rn->make_batch(1, 0, 2);
   CHECK(rn->forward(two).sizes() == torch::IntArrayRef({2, 10}));
+}
+
+// A TorchScript model whose forward() is a chain of submodule calls runs block by block
+// (workloads/torchscript.cpp find_chain): the nn.Sequential's Linear layers with their GELUs
+// joined, the ModuleList model scripted and traced; anything else is refused with the reason.
+TEST_CASE("TorchScript chains run block by block; other forwards are refused with the reason",
+          "[workloads][torchscript][staged]") {
+  const char* dir = std::getenv("GACCUM_FIXTURE_DIR");
+  const auto at = [&](const char* name) { return dir ? std::filesystem::path(dir) / name : std::filesystem::path(); };
+  if (!dir || !std::filesystem::exists(at("seq_mlp.pt"))) {
+    WARN("skipped: no seq_mlp.pt fixture (needs python3-torch)");
+    return;
+  }
+  WorkloadConfig cfg;
+  cfg.name = "torchscript";
+  cfg.torchscript_path = at("seq_mlp.pt").string();
+  cfg.inputs = parse_model_inputs({"float:16"}, "--input");
+  auto w = make_workload(cfg);
+  StagedModel* st = w->staged();
+  REQUIRE(st != nullptr);
+  // 6 Linear layers, the 5 GELUs joined to the Linear before them: 6 units, 4 blocks.
+  CHECK(st->units() == 6);
+  CHECK(st->blocks() == 4);
+  CHECK(w->identity().hyper.at("units") == nlohmann::json({"0+1", "2+3", "4+5", "6+7", "8+9", "10"}));
+  CHECK(w->identity().unit_tensors == std::vector<Count>{2, 2, 2, 2, 2, 2});
+  // Parameters in unit order (the concatenation over units), 16*64+64 + 4*(64*64+64) + 64*10+10.
+  std::vector<torch::Tensor> concat;
+  for (Count u = 0; u < st->units(); ++u)
+    for (const auto& p : st->unit_parameters(u)) concat.push_back(p);
+  const auto params = w->parameters();
+  REQUIRE(concat.size() == params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) CHECK(concat[i].is_same(params[i]));
+  CHECK(w->identity().param_count == (16 * 64 + 64) + 4 * (64 * 64 + 64) + (64 * 10 + 10));
+  CHECK(w->parameter_names().front() == "0.weight");
+  // Unit by unit equals the module's own forward, bitwise.
+  auto b = w->make_batch(3, 0, 5);
+  torch::jit::script::Module whole = torch::jit::load(cfg.torchscript_path);
+  const auto direct = whole.forward({b.input}).toTensor();
+  CHECK(torch::equal(w->forward(b), direct));
+  CHECK(torch::equal(st->forward_units(2, 6, st->forward_units(0, 2, b.input)), direct));
+  // What crosses each boundary: [b, 64] float.
+  const auto in3 = st->unit_input(5, 3);
+  CHECK(in3.shape == std::vector<std::int64_t>{5, 64});
+  CHECK(in3.dtype == torch::kFloat32);
+  CHECK(st->tensor_parallel_rejection(1, false).empty());
+  CHECK_THAT(st->tensor_parallel_rejection(2, false), Catch::Contains("run this model with --pp or --sharding"));
+
+  // The ModuleList model, scripted and traced: embedding, 4 blocks, head.
+  for (const char* name : {"blocks_lm.pt", "blocks_lm_traced.pt"}) {
+    INFO(name);
+    WorkloadConfig lm;
+    lm.name = "torchscript";
+    lm.torchscript_path = at(name).string();
+    lm.inputs = parse_model_inputs({"tokens:200:16"}, "--input");
+    lm.target = parse_model_target("tokens:200", "--target");
+    auto m = make_workload(lm);
+    REQUIRE(m->staged() != nullptr);
+    CHECK(m->identity().hyper.at("units") ==
+          nlohmann::json({"embed", "blocks.0", "blocks.1", "blocks.2", "blocks.3", "head"}));
+    CHECK(m->staged()->unit_input(2, 1).shape == std::vector<std::int64_t>{2, 16, 64});
+    auto lb = m->make_batch(1, 0, 2);
+    auto loss = m->loss_sum(m->forward(lb), lb);
+    loss.backward();
+    for (const auto& p : m->parameters()) CHECK(p.grad().defined());
+  }
+
+  // Refused, each with its reason (and then run whole).
+  struct Refusal {
+    const char* file;
+    std::vector<std::string> inputs;
+    const char* why;
+  };
+  for (const auto& r : {Refusal{"tiny_cnn.pt", {"float:3,16,16"}, "runs aten::relu"},
+                        Refusal{"causal_lm.pt", {"tokens:200:16"}, "takes 2 inputs"},
+                        Refusal{"token_encoder.pt", {"tokens:1000:32", "pad-mask:32"}, "takes 2 inputs"}}) {
+    INFO(r.file);
+    WorkloadConfig c;
+    c.name = "torchscript";
+    c.torchscript_path = at(r.file).string();
+    c.inputs = parse_model_inputs(r.inputs, "--input");
+    if (std::string(r.file) != "tiny_cnn.pt") c.target = parse_model_target(r.inputs[0] == "tokens:200:16" ? "tokens:200" : "tokens:1000", "--target");
+    auto m = make_workload(c);
+    CHECK(m->staged() == nullptr);
+    CHECK_THAT(m->staging_rejection(), Catch::Contains(r.why) && Catch::Contains("write it as a sequence of blocks"));
+    CHECK(m->identity().unit_tensors.empty());
+  }
+  CHECK_THAT(preset("mlp-small")->staging_rejection(), Catch::Contains("the built-in mlp runs as one module"));
 }
