@@ -107,16 +107,16 @@ Profile obtain_cached_profile(const workloads::WorkloadConfig& cfg, Optimizer op
     try {
       Profile p = load_profile(path.string(), id.hash);
       // A staged model's profile carries its units and per-phase memory (what zero3's per-unit
-      // gathering is priced from); one written before them is measured again.
+      // gathering is priced from), and every profile the optimizer step's temporaries (a sharded
+      // plan's step); one written before them is measured again.
       bool phased = p.workload.unit_tensors == id.unit_tensors;
       for (const auto& m : p.memory) phased = phased && (id.unit_tensors.empty() || !m.phases.empty());
-      if (phased) {
+      if (phased && p.optimizer_transient) {
         source["cached"] = true;
         return p;
       }
-      std::cerr << fmt::format("gaccum-tune: cached profile {} predates the model's per-unit memory phases; profiling "
-                               "again\n",
-                               path.string());
+      std::cerr << fmt::format("gaccum-tune: cached profile {} predates {}; profiling again\n", path.string(),
+                               phased ? "the optimizer step's measured temporaries" : "the model's per-unit memory phases");
     } catch (const InputError& e) {  // not JSON, truncated, another schema or workload: measure again
       std::cerr << fmt::format("gaccum-tune: cached profile {} is unusable ({}); profiling again\n", path.string(),
                                e.what());

@@ -90,6 +90,20 @@ json timing_json(const TimingStats& t) {
 // stay inside 64 bits), times and norms non-negative, a micro-step's time positive.
 constexpr Bytes kMaxProfileBytes = Bytes(1) << 60;
 
+Bytes plausible_bytes(JsonFields& f, const std::string& key);
+
+}  // namespace
+
+Bytes OptimizerTransient::at(Count n) const {
+  if (n <= 0 || elements <= 0) return 0;
+  const auto e = static_cast<long double>(elements);
+  const long double v = static_cast<long double>(at_e) +
+                        (static_cast<long double>(at_2e) - static_cast<long double>(at_e)) * (static_cast<long double>(n) - e) / e;
+  return v <= 0 ? 0 : static_cast<Bytes>(std::llround(v));
+}
+
+namespace {
+
 Bytes plausible_bytes(JsonFields& f, const std::string& key) {
   const Bytes b = f.bytes(key);
   if (b >= kMaxProfileBytes)
@@ -200,6 +214,8 @@ json to_json(const Profile& p) {
   for (std::size_t i = 0; i < p.memory.size(); ++i)
     if (!p.memory[i].phases.empty()) mem[i]["phases"] = p.memory[i].phases;
   j["memory"] = mem;
+  if (const auto& t = p.optimizer_transient)
+    j["optimizer_transient"] = {{"elements", t->elements}, {"at_e", t->at_e}, {"at_2e", t->at_2e}};
   json comp = json::array();
   for (const auto& c : p.compute)
     comp.push_back({{"micro_batch", c.micro_batch},
@@ -535,6 +551,14 @@ Profile profile_from_json(const json& j, const std::string& what) {
       };
       p.model.batch_statistics = strings("batch_statistics");
       p.model.dropout = strings("dropout");
+    }
+    if (f.has("optimizer_transient")) {
+      JsonFields t(f.object("optimizer_transient"), f.child("optimizer_transient"));
+      OptimizerTransient ot;
+      ot.elements = t.positive("elements");
+      ot.at_e = plausible_bytes(t, "at_e");
+      ot.at_2e = plausible_bytes(t, "at_2e");
+      p.optimizer_transient = ot;
     }
     if (f.has("conditions")) {
       const auto& arr = f.array("conditions");

@@ -255,6 +255,19 @@ struct UnconfirmedMeasurement {
   }
 };
 
+// What one optimizer step allocates above the state it keeps, for one tensor of n elements
+// stepped (Adam: the sqrt and division temporaries, 2 x 4 bytes per fp32 element, and a few
+// scalars), measured on scratch tensors of E and 2E elements, linear in n. The runner's sharded
+// plans step one flat shard per unit, so their step's peak is set by the largest shard; a DDP
+// step's by the largest parameter (already inside the window's measured peak).
+struct OptimizerTransient {
+  Count elements = 0;  // E
+  Bytes at_e = 0;      // bytes above the resident level while stepping E elements
+  Bytes at_2e = 0;     // ... 2E elements
+  // at_e + (at_2e - at_e) (n - E) / E, never below 0 (0 for n <= 0).
+  Bytes at(Count n) const;
+};
+
 struct Profile {
   int schema_version = kProfileSchemaVersion;
   std::string created_utc;              // ISO 8601
@@ -263,6 +276,7 @@ struct Profile {
   WorkloadIdentity workload;
   ProfileSettings settings;
   std::vector<MemoryPoint> memory;
+  std::optional<OptimizerTransient> optimizer_transient;  // "optimizer_transient" (absent: older profiles)
   std::vector<ComputePoint> compute;
   std::vector<OptimizerPoint> optimizer;
   std::vector<AllreducePoint> allreduce;

@@ -128,6 +128,7 @@ MemoryBreakdown plan_memory(const Config& c, const StateSizes& s) {
   // Offloaded state lives in host memory: not on the device (its transfer time is not modelled).
   if (c.offload_optimizer) m.optimizer_state = 0;
   if (c.offload_params && c.sharding.sharding == Sharding::zero3) m.weights = 0;
+  m.weights += s.unsharded;
   if (c.world_size > 1)
     m.comm_buffers = !sharded ? s.bucket_buffers : flat ? 2 * unit_g : std::min(s.gradients, 2 * unit_g);
   return m;

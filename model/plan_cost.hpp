@@ -67,6 +67,9 @@ inline constexpr Count kPrefetchUnits = 2;
 // Full (unsharded) model-state sizes of one replica at one precision, and its wrapped units.
 struct StateSizes {
   Bytes weights = 0;          // W: parameters in the compute dtype
+  // Resident bytes beside the parameters (module buffers, a TorchScript file's tensor constants, as
+  // a profile measures them): every rank holds them whole, in every plan. In MemoryBreakdown's weights.
+  Bytes unsharded = 0;
   Bytes gradients = 0;        // G: gradients in the reduction dtype
   Bytes optimizer = 0;        // O: optimizer state + fp32 master weights
   Bytes largest_unit = 0;     // the largest wrapped unit's parameters (compute dtype)

@@ -65,6 +65,9 @@ struct MemoryBreakdown {
   Bytes gathered = 0;        // zero3/hsdp: all-gathered parameters of the units in use (prefetch included)
   Bytes comm_buffers = 0;    // gradient buckets / fusion buffer (0 when world_size == 1)
   Bytes activations = 0;     // peak above the static part, a function of micro_batch only
+  // A sharded plan's optimizer step: what its temporaries over the largest flat shard rise above
+  // activations + gathered (the step's peak above the window's), else 0.
+  Bytes optimizer_step = 0;
   Bytes allocator_reserve = 0;  // GPU model only: what the CUDA caching allocator holds beyond the
                                 // allocated bytes (the largest transient block, freed and cached
                                 // while the next is allocated), so that peak compares with

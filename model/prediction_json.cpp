@@ -41,6 +41,7 @@ nlohmann::json memory_json(const MemoryBreakdown& m) {
                    {"activations", m.activations},
                    {"peak", m.peak}};
   if (m.allocator_reserve > 0) j["allocator_reserve"] = m.allocator_reserve;
+  if (m.optimizer_step > 0) j["optimizer_step"] = m.optimizer_step;
   if (!m.peak_phase.empty()) j["peak_phase"] = m.peak_phase;
   return j;
 }

@@ -109,6 +109,7 @@ class ProfileModel final : public CostModel {
   // A staged model (the profile's unit_tensors and memory phases): zero3/hsdp gather one unit at
   // a time (comm/sharded_sync.hpp); its states with the model's units, forward order.
   std::optional<StateSizes> staged_states_;
+  std::optional<OptimizerTransient> optimizer_transient_;  // the profile's, when measured
   bool per_unit(const Config& c) const {
     return staged_states_ && c.world_size > 1 && traits(c.sharding.sharding).shards_parameters &&
            c.sharding.sharding != Sharding::none;
@@ -321,7 +322,15 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   info_.fit["sync_copy_passes"] = kSyncCopyPasses;
 
   // Plans: sharded memory from the measured states; precision and checkpointing as profiled.
+  // Measured weights beyond the parameters' bytes (buffers, a TorchScript file's tensor constants:
+  // 10,382 B on the blocks_lm fixture) stay whole on every rank: sharding them understated zero3's
+  // resident bytes by half of them.
+  optimizer_transient_ = prof.optimizer_transient;
   states_.weights = memory_.weights();
+  if (w.param_bytes > 0 && states_.weights > w.param_bytes) {
+    states_.unsharded = states_.weights - w.param_bytes;
+    states_.weights = w.param_bytes;
+  }
   states_.gradients = memory_.gradients();
   states_.optimizer = memory_.optimizer_state();
   states_.bucket_buffers = grad_bytes_;
@@ -514,7 +523,25 @@ Prediction ProfileModel::predict(const Config& config) const {
     mem.gathered = at.gathered;
     mem.peak_phase = at.where;
   }
-  mem.peak = mem.weights + mem.gradients + mem.optimizer_state + mem.gathered + mem.comm_buffers + mem.activations;
+  // A sharded plan steps one flat shard per unit (comm/sharded_sync.hpp): the optimizer's
+  // temporaries over the largest shard can rise above the window's activations (a model whose
+  // gradients outweigh its activations, a small micro_batch). Nothing is gathered at the step. A
+  // DDP step's temporaries are inside the measured window already.
+  if (optimizer_transient_ && c.sharding.sharding != Sharding::none && c.world_size > 1) {
+    const StateSizes& st = unit_gathers ? *staged_states_ : states_;
+    const Count n = std::max<Count>(1, shard_group(c));
+    Count largest = 0;
+    for (Count u : st.unit_params) largest = std::max(largest, (u + n - 1) / n);
+    const Bytes step = optimizer_transient_->at(largest);
+    if (step > mem.activations + mem.gathered) {
+      mem.optimizer_step = step - mem.activations - mem.gathered;
+      mem.peak_phase = fmt::format("the optimizer step: its temporaries over the largest shard ({} parameters), {}, "
+                                   "above the window's activations + gathered units",
+                                   largest, format_bytes(step));
+    }
+  }
+  mem.peak = mem.weights + mem.gradients + mem.optimizer_state + mem.gathered + mem.comm_buffers + mem.activations +
+             mem.optimizer_step;
 
   Prediction out;
   CommSource source = CommSource::none;

@@ -119,6 +119,35 @@ MemorySweep::MemorySweep(const workloads::WorkloadConfig& cfg, Optimizer optimiz
   comm::sync_device(device);
   static_.optimizer_state = mem_->snapshot().allocated - before;
   static_.peak = static_.weights + static_.gradients + static_.optimizer_state;
+  transient_ = measure_optimizer_transient(optimizer, lr, device);
+}
+
+// A step's temporaries above the state it keeps, on one scratch tensor of E and of 2E elements
+// (core/profile.hpp OptimizerTransient): the first step allocates the state, the second is
+// measured from its own level. Scratch tensors only: the model's parameters are not touched.
+OptimizerTransient MemorySweep::measure_optimizer_transient(Optimizer optimizer, double lr, const torch::Device& device) {
+  constexpr Count kElements = 1 << 14;
+  OptimizerTransient t;
+  t.elements = kElements;
+  for (const Count n : {kElements, 2 * kElements}) {
+    Bytes bytes = 0;
+    {
+      auto scratch = torch::zeros({n}, torch::TensorOptions(workload_->dtype()).device(device)).requires_grad_(true);
+      scratch.mutable_grad() = torch::zeros_like(scratch);
+      auto opt = workloads::make_optimizer({scratch}, optimizer, lr);
+      opt->step();
+      comm::sync_device(device);
+      mem_->release_cache();
+      mem_->reset_peak();
+      const Bytes level = mem_->snapshot().allocated;
+      opt->step();
+      comm::sync_device(device);
+      bytes = mem_->snapshot().peak_allocated - level;
+    }
+    (n == kElements ? t.at_e : t.at_2e) = bytes;
+  }
+  mem_->release_cache();
+  return t;
 }
 
 MemorySweep::~MemorySweep() = default;

@@ -74,6 +74,8 @@ class MemorySweep {
 
   workloads::Workload& workload() { return *workload_; }
   const MemoryPoint& static_parts() const { return static_; }  // micro_batch 0; peak = sum
+  // An optimizer step's temporaries per tensor size (measured once, on scratch tensors).
+  const OptimizerTransient& optimizer_transient() const { return transient_; }
   // One window at micro_batch b; nullopt on an out-of-memory error (the caching allocator's
   // cache is released and the gradients re-zeroed). `micro_step` receives the 2nd micro-step time.
   std::optional<MemoryPoint> measure(Count micro_batch, std::uint64_t seed, Seconds* micro_step = nullptr,
@@ -93,6 +95,8 @@ class MemorySweep {
   std::unique_ptr<engine::DeviceMemory> mem_;
   Bytes base_ = 0;  // allocated before the workload existed
   std::unique_ptr<workloads::Workload> workload_;
+  OptimizerTransient transient_;
+  OptimizerTransient measure_optimizer_transient(Optimizer optimizer, double lr, const torch::Device& device);
   std::vector<torch::Tensor> params_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   MemoryPoint static_;

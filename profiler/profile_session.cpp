@@ -279,6 +279,7 @@ Count sweep_memory(Session& s, MemorySweepResult& sweep) {
   auto ms = std::make_unique<MemorySweep>(s.cfg, req.optimizer, req.lr);  // released after the sweep
   const auto watchdog = model_watchdog(s);
   s.prof.workload = ms->workload().identity();
+  s.prof.optimizer_transient = ms->optimizer_transient();
   const auto dependence = ms->workload().batch_dependence();
   size_device(s, *ms);
   MemorySweepOptions mo;

@@ -446,3 +446,41 @@ TEST_CASE("zero3 on a staged model: the peak phase's activations and gathered un
   c.sharding = {Sharding::zero3, 0};
   CHECK(plain->predict(c).memory.gathered == kParamBytes);
 }
+
+// An optimizer step's temporaries (core/profile.hpp OptimizerTransient): linear in the stepped
+// tensor's elements; a sharded plan steps one flat shard per unit, so its step rises above the
+// window when the largest shard's temporaries outweigh the activations.
+TEST_CASE("a sharded plan's optimizer step: temporaries over the largest shard, by hand", "[model][profile][sharded]") {
+  // Adam on fp32 (as measured on CPU): 8 B per element (sqrt and division temporaries) + 12 B.
+  const OptimizerTransient t{16384, 8 * 16384 + 12, 8 * 32768 + 12};
+  CHECK(t.at(16384) == 131084);
+  CHECK(t.at(79396) == 8 * 79396 + 12);
+  CHECK(t.at(0) == 0);
+  CHECK(OptimizerTransient{16384, 100, 50}.at(1 << 20) == 0);  // never negative
+
+  auto prof = synthetic_profile();
+  prof.optimizer_transient = t;
+  auto m = make_profile_model(prof);
+  // zero2 over 2 ranks: buckets 1808000 B and 404000 B = 452000 and 101000 params; the largest
+  // shard 226000 params, whose step takes 8 x 226000 + 12 = 1808012 B, above b = 1's activations
+  // (150000 B): the step is the peak, 1658012 B above them.
+  Config c = cfg(1, 2, 2, Strategy::every_step);
+  c.sharding = {Sharding::zero2, 0};
+  const auto z2 = m->predict(c);
+  CHECK(z2.memory.activations == 150000);
+  CHECK(z2.memory.optimizer_step == 1808012 - 150000);
+  CHECK(z2.memory.peak == z2.memory.weights + z2.memory.gradients + z2.memory.optimizer_state +
+                              z2.memory.comm_buffers + 1808012);
+  CHECK_THAT(z2.memory.peak_phase, Catch::Contains("the optimizer step") && Catch::Contains("226000 parameters"));
+  // DDP: its step is inside the measured window (no term), and a profile without the measurement
+  // (older files) prices no step.
+  c.sharding = {Sharding::none, 0};
+  CHECK(m->predict(c).memory.optimizer_step == 0);
+  c.sharding = {Sharding::zero2, 0};
+  CHECK(make_profile_model(synthetic_profile())->predict(c).memory.optimizer_step == 0);
+  // At b = 16 the activations (900000 B) stay below the step: still the step; at 4 shards the
+  // largest shard is 113000 parameters (904012 B): the window's 900000 B are below it by 4012 B.
+  Config c4 = cfg(16, 2, 4, Strategy::every_step);
+  c4.sharding = {Sharding::zero2, 0};
+  CHECK(m->predict(c4).memory.optimizer_step == 4012);
+}
