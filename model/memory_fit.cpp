@@ -32,7 +32,11 @@ MemoryModel MemoryModel::fit(const std::vector<MemoryPoint>& points, Bytes param
     peak.push_back(double(std::max<Bytes>(pt.peak, 1)));
     m.max_b_ = std::max(m.max_b_, pt.micro_batch);
   }
-  if (param_bytes > 0 && m.weights_ != param_bytes)
+  if (param_bytes > 0 && m.weights_ > param_bytes)
+    notes.push_back(fmt::format("memory: the workload holds {} B beside its {} B of parameters (module buffers, a "
+                                "TorchScript file's tensor constants); sharded plans keep them whole on every rank",
+                                m.weights_ - param_bytes, param_bytes));
+  else if (param_bytes > 0 && m.weights_ != param_bytes)
     notes.push_back(fmt::format("memory: measured weights {} B differ from the analytic parameter bytes {} B", m.weights_,
                                 param_bytes));
   if (param_bytes > 0 && m.gradients_ != param_bytes)

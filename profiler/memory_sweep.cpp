@@ -72,19 +72,6 @@ class PhaseRecorder final : public workloads::StagedModel::UnitHooks {
   Bytes overall_ = 0, overall_reserved_ = 0;
 };
 
-// Installs hooks on a staged model for a scope.
-struct HooksInstalled {
-  workloads::StagedModel* model;
-  HooksInstalled(workloads::StagedModel* m, workloads::StagedModel::UnitHooks* h) : model(m) {
-    if (model) model->set_unit_hooks(h);
-  }
-  ~HooksInstalled() {
-    if (model) model->set_unit_hooks(nullptr);
-  }
-  HooksInstalled(const HooksInstalled&) = delete;
-  HooksInstalled& operator=(const HooksInstalled&) = delete;
-};
-
 }  // namespace
 
 std::string does_not_fit_message(const std::string& workload, Count micro_batch, Bytes needs, Bytes cap,
@@ -165,7 +152,7 @@ std::optional<MemoryPoint> MemorySweep::measure(Count b, std::uint64_t seed, Sec
   workloads::StagedModel* staged = workload_->staged();
   std::optional<PhaseRecorder> phases;
   if (staged) phases.emplace(*mem_, staged->units());
-  HooksInstalled installed(staged, phases ? &*phases : nullptr);
+  workloads::ScopedUnitHooks installed(staged, phases ? &*phases : nullptr);
   try {
     for (int m = 0; m < 2; ++m) {
       engine::Watchdog::beat_active();

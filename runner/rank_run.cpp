@@ -179,24 +179,14 @@ std::unique_ptr<comm::WindowSync> make_sync(const RunSpec& spec, comm::Communica
 class PerUnitGathering final : public workloads::StagedModel::UnitHooks {
  public:
   PerUnitGathering(workloads::Workload& w, comm::WindowSync& sync)
-      : sharded_(dynamic_cast<comm::ShardedSync*>(&sync)), model_(w.staged()) {
-    if (!sharded_ || !sharded_->gathers_per_unit() || !model_) {
-      model_ = nullptr;
-      return;
-    }
-    model_->set_unit_hooks(this);
-  }
-  ~PerUnitGathering() override {
-    if (model_) model_->set_unit_hooks(nullptr);
-  }
-  PerUnitGathering(const PerUnitGathering&) = delete;
-  PerUnitGathering& operator=(const PerUnitGathering&) = delete;
+      : sharded_(dynamic_cast<comm::ShardedSync*>(&sync)),
+        installed_(sharded_ && sharded_->gathers_per_unit() ? w.staged() : nullptr, this) {}
   void before_unit_forward(Count u) override { sharded_->before_unit_forward(u); }
   void after_unit_forward(Count u, const torch::Tensor& out) override { sharded_->after_unit_forward(u, out); }
 
  private:
   comm::ShardedSync* sharded_;
-  workloads::StagedModel* model_;
+  workloads::ScopedUnitHooks installed_;
 };
 
 // Every rank's final parameters, gathered where the plan shards them (a collective).

@@ -144,6 +144,23 @@ class StagedModel {
   virtual std::vector<torch::Tensor> partial_gradient_parameters() const = 0;
 };
 
+// Installs `hooks` on a staged model for a scope (nothing when either is null): the profile's
+// memory phases, a sharded run's per-unit gathering.
+class ScopedUnitHooks {
+ public:
+  ScopedUnitHooks(StagedModel* model, StagedModel::UnitHooks* hooks) : model_(model && hooks ? model : nullptr) {
+    if (model_) model_->set_unit_hooks(hooks);
+  }
+  ~ScopedUnitHooks() {
+    if (model_) model_->set_unit_hooks(nullptr);
+  }
+  ScopedUnitHooks(const ScopedUnitHooks&) = delete;
+  ScopedUnitHooks& operator=(const ScopedUnitHooks&) = delete;
+
+ private:
+  StagedModel* model_;
+};
+
 class Workload {
  public:
   virtual ~Workload() = default;
