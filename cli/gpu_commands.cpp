@@ -136,9 +136,15 @@ int run_calibrate(const CalibrateOptions& o) {
     cj = parse_json_text(read_text_file(o.cluster, "--cluster"), o.cluster);
     const model::Cluster cl = model::cluster_from_json(cj, o.cluster);
     gpu = cl.gpu();
-    if (!gpu || !cl.gpu_named)
-      throw InputError(fmt::format("--cluster {}: its device names no catalogue GPU: set \"device\": {{\"id\": ...}} first",
+    // Named ("device": "h100-sxm-80gb" or {"id": ...}) or raw numbers that match a catalogue
+    // part (what `cluster fit` writes): the fit goes to that part, and the file then names it.
+    if (!gpu)
+      throw InputError(fmt::format("--cluster {}: its device matches no catalogue GPU (peak and memory): set \"device\": "
+                                   "{{\"id\": ...}} (gaccum-tune devices) first",
                                    o.cluster));
+    if (!cl.gpu_named && !o.json)
+      fmt::print(stderr, "calibrate: --cluster {}: its device's peak and memory match {} ({}): the fit is written for it, "
+                 "and \"device\".\"id\" names it\n", o.cluster, gpu->id, gpu->name);
   }
   std::vector<model::CalibrationRun> runs;
   for (const auto& f : o.runs) {
@@ -184,6 +190,7 @@ int run_calibrate(const CalibrateOptions& o) {
       throw InputError(fmt::format("--cluster {}: no run on a {} GPU was fitted (the cluster's {} is {})", o.cluster,
                                    model::to_string(gpu->generation), gpu->id, model::to_string(gpu->generation)));
     if (cj["device"].is_string()) cj["device"] = nlohmann::json{{"id", cj["device"]}};
+    if (!cj["device"].contains("id")) cj["device"]["id"] = gpu->id;
     cj["device"]["calibration"] = model::to_json(*mine);
     write_file_atomic(o.cluster, cj.dump(2) + "\n");
   }

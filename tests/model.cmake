@@ -118,8 +118,13 @@ gaccum_cli_test(calibrate-bad-device 2 "runs\\[0\\].device: 'v100' is not in the
 gaccum_cli_test(calibrate-no-measure 2 "measured: give tokens_per_s_per_gpu or step_time_s" --one-line-stderr -- sh -c
   "sed 's/\"step_time_s\": 0.19/\"steps\": 3/' \"$1\" > \"$2/runs-no-measure.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-no-measure.json\""
   ${G} ${RUNS} ${CMAKE_CURRENT_BINARY_DIR})
-gaccum_cli_test(calibrate-cluster-unnamed 2 "names no catalogue GPU" --one-line-stderr -- sh -c
-  "cp \"$1\" \"$2/cluster-unnamed.json\" && \"$0\" calibrate --quick --runs \"$3\" --cluster \"$2/cluster-unnamed.json\""
+# A cluster whose device is raw numbers (as `cluster fit` writes it) that match a catalogue part:
+# the fit is written for that part, the file then names it, and predict prices with the fit.
+gaccum_cli_test(calibrate-cluster-matched 0 "peak and memory match h100-sxm-80gb .*\"id\": \"h100-sxm-80gb\".*fitted to [0-9]+ hopper runs \\(h100-sxm-80gb\\) of" -- ${FL} sh -c
+  "cp \"$1\" \"$2/cluster-matched.json\" && \"$0\" calibrate --quick --runs \"$3\" --cluster \"$2/cluster-matched.json\" 2>&1 && grep '\"id\"' \"$2/cluster-matched.json\" && \"$0\" predict --spec \"$4\" --cluster \"$2/cluster-matched.json\" -b 8 -p 8"
+  ${G} ${X}/clusters/dgx-h100-1node.json ${CMAKE_CURRENT_BINARY_DIR} ${RUNS} ${X}/specs/gpt2-small.json)
+gaccum_cli_test(calibrate-cluster-unmatched 2 "device matches no catalogue GPU \\(peak and memory\\)" --one-line-stderr -- sh -c
+  "sed 's/\"peak_tflops\": 989.4/\"peak_tflops\": 123.4/' \"$1\" > \"$2/cluster-unmatched.json\" && \"$0\" calibrate --quick --runs \"$3\" --cluster \"$2/cluster-unmatched.json\""
   ${G} ${X}/clusters/dgx-h100-1node.json ${CMAKE_CURRENT_BINARY_DIR} ${RUNS})
 
 # predict says whether the plan fits (issue 38, item 5): against the device memory or
