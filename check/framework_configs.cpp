@@ -485,7 +485,13 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
     const std::string m = v->is_string() ? v->get<std::string>() : "";
     if (m != "none" && m != "selective" && m != "full")
       throw InputError(fmt::format("{}: activation_checkpoint.mode '{}': expected none, selective or full", path, m));
-    in.checkpointing.set(parse_checkpointing(m, path + ": activation_checkpoint.mode"), src + " activation_checkpoint.mode");
+    // torchtitan's selective with selective_ac_option "op" is its per-op policy (selective-op);
+    // an integer option (full recompute of every n-th layer) is priced as selective.
+    const auto opt = get("activation_checkpoint.selective_ac_option");
+    if (m == "selective" && opt && opt->is_string() && opt->get<std::string>() == "op")
+      in.checkpointing.set(Checkpointing::selective_op, src + " activation_checkpoint.selective_ac_option \"op\"");
+    else
+      in.checkpointing.set(parse_checkpointing(m, path + ": activation_checkpoint.mode"), src + " activation_checkpoint.mode");
   }
   // torchtitan's pipelines reduce once after the last microbatch; without one its accumulation
   // reduce-scatters every micro-batch (core/framework.hpp).

@@ -52,8 +52,9 @@ std::optional<Framework> trainer_framework(EmitFormat f, const EmitPlan& p, std:
     why = fmt::format("{} has no fp8 switch of its own (Transformer Engine is set in the script)", name);
     return std::nullopt;
   }
-  if (p.checkpointing == Checkpointing::selective) {
-    why = fmt::format("{} recomputes whole layers (gradient checkpointing), not the selective recompute priced", name);
+  if (p.checkpointing == Checkpointing::selective || p.checkpointing == Checkpointing::selective_op) {
+    why = fmt::format("{} recomputes whole layers (gradient checkpointing), not the {} recompute priced", name,
+                      to_string(p.checkpointing));
     return std::nullopt;
   }
   Framework fw = Framework::ddp;
@@ -285,7 +286,10 @@ std::string torchtitan_toml(const EmitPlan& p) {
   const ParallelLayout& l = p.pick.layout;
   if (l.pp > 1 && l.virtual_stages > 2 && p.model)
     t += fmt::format("pipeline_parallel_layers_per_stage = {}\n", p.model->layers / (l.pp * l.virtual_stages));
-  t += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n", to_string(p.checkpointing));
+  if (p.checkpointing == Checkpointing::selective_op)
+    t += "\n[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"op\"\n";
+  else
+    t += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n", to_string(p.checkpointing));
   FrameworkConfig fc;
   fc.kind = ConfigKind::torchtitan;
   fc.text = t;
@@ -403,6 +407,9 @@ std::optional<Framework> emit_framework(EmitFormat f, const EmitPlan& p, std::st
         reason = "Megatron-LM trains its own model definitions: plan the model as a spec (--spec or --model-config) to "
                  "write its arguments";
       else if (p.pick.offload_optimizer || p.pick.offload_params) reason = "offload is DeepSpeed's here, not Megatron-LM's";
+      else if (p.checkpointing == Checkpointing::selective_op)
+        reason = "Megatron-LM has no per-op selective recompute (its selective recomputes the attention core): price "
+                 "--checkpointing selective or full";
       else fw = direct(Framework::megatron);
       break;
     case EmitFormat::deepspeed:
@@ -410,8 +417,9 @@ std::optional<Framework> emit_framework(EmitFormat f, const EmitPlan& p, std::st
         reason = fmt::format("a DeepSpeed config holds no tensor/pipeline layout (the pick's {})", to_string(p.pick.layout));
       else if (p.pick.sharding.sharding == Sharding::hsdp)
         reason = "DeepSpeed's hsdp (MiCS) is not written here";
-      else if (p.checkpointing == Checkpointing::selective)
-        reason = "DeepSpeed's activation_checkpointing recomputes whole layers, not the selective recompute priced";
+      else if (p.checkpointing == Checkpointing::selective || p.checkpointing == Checkpointing::selective_op)
+        reason = fmt::format("DeepSpeed's activation_checkpointing recomputes whole layers, not the {} recompute priced",
+                             to_string(p.checkpointing));
       else
         fw = direct(Framework::deepspeed);
       break;

@@ -590,7 +590,7 @@ void add_check_command(CLI::App& app, Action& action) {
                   "the framework the job runs on: ddp | fsdp | fsdp2 | deepspeed | megatron | torchtitan | horovod: "
                   "a plan it refuses fails, fixes and comparisons stay within it [default: deepspeed with "
                   "--deepspeed-config, else any]");
-  sub->add_option("--checkpointing", o->checkpointing, "activation checkpointing: none | selective | full [default: the model's own]");
+  sub->add_option("--checkpointing", o->checkpointing, "activation checkpointing: none | selective (Megatron's) | selective-op (torchtitan's per-op) | full [default: the model's own]");
   sub->add_option("--optimizer", o->optimizer, "sgd (linear LR scaling) | adam | adamw | lamb (square-root)");
   sub->add_option("--lr", o->lr, "Learning rate the job uses");
   sub->add_option("--lr-ref", o->lr_ref, "Reference LR@BATCH known to work, e.g. 3e-4@256");

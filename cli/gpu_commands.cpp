@@ -246,9 +246,10 @@ int run_calibrate(const CalibrateOptions& o) {
                  c.in_sample.rows, 100 * c.in_sample.median_abs, 100 * c.in_sample.p90_abs,
                  100 * c.in_sample.max_abs, 100 * c.in_sample.signed_mean);
     if (c.cross_validated.rows > 0)
-      fmt::print("            cross-validated (one {} held out at a time): median {:.1f}%, p90 {:.1f}%, max {:.1f}%\n",
-                 o.cross_validate, 100 * c.cross_validated.median_abs, 100 * c.cross_validated.p90_abs,
-                 100 * c.cross_validated.max_abs);
+      fmt::print("            cross-validated {}: median {:.1f}%, p90 {:.1f}%, max {:.1f}%\n",
+                 o.evaluate ? std::string("when this calibration was fitted")
+                            : fmt::format("(one {} held out at a time)", o.cross_validate == "model" ? "model size" : "GPU part"),
+                 100 * c.cross_validated.median_abs, 100 * c.cross_validated.p90_abs, 100 * c.cross_validated.max_abs);
   }
   fmt::print("  all       {}: {} runs, |error| median {:.1f}%, p90 {:.1f}%, max {:.1f}%, mean {:+.1f}%\n",
              o.evaluate ? "evaluated" : "in-sample", in_sum.rows, 100 * in_sum.median_abs, 100 * in_sum.p90_abs,

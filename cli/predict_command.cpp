@@ -390,6 +390,13 @@ int run_predict(const PredictOptions& o) {
       // A plan the job's framework refuses is not predicted as if it could run.
       if (auto why = framework_refusal(*fw, model::framework_plan(c))) {
         if (all) continue;
+        if (c.checkpointing == Checkpointing::selective_op && !framework_refusal(*fw, [&] {
+              auto fp = model::framework_plan(c);
+              fp.checkpointing = Checkpointing::full;
+              return fp;
+            }()))
+          throw InputError(fmt::format("--framework {}: {}; predict --checkpointing full instead",
+                                       to_string(*fw), *why));
         throw InputError(fmt::format("--framework {}: {} (--strategy {}, --sharding {}); predict a plan it runs, e.g. "
                                      "--strategy all lists them",
                                      to_string(*fw), *why, to_string(s), to_string(c.sharding)));
@@ -500,7 +507,7 @@ void add_predict_command(CLI::App& app, Action& action) {
                   "none | zero1 | zero2 | zero3 | hsdp:G (FSDP: no_shard, shard_grad_op, full_shard, hybrid_shard:G) "
                   "[default: none]");
   sub->add_option("--precision", o->precision, "fp32 | bf16 | fp16 [default: the model's own]");
-  sub->add_option("--checkpointing", o->checkpointing, "activation checkpointing: none | selective | full [default: the model's own]");
+  sub->add_option("--checkpointing", o->checkpointing, "activation checkpointing: none | selective (Megatron's) | selective-op (torchtitan's per-op) | full [default: the model's own]");
   sub->add_option("--framework", o->framework,
                   "the framework the job runs on: ddp | fsdp | fsdp2 | deepspeed | megatron | torchtitan | horovod "
                   "(a plan it refuses is an error; fixes stay within it) [default: any, each plan labelled]");

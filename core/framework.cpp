@@ -38,6 +38,14 @@ std::optional<std::string> framework_refusal(Framework f, const FrameworkPlan& p
   const bool fp8 = p.precision == Precision::fp8;
   const bool offload = p.offload_optimizer || p.offload_params;
   const ParallelLayout& l = p.layout;
+  // Per-op selective recompute is torch.utils.checkpoint's selective contexts (torchtitan's op
+  // policy; a DDP/FSDP script can apply the same); the engines below recompute their own way.
+  if (p.checkpointing == Checkpointing::selective_op) {
+    if (f == Framework::deepspeed)
+      return std::string("DeepSpeed's activation checkpointing recomputes whole layers, not per-op selective");
+    if (f == Framework::megatron)
+      return std::string("Megatron-LM's selective recompute is the attention core's, not per-op (torchtitan's op policy)");
+  }
   if (!l.data_parallel_only()) {
     const char* name = traits(f).display;
     switch (f) {

@@ -62,6 +62,7 @@ struct FrameworkPlan {
   bool offload_params = false;
   Count world_size = 2;
   ParallelLayout layout;  // tensor / pipeline / context parallelism (dp only by default)
+  Checkpointing checkpointing = Checkpointing::none;
 };
 
 // nullopt: `f` runs the plan; else why not, one clause naming the framework's own rule, e.g.

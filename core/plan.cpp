@@ -37,6 +37,9 @@ constexpr CheckpointingTraits kCheckpointing[] = {
     {Checkpointing::none, "none", "every activation kept for backward"},
     {Checkpointing::selective, "selective", "the attention core recomputed in backward (Korthikanti et al. 2022)"},
     {Checkpointing::full, "full", "each layer's input kept; the layer's forward recomputed in backward"},
+    {Checkpointing::selective_op, "selective-op",
+     "per-op selective (torchtitan's op SAC): the outputs of attention and of every other matmul kept, the rest "
+     "recomputed in backward"},
 };
 
 constexpr ScheduleTraits kSchedule[] = {
@@ -151,8 +154,10 @@ Checkpointing parse_checkpointing(std::string_view text, std::string_view field)
   if (text == "none") return Checkpointing::none;
   if (text == "selective") return Checkpointing::selective;
   if (text == "full") return Checkpointing::full;
-  throw InputError(
-      fmt::format("{}: unknown activation checkpointing '{}': expected none, selective or full", field, text));
+  if (text == "selective-op" || text == "op") return Checkpointing::selective_op;
+  throw InputError(fmt::format(
+      "{}: unknown activation checkpointing '{}': expected none, selective, selective-op (torchtitan's per-op) or full",
+      field, text));
 }
 
 }  // namespace gaccum

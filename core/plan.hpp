@@ -41,7 +41,9 @@ namespace gaccum {
 
 enum class Sharding { none, zero1, zero2, zero3, hsdp };
 enum class Precision { fp32, bf16, fp16, fp8 };
-enum class Checkpointing { none, selective, full };
+// selective: Megatron's (Korthikanti et al. 2022), the attention core recomputed; selective_op:
+// torchtitan's per-op policy, the outputs of attention and of every other matmul kept.
+enum class Checkpointing { none, selective, full, selective_op };
 // Pipeline schedules (model/pipeline.hpp builds each rank's ordered operations):
 //   gpipe             every forward, then every backward (Huang et al. 2019)
 //   1f1b              PipeDream-Flush: p - r - 1 warm-up forwards on rank r, then one forward,
@@ -61,8 +63,8 @@ inline constexpr std::array<Precision, 4> kSpecPrecisions{Precision::fp32, Preci
                                                           Precision::fp8};
 inline constexpr std::array<Schedule, 4> kAllSchedules{Schedule::gpipe, Schedule::one_f_one_b,
                                                       Schedule::interleaved_1f1b, Schedule::zb_h1};
-inline constexpr std::array<Checkpointing, 3> kAllCheckpointings{Checkpointing::none, Checkpointing::selective,
-                                                                 Checkpointing::full};
+inline constexpr std::array<Checkpointing, 4> kAllCheckpointings{Checkpointing::none, Checkpointing::selective,
+                                                                 Checkpointing::full, Checkpointing::selective_op};
 
 struct ShardingTraits {
   Sharding value;

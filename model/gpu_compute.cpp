@@ -147,6 +147,18 @@ GpuParts GpuComputeModel::parts(const TransformerShape& t, Count micro_batch, Ch
   out.layer_backward = lb;
   if (ckpt == Checkpointing::full) out.layer_backward += lf;
   if (ckpt == Checkpointing::selective && !t.flash_attention) out.layer_backward += af;
+  if (ckpt == Checkpointing::selective_op) {
+    // torchtitan's per-op policy keeps attention and the odd matmuls (transformer.hpp); backward
+    // runs the even ones again (wk, wo, and w3 or fc2) and every memory-bound kernel.
+    GpuPassTime r;
+    r += gemm_pass({T, hkv / tp, h}, layer_peak, layer_e, false);
+    r += gemm_pass({T, h, hq / tp}, layer_peak, layer_e, false);
+    r += t.gated_mlp ? gemm_pass({T, t.active_ffn() / tp, h}, layer_peak, layer_e, false)
+                     : gemm_pass({T, h, t.active_ffn() / tp}, layer_peak, layer_e, false);
+    r.memory += memory_time(bytes * double(T));
+    r.overhead += kernels * eff_.overhead;
+    out.layer_backward += r;
+  }
   // Outside the layers: the embedding lookup; the head (bf16 even under fp8, as
   // TransformerEngine; vocabulary split over tp) and the loss over the vocabulary.
   out.embedding_forward.memory = memory_time(double(T) * double(h) * e / sp);

@@ -38,7 +38,10 @@ struct TpLayerCollectives {
   Count forward = 0, backward = 0;
 };
 constexpr TpLayerCollectives tp_layer_collectives(Checkpointing ckpt) {
-  return TpLayerCollectives{2, ckpt == Checkpointing::full ? 4 : 2};
+  // selective-op recomputes the output projection and the MLP's reduction output (wo is an even
+  // matmul; the allreduce after w2 is not kept), so its backward runs both forward collectives
+  // again, as full recompute does.
+  return TpLayerCollectives{2, ckpt == Checkpointing::full || ckpt == Checkpointing::selective_op ? 4 : 2};
 }
 
 // Layers of each model stage, [chunk * pp + rank]; InputError when they do not divide.

@@ -41,8 +41,8 @@ struct Config {
 // The plan as the framework table sees it (core/framework.hpp); a precision left to the model
 // counts as fp32 there (only fp8 and fp16 narrow the frameworks, and a model's own is neither).
 inline FrameworkPlan framework_plan(const Config& c) {
-  return FrameworkPlan{c.strategy, c.sharding, c.precision.value_or(Precision::fp32), c.offload_optimizer,
-                       c.offload_params, c.world_size, c.layout};
+  return FrameworkPlan{c.strategy,       c.sharding,   c.precision.value_or(Precision::fp32), c.offload_optimizer,
+                       c.offload_params, c.world_size, c.layout, c.checkpointing.value_or(Checkpointing::none)};
 }
 
 struct StepBreakdown {

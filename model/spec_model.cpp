@@ -108,7 +108,7 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
     else if (v.is_string())
       s.activation_checkpointing = parse_checkpointing(v.get<std::string>(), f.child("activation_checkpointing"));
     else
-      throw InputError(fmt::format("{}: expected none, selective, full or a boolean", f.child("activation_checkpointing")));
+      throw InputError(fmt::format("{}: expected none, selective, selective-op, full or a boolean", f.child("activation_checkpointing")));
   }
   s.tied_embeddings = f.opt_boolean("tied_embeddings").value_or(true);
   s.learned_positions = f.opt_boolean("learned_positions").value_or(true);
@@ -316,7 +316,11 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
     if (c != spec.activation_checkpointing) plans.checkpointings.push_back(c);
   plans.auto_checkpointings.clear();
   for (Checkpointing c : plans.checkpointings)
-    if (!(spec.flash_attention && c == Checkpointing::selective)) plans.auto_checkpointings.push_back(c);
+    // selective-op (torchtitan's) is priced when named (--checkpointing, or the spec's own), not
+    // searched: other frameworks cannot run it.
+    if (!(spec.flash_attention && c == Checkpointing::selective) &&
+        (c != Checkpointing::selective_op || spec.activation_checkpointing == c))
+      plans.auto_checkpointings.push_back(c);
   plans.auto_shardings = {{Sharding::none, 0}, {Sharding::zero1, 0}, {Sharding::zero2, 0}, {Sharding::zero3, 0}};
   if (cluster.nodes > 1 && cluster.gpus_per_node >= 2) plans.auto_shardings.push_back({Sharding::hsdp, cluster.gpus_per_node});
   plans.gpus_per_node = cluster.gpus_per_node;
@@ -524,9 +528,7 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     const double hq = double(shape_.q_hidden());
     const double lf = (2.0 * tokens * double(cp) * double(layer_active_params(shape_)) + 4.0 * double(b) * s * s * hq) / share;
     layer.f = lf / rate;
-    layer.b = 2 * lf / rate + (ckpt == Checkpointing::full ? lf / rate
-                               : ckpt == Checkpointing::selective ? 4.0 * double(b) * s * s * hq / share / rate
-                                                                  : 0);
+    layer.b = 2 * lf / rate + layer_recompute_flops(shape_, b, ckpt) / share / rate;
     layer.w = lf / rate;
     const double hf = 2.0 * tokens * V * h / double(tp);
     head = {hf / rate, 2 * hf / rate, hf / rate};
@@ -639,7 +641,7 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     MemoryBreakdown mem = plan_memory(mem_view, states);
     if (held_unsharded) mem.weights += states.weights / static_cast<Bytes>(std::max<Count>(1, n_shard));
     double act = run.peak_activations[ru];
-    if (ckpt == Checkpointing::full) act += layer_activation_bytes(shape_, b, e, Checkpointing::none, split);
+    act += recompute_transient_bytes(shape_, b, e, ckpt, split);
     if (sd.head) act += 2.0 * e * tokens * h / sp + 4.0 * tokens * V / double(tp);
     mem.activations = to_bytes(act);
     if (gpu_) {

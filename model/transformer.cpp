@@ -102,19 +102,45 @@ double layer_activation_bytes(const TransformerShape& t, Count micro_batch, doub
   const double split_part = s * b * h * e * (attn + mlp) / tp;
   const double linear = (replicated + split_part) / cp;
   const double scores = (t.flash_attention ? 4.0 * a * s * b : a * s * s * b * (2.0 * e + m)) / (tp * cp);
+  const double input = e * s * b * h / (split.sequence_parallel ? tp : 1.0) / cp;
   switch (r) {
     case Checkpointing::none: return linear + scores;
     case Checkpointing::selective: return linear;
-    case Checkpointing::full: return e * s * b * h / (split.sequence_parallel ? tp : 1.0) / cp;
+    case Checkpointing::full: return input;
+    case Checkpointing::selective_op: {
+      const double kept = (2.0 * double(t.q_hidden()) + double(t.kv_hidden()) + double(t.active_ffn())) / tp +
+                          (t.gated_mlp ? h : 0.0);
+      const double lse = t.flash_attention ? 4.0 * a * s * b / (tp * cp) : 0.0;
+      return input + e * s * b * kept / cp + lse;
+    }
   }
   return linear + scores;
+}
+
+double recompute_transient_bytes(const TransformerShape& t, Count micro_batch, double e, Checkpointing r,
+                                 const LayerSplit& split) {
+  if (r != Checkpointing::full && r != Checkpointing::selective_op) return 0;
+  const double all = layer_activation_bytes(t, micro_batch, e, Checkpointing::none, split);
+  return r == Checkpointing::full ? all : std::max(0.0, all - layer_activation_bytes(t, micro_batch, e, r, split));
+}
+
+double layer_recompute_flops(const TransformerShape& t, Count micro_batch, Checkpointing r) {
+  const double s = double(t.seq_len), b = double(micro_batch), h = double(t.hidden), hq = double(t.q_hidden());
+  switch (r) {
+    case Checkpointing::none: return 0;
+    case Checkpointing::selective: return 4.0 * b * s * s * hq;
+    case Checkpointing::full: return 2.0 * b * s * double(layer_active_params(t)) + 4.0 * b * s * s * hq;
+    case Checkpointing::selective_op:
+      return 2.0 * b * s * (h * double(t.kv_hidden()) + hq * h + double(t.active_ffn()) * h);
+  }
+  return 0;
 }
 
 double activation_bytes(const TransformerShape& t, Count micro_batch, double e, Checkpointing r) {
   const double s = double(t.seq_len), b = double(micro_batch), h = double(t.hidden);
   const double m = t.dropout ? 1.0 : 0.0;
   double total = double(t.layers) * layer_activation_bytes(t, micro_batch, e, r);
-  if (r == Checkpointing::full) total += layer_activation_bytes(t, micro_batch, e, Checkpointing::none);
+  total += recompute_transient_bytes(t, micro_batch, e, r, LayerSplit{});
   total += m * s * b * h + 2.0 * e * s * b * h + 4.0 * s * b * double(t.vocab);
   return total;
 }
@@ -126,11 +152,7 @@ double forward_flops(const TransformerShape& t, Count micro_batch) {
 }
 
 double training_flops(const TransformerShape& t, Count micro_batch, Checkpointing r) {
-  const double s = double(t.seq_len), b = double(micro_batch), hq = double(t.q_hidden()), L = double(t.layers);
-  double flops = 3.0 * forward_flops(t, micro_batch);
-  if (r == Checkpointing::full) flops += 2.0 * b * s * L * double(layer_active_params(t)) + 4.0 * L * b * s * s * hq;
-  if (r == Checkpointing::selective) flops += 4.0 * L * b * s * s * hq;
-  return flops;
+  return 3.0 * forward_flops(t, micro_batch) + double(t.layers) * layer_recompute_flops(t, micro_batch, r);
 }
 
 }  // namespace gaccum::model

@@ -112,8 +112,19 @@ double layer_activation_bytes(const TransformerShape& t, Count micro_batch, doub
 // parallelism), the split part s b h e (2 + 2 r + mlp) / tp (mlp = 2 f, gated 3 f), scores / tp;
 // everything / cp. e = 2, m = 1, f = 4, r = 1: s b h (10 + 24 / t + 5 a s / (h t)) without SP,
 // s b h / t (34 + 5 a s / h) with SP. Full recompute: e s b h (/ tp with SP) / cp.
+// Per-op selective (torchtitan's op SAC, bias-free linears as in the Llama family): the layer's
+// input (e h; / tp with SP), the outputs of the odd matmuls in forward order, q and v (e (hq +
+// hkv) / tp), w1 / fc1 (e f / tp), w2 (e h, gated MLP only: plain MLPs have 6 matmuls, fc2 is the
+// 6th), attention's output (e hq / tp) and FlashAttention's log-sum-exp (4 a / tp): s b (...) / cp.
 double layer_activation_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Checkpointing r,
                               const LayerSplit& split);
+// What backward holds beyond the kept activations while it recomputes one layer: full, that
+// layer's activations; selective-op, those it did not keep; else 0.
+double recompute_transient_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Checkpointing r,
+                                 const LayerSplit& split);
+// Forward FLOPs of one layer that backward runs again: full, the whole layer; selective, the
+// attention core; selective-op, the even matmuls (wk, wo, and w3 or fc2): 2 b s (h hkv + hq h + f h).
+double layer_recompute_flops(const TransformerShape& t, Count micro_batch, Checkpointing r);
 double activation_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Checkpointing r);
 
 // FLOPs of one micro-step (forward + backward [+ recompute]) and of its forward alone.

@@ -195,3 +195,14 @@ gaccum_cli_test(hf-model-config-not-hf 2 "not a HuggingFace config.json \\(it ha
   ${G} predict --model-config ${X}/specs/gpt2-small.json --cluster ${X}/clusters/dgx-h100-1node.json -b 1)
 gaccum_cli_test(hf-seq-len-spec-file 2 "--seq-len: applies to a HuggingFace config.json" --one-line-stderr --
   ${G} predict --spec ${X}/specs/gpt2-small.json --seq-len 512 --cluster ${X}/clusters/dgx-h100-1node.json -b 1)
+
+# Per-op selective recompute (torchtitan's op SAC, activation_checkpoint.selective_ac_option
+# "op"): priced when named; frameworks without it refuse it naming the fix; tune writes it into
+# torchtitan.toml and check reads it back as selective-op.
+gaccum_cli_test(predict-selective-op 0 "plan +zero3 .*bf16, selective-op activation checkpointing .*peak memory .*activations [0-9.]+ GiB" -- ${FL}
+                ${G} predict --spec ${X}/specs/llama2-7b.json --cluster ${DGX} -b 2 -p 8 --sharding zero3 --checkpointing selective-op)
+gaccum_cli_test(predict-selective-op-deepspeed 2 "--framework deepspeed: DeepSpeed's activation checkpointing recomputes whole layers, not per-op selective; predict --checkpointing full instead" --one-line-stderr --
+                ${G} predict --spec ${X}/specs/llama2-7b.json --cluster ${DGX} -b 2 -p 8 --sharding zero3 --strategy every-step --checkpointing selective-op --framework deepspeed)
+gaccum_cli_test(tune-emit-torchtitan-selective-op 0 "mode = \"selective\" selective_ac_option = \"op\".*checkpointing +selective-op +torchtitan config .*selective_ac_option \"op\".*verdict: PASS" -- sh -c
+  "rm -rf \"$2/tt-op\" && \"$0\" tune --spec \"$1\" --cluster \"$3\" --global-batch 64 --checkpointing selective-op --emit torchtitan --out \"$2/tt-op\" > /dev/null && cat \"$2/tt-op/torchtitan.toml\" | tr -s '\\n ' ' ' && \"$0\" check --torchtitan-config \"$2/tt-op/torchtitan.toml\" --spec \"$1\" --cluster \"$3\" | tr -s '\\n ' ' '"
+  ${G} ${X}/specs/llama2-7b.json ${CMAKE_CURRENT_BINARY_DIR} ${DGX})

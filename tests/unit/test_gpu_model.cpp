@@ -99,6 +99,14 @@ TEST_CASE("one micro-step's FLOPs by hand: gated MLP, GQA, causal FlashAttention
   const auto full = m.micro_step(t, 2, Checkpointing::full, Precision::bf16);
   CHECK(full.backward.flops == Approx(none.backward.flops + 2 * (2359296.0 + 65536.0)));
   CHECK(full.forward.flops == Approx(none.forward.flops));
+  // Per-op selective (torchtitan's): wk, wo and w3 again in backward, attention kept:
+  // 2 T (h h_kv + h_q h + f h) = 64 (2048 + 4096 + 8192) = 917,504 per layer.
+  const auto op = m.micro_step(t, 2, Checkpointing::selective_op, Precision::bf16);
+  CHECK(op.backward.flops == Approx(none.backward.flops + 2 * 917504.0));
+  CHECK(op.backward.attention == Approx(none.backward.attention));
+  // ... and every memory-bound kernel of the layer's forward: 2 layers x 32 tokens x 2432 bytes
+  // (the next test's per-token sum) at 3350e9 x 0.7 B/s.
+  CHECK(op.backward.memory == Approx(none.backward.memory + 2 * 32 * 2432.0 / (3350e9 * 0.7)));
   // Selective: FlashAttention's backward recomputes already, nothing added.
   CHECK(m.micro_step(t, 2, Checkpointing::selective, Precision::bf16).backward.flops == Approx(none.backward.flops));
   // Plain MLP of f = 128: 2 T (h 192... ) with f h + h f instead of 2f h + f h.

@@ -250,6 +250,44 @@ TEST_CASE("Korthikanti activations for a small config", "[model][transformer]") 
   CHECK(activation_bytes(t, 6, 2, Checkpointing::none) == Approx(3 * activation_bytes(t, 2, 2, Checkpointing::none)));
 }
 
+TEST_CASE("per-op selective activations (torchtitan's op policy) by hand", "[model][transformer]") {
+  // Llama-like: h 64, 4 heads (h_q 64), 2 kv heads (h_kv 32), SwiGLU f 128, s 16, b 2 (32 tokens),
+  // bf16, FlashAttention, no dropout. Kept per token: the layer input h, wq's and attention's
+  // outputs 2 h_q, wv's h_kv, w1's f, w2's h: (64 + 128 + 32 + 128 + 64) x 2 = 832 B; x 32 tokens
+  // = 26,624, + log-sum-exp 4 a s b = 512: 27,136.
+  TransformerShape t;
+  t.layers = 2;
+  t.hidden = 64;
+  t.heads = 4;
+  t.kv_heads = 2;
+  t.ffn_hidden = 128;
+  t.gated_mlp = true;
+  t.seq_len = 16;
+  t.vocab = 100;
+  t.learned_positions = false;
+  t.dropout = false;
+  t.flash_attention = true;
+  t.bias = false;
+  t.rms_norm = true;
+  CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::selective_op) == Approx(27136));
+  // Without it (Korthikanti, no dropout): norms and matmul inputs 4 h e = 512, q k v and the
+  // output 2 (h_q + h_kv) + 2 h_q... = (2 + 1) h e = 384, SwiGLU 3 f e = 768: 1664 B x 32 + 512.
+  CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::none) == Approx(53760));
+  // Backward holds what one layer did not keep while it recomputes it: 53,760 - 27,136.
+  CHECK(recompute_transient_bytes(t, 2, 2, Checkpointing::selective_op, LayerSplit{}) == Approx(26624));
+  CHECK(recompute_transient_bytes(t, 2, 2, Checkpointing::full, LayerSplit{}) == Approx(53760));
+  CHECK(recompute_transient_bytes(t, 2, 2, Checkpointing::none, LayerSplit{}) == 0);
+  // Whole model: 2 layers + the transient + head input 2 e s b h (8192) + fp32 logits 4 s b V.
+  CHECK(activation_bytes(t, 2, 2, Checkpointing::selective_op) == Approx(2 * 27136 + 26624 + 8192 + 12800));
+  // A plain MLP has six matmuls: fc2 is the sixth and recomputed, so w2's h is not kept.
+  t.gated_mlp = false;
+  CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::selective_op) == Approx((64 + 128 + 32 + 128) * 2 * 32 + 512));
+  // Tensor parallel 2 without SP: the split outputs halve, the input and w2's h do not.
+  t.gated_mlp = true;
+  CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::selective_op, LayerSplit{2, 1, false}) ==
+        Approx((64 + (128 + 32 + 128) / 2.0 + 64) * 2 * 32 + 256));
+}
+
 TEST_CASE("transformer FLOPs: 6 T N_mm + 12 L b s^2 h", "[model][transformer]") {
   TransformerShape t;
   t.layers = 3;
@@ -264,5 +302,11 @@ TEST_CASE("transformer FLOPs: 6 T N_mm + 12 L b s^2 h", "[model][transformer]") 
   CHECK(training_flops(t, 2, Checkpointing::selective) == Approx(6 * tokens * n_mm + 16 * 3 * 2 * 16 * 8));
   CHECK(training_flops(t, 2, Checkpointing::full) ==
         Approx(6 * tokens * n_mm + 12 * 3 * 2 * 16 * 8 + 2 * tokens * 3 * (12 * 64 + 13 * 8) + 4 * 3 * 2 * 16 * 8));
+  // selective-op recomputes wk, wo and fc2 per layer: 2 b s (h h_kv + h_q h + f h) = 2 x 8 x
+  // (64 + 64 + 256) = 6144; attention is kept, not recomputed.
+  CHECK(training_flops(t, 2, Checkpointing::selective_op) ==
+        Approx(6 * tokens * n_mm + 12 * 3 * 2 * 16 * 8 + 3 * 6144.0));
+  CHECK(parse_checkpointing("selective-op", "x") == Checkpointing::selective_op);
+  CHECK(parse_checkpointing("op", "x") == Checkpointing::selective_op);
   CHECK_THROWS_AS(parse_checkpointing("sometimes", "x"), InputError);
 }
