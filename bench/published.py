@@ -215,6 +215,14 @@ def main(argv):
     mem = [r["memory_error_pct"] for r in rows if r.get("memory_error_pct") is not None]
     if mem:
         print("peak memory, rows that report it (predicted vs published): " + fmt_summary(summary(mem)))
+    # Every published run ran: a predicted peak over its device's memory is a false DOES NOT FIT.
+    false_oom = [r for r in rows if r.get("device_memory_bytes")
+                 and r["predicted_peak_memory_bytes"] > r["device_memory_bytes"]]
+    print("runs that ran, predicted over their device's memory (a false DOES NOT FIT): %d of %d" % (
+        len(false_oom), len(rows)))
+    for r in false_oom:
+        print("  %s: predicted %.1f GiB on a %.1f GiB device" % (
+            r["id"], r["predicted_peak_memory_bytes"] / 2**30, r["device_memory_bytes"] / 2**30))
     s_shipped = summary([r["shipped_error_pct"] for r in rows])
     print("shipped calibration (what predict prints): " + fmt_summary(s_shipped))
     by_gpu = {}
@@ -262,13 +270,15 @@ def main(argv):
     cols = ["id", "gpu", "model", "seq_len", "world_size", "micro_batch", "accum_steps", "sharding", "precision",
             "checkpointing", "published_tokens_per_s_per_gpu", "shipped_tokens_per_s_per_gpu", "shipped_error_pct",
             "cross_validated_tokens_per_s_per_gpu", "cross_validated_error_pct", "gemm_efficiency", "mfu",
-            "published_mfu_pct", "predicted_peak_memory_bytes", "published_peak_memory_bytes", "memory_error_pct",
+            "published_mfu_pct", "predicted_peak_memory_bytes", "device_memory_bytes", "published_peak_memory_bytes",
+            "memory_error_pct",
             "tp", "pp", "virtual_stages", "schedule", "bubble_fraction", "layout_chosen"]
     benchlib.write_csv(os.path.join(a.out_dir, "published.csv"), cols,
                        [{c: (r.get(c) if r.get(c) is not None else "") for c in cols} for r in rows])
     benchlib.write_atomic(os.path.join(a.out_dir, "published.json"), json.dumps({
         "files": files, "cross_validate": cv_mode, "shipped": s_shipped, "cross_validated": s_cv, "per_file": per_file,
         "calibrations": shipped["calibrations"], "micro_batch_groups": groups, "rows": rows,
+        "false_does_not_fit": [r["id"] for r in false_oom],
         "not_priced": shipped["not_priced"]}, indent=2) + "\n")
     svg_scatter(rows, key, os.path.join(a.out_dir, "published.svg"))
     print("wrote %s/published.csv, published.json, published.svg" % a.out_dir)

@@ -98,6 +98,7 @@ nlohmann::json row_json(const model::RunResult& x) {
                       {"gemm_efficiency", x.gemm_efficiency},
                       {"mfu", x.mfu}};
   j["predicted_peak_memory_bytes"] = x.peak_memory;
+  j["device_memory_bytes"] = r.cluster.device_memory;
   if (!c.layout.data_parallel_only()) {
     j["tp"] = c.layout.tp;
     j["pp"] = c.layout.pp;

@@ -73,12 +73,14 @@ CalibrationRun foundry_row(const nlohmann::json& row, const std::string& what, c
   s.vocab = m.positive("vocab_size");
   s.ffn_hidden = m.positive("expansion_ratio") * s.hidden;
   // MPT (llm-foundry README, and bench/data/published/README.md): plain GELU MLP, tied
-  // embeddings, learned positions, biases and LayerNorm, FlashAttention/Triton attention, no dropout.
+  // embeddings, learned positions, biases and LayerNorm, FlashAttention/Triton attention, no
+  // dropout, flash-attn's fused cross-entropy (llm-foundry's default loss_fn).
   s.tied_embeddings = true;
   s.learned_positions = true;
   s.bias = true;
   s.dropout = false;
   s.flash_attention = true;
+  s.fused_loss = true;
   s.optimizer = Optimizer::adamw;
   s.mean_tokens_per_sample = double(s.seq_len);
   const std::string prec = plan.str("precision");

@@ -167,6 +167,10 @@ GpuParts GpuComputeModel::parts(const TransformerShape& t, Count micro_batch, Ch
   const GemmShape head{T, t.vocab / tp, h};
   out.head_forward = gemm_pass(head, peak, e, false);
   out.head_backward = gemm_pass(head, peak, e, true);
+  // The loss over the vocabulary: each pass reads the logits and writes and reads 4-byte
+  // log-probabilities (e + 8 bytes per logit). A fused loss (fused_loss) moves fewer bytes (e
+  // forward, 2 e backward) but is priced the same: the calibration absorbs this term, and a refit
+  // with the fused bytes made the never-fitted Megatron rows worse (docs/DESIGN.md, Calibration).
   const double loss_bytes = double(T) * (double(h) * e / sp + V / double(tp) * (e + 8));
   out.head_forward.memory += memory_time(loss_bytes);
   out.head_backward.memory += memory_time(loss_bytes);

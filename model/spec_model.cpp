@@ -43,6 +43,7 @@ TransformerShape TransformerSpec::shape() const {
   t.experts = experts;
   t.active_experts = active_experts;
   t.shared_ffn = shared_ffn;
+  t.fused_loss = fused_loss;
   return t;
 }
 
@@ -62,7 +63,7 @@ const std::vector<std::string>& spec_fields() {
   static const std::vector<std::string> f = {
       "schema", "name", "layers", "hidden", "heads", "kv_heads", "seq_len", "vocab", "ffn_hidden", "gated_mlp",
       "attention", "bias", "norm", "dtype", "optimizer", "activation_checkpointing", "tied_embeddings",
-      "learned_positions", "dropout", "mean_tokens_per_sample"};
+      "learned_positions", "dropout", "loss", "mean_tokens_per_sample"};
   return f;
 }
 
@@ -87,6 +88,13 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
                                    f.child("kv_heads"), s.heads, s.kv_heads));
   }
   s.gated_mlp = f.opt_boolean("gated_mlp").value_or(false);
+  if (auto loss = f.opt_str("loss")) {
+    if (*loss == "fused") s.fused_loss = true;
+    else if (*loss != "fp32")
+      throw InputError(fmt::format("{}: '{}' is not a loss kind: expected fp32 (cross-entropy on fp32 logits, the "
+                                   "default) or fused (flash-attn's or Liger's fused cross-entropy)",
+                                   f.child("loss"), *loss));
+  }
   if (auto att = f.opt_str("attention")) {
     if (*att == "flash") s.flash_attention = true;
     else if (*att != "standard")
@@ -384,12 +392,12 @@ MemoryBreakdown SpecModel::memory(const Config& c) const {
   MemoryBreakdown m = plan_memory(c, terms(prec).states);
   m.activations = to_bytes(activation_bytes(shape_, c.micro_batch, traits(prec).element_bytes, *c.checkpointing));
   if (gpu_) {
-    // The caching allocator's reserve: the largest transient block of a micro-step (the fp32
-    // logits of the loss, or one layer's MLP intermediate), freed into the cache and not reused
-    // by the next, differently sized request (block splitting and rounding).
+    // The caching allocator's reserve: the largest transient block of a micro-step (the logits'
+    // gradient of the loss, or one layer's MLP intermediate), freed into the cache and not
+    // reused by the next, differently sized request (block splitting and rounding).
     const double e = traits(prec).element_bytes;
     const double tokens = double(c.micro_batch) * double(shape_.seq_len);
-    const double logits = 4.0 * tokens * double(shape_.vocab);
+    const double logits = logit_bytes(shape_, e) * tokens * double(shape_.vocab);
     const double mlp = (shape_.gated_mlp ? 2.0 : 1.0) * e * tokens * double(shape_.active_ffn());
     m.allocator_reserve = to_bytes(std::max(logits, mlp));
   }
@@ -642,10 +650,10 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     if (held_unsharded) mem.weights += states.weights / static_cast<Bytes>(std::max<Count>(1, n_shard));
     double act = run.peak_activations[ru];
     act += recompute_transient_bytes(shape_, b, e, ckpt, split);
-    if (sd.head) act += 2.0 * e * tokens * h / sp + 4.0 * tokens * V / double(tp);
+    if (sd.head) act += 2.0 * e * tokens * h / sp + logit_bytes(shape_, e) * tokens * V / double(tp);
     mem.activations = to_bytes(act);
     if (gpu_) {
-      const double logits = sd.head ? 4.0 * tokens * V / double(tp) : 0;
+      const double logits = sd.head ? logit_bytes(shape_, e) * tokens * V / double(tp) : 0;
       const double mlp = (shape_.gated_mlp ? 2.0 : 1.0) * e * tokens * double(shape_.active_ffn()) / double(tp);
       mem.allocator_reserve = to_bytes(std::max(logits, mlp));
     }

@@ -76,6 +76,7 @@ struct TransformerSpec {
   Count layer_norms = 2;
   Count positions = 0;
   Count experts = 0, active_experts = 0, shared_ffn = 0;
+  bool fused_loss = false;              // "loss": "fused" (model/transformer.hpp)
   double mean_tokens_per_sample = 0;    // real tokens per sample; 0: seq_len
   std::string source;
 

@@ -141,9 +141,11 @@ double activation_bytes(const TransformerShape& t, Count micro_batch, double e, 
   const double m = t.dropout ? 1.0 : 0.0;
   double total = double(t.layers) * layer_activation_bytes(t, micro_batch, e, r);
   total += recompute_transient_bytes(t, micro_batch, e, r, LayerSplit{});
-  total += m * s * b * h + 2.0 * e * s * b * h + 4.0 * s * b * double(t.vocab);
+  total += m * s * b * h + 2.0 * e * s * b * h + logit_bytes(t, e) * s * b * double(t.vocab);
   return total;
 }
+
+double logit_bytes(const TransformerShape& t, double e) { return t.fused_loss ? e : 4.0; }
 
 double forward_flops(const TransformerShape& t, Count micro_batch) {
   const double s = double(t.seq_len), b = double(micro_batch), h = double(t.hidden), L = double(t.layers);

@@ -72,6 +72,11 @@ struct TransformerShape {
   bool qkv_bias = false;         // biases on q, k and v only (Qwen2), when `bias` is false
   Count layer_norms = 2;         // norms per layer (Gemma 2: 4, before and after each block)
   Count positions = 0;           // rows of the learned position table; 0: seq_len (GPT-2: n_positions)
+  // The loss over the vocabulary: false, cross-entropy on fp32 logits (PyTorch's, after an
+  // upcast): 4 bytes per logit kept for backward and 4 more for their gradient; true, a fused
+  // cross-entropy (flash-attn's, Liger's) that keeps the logits in the compute dtype and writes
+  // a gradient of that size: e bytes each.
+  bool fused_loss = false;
   // Mixture of experts: `experts` routed MLPs of width ffn_hidden per layer (0: one dense MLP), a
   // router of h x experts, each token through `active_experts` of them (top-k); a shared expert of
   // width shared_ffn (0: none) runs on every token behind a gate of h x 1 (Qwen2-MoE).
@@ -126,6 +131,8 @@ double recompute_transient_bytes(const TransformerShape& t, Count micro_batch, d
 // attention core; selective-op, the even matmuls (wk, wo, and w3 or fc2): 2 b s (h hkv + hq h + f h).
 double layer_recompute_flops(const TransformerShape& t, Count micro_batch, Checkpointing r);
 double activation_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Checkpointing r);
+// Bytes per logit the loss keeps for backward (and, again, its gradient): 4, or e when fused.
+double logit_bytes(const TransformerShape& t, double elem_bytes);
 
 // FLOPs of one micro-step (forward + backward [+ recompute]) and of its forward alone.
 double training_flops(const TransformerShape& t, Count micro_batch, Checkpointing r);

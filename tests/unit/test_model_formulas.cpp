@@ -242,6 +242,12 @@ TEST_CASE("Korthikanti activations for a small config", "[model][transformer]") 
   // (256) + fp32 logits 4 s b V (320).
   CHECK(activation_bytes(t, 2, 2, Checkpointing::none) == Approx(3 * 2496 + 64 + 256 + 320));
   CHECK(activation_bytes(t, 2, 2, Checkpointing::full) == Approx(3 * 128 + 2496 + 64 + 256 + 320));
+  // A fused cross-entropy keeps the logits in the compute dtype: e s b V = 160 instead of 320.
+  t.fused_loss = true;
+  CHECK(activation_bytes(t, 2, 2, Checkpointing::none) == Approx(3 * 2496 + 64 + 256 + 160));
+  CHECK(logit_bytes(t, 2) == 2);
+  t.fused_loss = false;
+  CHECK(logit_bytes(t, 2) == 4);
   // Without dropout the masks vanish: s b h (2 x 16) + a s^2 b (2 x 2) = 64 x 32 + 64 x 4.
   t.dropout = false;
   CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::none) == Approx(2048 + 256));
