@@ -722,7 +722,7 @@ void add_tune_command(CLI::App& app, Action& action) {
                   "[default: auto: spec none..zero3 and hsdp:GPUs-per-node; profile none]");
   sub->add_option("--precision", o->precision, "auto | fp32 | bf16 | fp16 [default: auto: spec its dtype and fp32; profile fp32]");
   sub->add_option("--checkpointing", o->checkpointing,
-                  "auto | none | selective | full | selective-op (torchtitan's per-op; named, never searched) [default: auto: spec "
+                  "auto | none | selective | full | selective-op (torchtitan's per-op; searched only with --framework torchtitan) [default: auto: spec "
                   "none, selective (not under FlashAttention) and full; profile none]");
   sub->add_flag("--force-memory-cap", o->force_memory_cap, "Accept a --memory-cap above the device's memory");
   sub->add_option("--objective", o->objective, "throughput | cost (GPU-seconds per sample) | time-to-target");

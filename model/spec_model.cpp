@@ -324,8 +324,8 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
     if (c != spec.activation_checkpointing) plans.checkpointings.push_back(c);
   plans.auto_checkpointings.clear();
   for (Checkpointing c : plans.checkpointings)
-    // selective-op (torchtitan's) is priced when named (--checkpointing, or the spec's own), not
-    // searched: other frameworks cannot run it.
+    // selective-op (torchtitan's) is priced when named (--checkpointing, or the spec's own) and
+    // searched for a torchtitan job (tuner/tune_request.cpp); other frameworks cannot run it.
     if (!(spec.flash_attention && c == Checkpointing::selective) &&
         (c != Checkpointing::selective_op || spec.activation_checkpointing == c))
       plans.auto_checkpointings.push_back(c);

@@ -206,3 +206,6 @@ gaccum_cli_test(predict-selective-op-deepspeed 2 "--framework deepspeed: DeepSpe
 gaccum_cli_test(tune-emit-torchtitan-selective-op 0 "mode = \"selective\" selective_ac_option = \"op\".*checkpointing +selective-op +torchtitan config .*selective_ac_option \"op\".*verdict: PASS" -- sh -c
   "rm -rf \"$2/tt-op\" && \"$0\" tune --spec \"$1\" --cluster \"$3\" --global-batch 64 --checkpointing selective-op --emit torchtitan --out \"$2/tt-op\" > /dev/null && cat \"$2/tt-op/torchtitan.toml\" | tr -s '\\n ' ' ' && \"$0\" check --torchtitan-config \"$2/tt-op/torchtitan.toml\" --spec \"$1\" --cluster \"$3\" | tr -s '\\n ' ' '"
   ${G} ${X}/specs/llama2-7b.json ${CMAKE_CURRENT_BINARY_DIR} ${DGX})
+# A torchtitan job's tune searches its per-op selective recompute beside none and full.
+gaccum_cli_test(tune-torchtitan-searches-selective-op 0 "framework torchtitan .*every-step zero3 bf16 selective-op" -- ${FL}
+                ${G} tune --spec builtin:llama3-8b --cluster ${DGX} --global-batch 64 --framework torchtitan --out ${CMAKE_CURRENT_BINARY_DIR}/tt-search)

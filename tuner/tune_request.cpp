@@ -178,6 +178,13 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
     l.checkpointings = {*r.checkpointing};
   } else {
     l.checkpointings = plans.auto_checkpointings;
+    // torchtitan's own selective recompute is per-op: searched for a torchtitan job (the model
+    // prices it), not for frameworks that cannot run it.
+    const bool op = std::find(plans.checkpointings.begin(), plans.checkpointings.end(), Checkpointing::selective_op) !=
+                    plans.checkpointings.end();
+    if (op && r.framework == Framework::torchtitan &&
+        std::find(l.checkpointings.begin(), l.checkpointings.end(), Checkpointing::selective_op) == l.checkpointings.end())
+      l.checkpointings.push_back(Checkpointing::selective_op);
   }
   l.noise_scale = r.noise_scale ? r.noise_scale : info.noise_scale;
   if (r.noise_scale)
