@@ -208,4 +208,4 @@ gaccum_cli_test(tune-emit-torchtitan-selective-op 0 "mode = \"selective\" select
   ${G} ${X}/specs/llama2-7b.json ${CMAKE_CURRENT_BINARY_DIR} ${DGX})
 # A torchtitan job's tune searches its per-op selective recompute beside none and full.
 gaccum_cli_test(tune-torchtitan-searches-selective-op 0 "framework torchtitan .*every-step zero3 bf16 selective-op" -- ${FL}
-                ${G} tune --spec builtin:llama3-8b --cluster ${DGX} --global-batch 64 --framework torchtitan --out ${CMAKE_CURRENT_BINARY_DIR}/tt-search)
+                ${G} tune --spec builtin:llama3-8b --cluster ${DGX} --global-batch 64 --framework torchtitan --force --out ${CMAKE_CURRENT_BINARY_DIR}/tt-search)
