@@ -15,6 +15,7 @@
 #include "model/gpu_compute.hpp"
 #include "model/gpu_device.hpp"
 #include "model/spec_model.hpp"
+#include "shape_fixture.hpp"
 
 using namespace gaccum;
 using namespace gaccum::model;
@@ -24,23 +25,7 @@ namespace {
 GpuEfficiency test_efficiency() { return {0.8, 0.9, 0.5, 0.7, 10e-6, 0.6}; }
 
 // h 64, 4 heads, 2 kv heads (h_kv 32), gated f 128, s 16, V 100, 2 layers, rotary, no dropout.
-TransformerShape small_shape() {
-  TransformerShape t;
-  t.layers = 2;
-  t.hidden = 64;
-  t.heads = 4;
-  t.kv_heads = 2;
-  t.ffn_hidden = 128;
-  t.gated_mlp = true;
-  t.seq_len = 16;
-  t.vocab = 100;
-  t.learned_positions = false;
-  t.dropout = false;
-  t.flash_attention = true;
-  t.bias = false;
-  t.rms_norm = true;
-  return t;
-}
+TransformerShape small_shape() { return test::small_llama_shape(); }
 
 const GpuDevice& h100() { return *find_gpu("h100-sxm-80gb"); }
 

@@ -16,6 +16,7 @@
 #include "model/overlap.hpp"
 #include "model/strategy_cost.hpp"
 #include "model/transformer.hpp"
+#include "shape_fixture.hpp"
 
 using namespace gaccum;
 using namespace gaccum::model;
@@ -261,20 +262,7 @@ TEST_CASE("per-op selective activations (torchtitan's op policy) by hand", "[mod
   // bf16, FlashAttention, no dropout. Kept per token: the layer input h, wq's and attention's
   // outputs 2 h_q, wv's h_kv, w1's f, w2's h: (64 + 128 + 32 + 128 + 64) x 2 = 832 B; x 32 tokens
   // = 26,624, + log-sum-exp 4 a s b = 512: 27,136.
-  TransformerShape t;
-  t.layers = 2;
-  t.hidden = 64;
-  t.heads = 4;
-  t.kv_heads = 2;
-  t.ffn_hidden = 128;
-  t.gated_mlp = true;
-  t.seq_len = 16;
-  t.vocab = 100;
-  t.learned_positions = false;
-  t.dropout = false;
-  t.flash_attention = true;
-  t.bias = false;
-  t.rms_norm = true;
+  TransformerShape t = test::small_llama_shape();
   CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::selective_op) == Approx(27136));
   // Without it (Korthikanti, no dropout): norms and matmul inputs 4 h e = 512, q k v and the
   // output 2 (h_q + h_kv) + 2 h_q... = (2 + 1) h e = 384, SwiGLU 3 f e = 768: 1664 B x 32 + 512.
