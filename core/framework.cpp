@@ -31,6 +31,17 @@ bool sharded(Sharding s, std::initializer_list<Sharding> allowed) {
 const FrameworkTraits& traits(Framework f) { return kFrameworks[static_cast<int>(f)]; }
 std::string_view to_string(Framework f) { return traits(f).name; }
 
+std::optional<std::string> checkpointing_refusal(Framework f, Checkpointing c) {
+  // Per-op selective recompute is torch.utils.checkpoint's selective contexts (torchtitan's op
+  // policy; a DDP/FSDP script can apply the same); these engines recompute their own way.
+  if (c != Checkpointing::selective_op) return std::nullopt;
+  if (f == Framework::deepspeed)
+    return std::string("DeepSpeed's activation checkpointing recomputes whole layers, not per-op selective");
+  if (f == Framework::megatron)
+    return std::string("Megatron-LM's selective recompute is the attention core's, not per-op (torchtitan's op policy)");
+  return std::nullopt;
+}
+
 std::optional<std::string> framework_refusal(Framework f, const FrameworkPlan& p) {
   const Sharding sh = p.sharding.sharding;
   const Strategy st = p.strategy;
@@ -38,14 +49,7 @@ std::optional<std::string> framework_refusal(Framework f, const FrameworkPlan& p
   const bool fp8 = p.precision == Precision::fp8;
   const bool offload = p.offload_optimizer || p.offload_params;
   const ParallelLayout& l = p.layout;
-  // Per-op selective recompute is torch.utils.checkpoint's selective contexts (torchtitan's op
-  // policy; a DDP/FSDP script can apply the same); the engines below recompute their own way.
-  if (p.checkpointing == Checkpointing::selective_op) {
-    if (f == Framework::deepspeed)
-      return std::string("DeepSpeed's activation checkpointing recomputes whole layers, not per-op selective");
-    if (f == Framework::megatron)
-      return std::string("Megatron-LM's selective recompute is the attention core's, not per-op (torchtitan's op policy)");
-  }
+  if (auto why = checkpointing_refusal(f, p.checkpointing)) return why;
   if (!l.data_parallel_only()) {
     const char* name = traits(f).display;
     switch (f) {

@@ -68,6 +68,8 @@ struct FrameworkPlan {
 // nullopt: `f` runs the plan; else why not, one clause naming the framework's own rule, e.g.
 // "DeepSpeed has no no_sync() under ZeRO stage 2/3 (it reduce-scatters on every micro-step)".
 std::optional<std::string> framework_refusal(Framework f, const FrameworkPlan& p);
+// The part of that rule about activation recomputation alone (any plan with checkpointing c).
+std::optional<std::string> checkpointing_refusal(Framework f, Checkpointing c);
 inline bool framework_runs(Framework f, const FrameworkPlan& p) { return !framework_refusal(f, p); }
 
 // The frameworks that run the plan, in kAllFrameworks order.

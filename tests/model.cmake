@@ -209,3 +209,5 @@ gaccum_cli_test(tune-emit-torchtitan-selective-op 0 "mode = \"selective\" select
 # A torchtitan job's tune searches its per-op selective recompute beside none and full.
 gaccum_cli_test(tune-torchtitan-searches-selective-op 0 "framework torchtitan .*every-step zero3 bf16 selective-op" -- ${FL}
                 ${G} tune --spec builtin:llama3-8b --cluster ${DGX} --global-batch 64 --framework torchtitan --force --out ${CMAKE_CURRENT_BINARY_DIR}/tt-search)
+gaccum_cli_test(tune-selective-op-deepspeed 2 "--checkpointing selective-op on DeepSpeed \\(flag --framework\\): DeepSpeed's activation checkpointing recomputes whole layers, not per-op selective; tune with --checkpointing full instead" --one-line-stderr --
+                ${G} tune --spec ${X}/specs/llama2-7b.json --cluster ${DGX} --global-batch 64 --framework deepspeed --checkpointing selective-op --force --out ${CMAKE_CURRENT_BINARY_DIR}/ds-op)

@@ -194,6 +194,11 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
   l.offload_optimizer = r.offload_optimizer;
   l.offload_params = r.offload_params;
   l.framework = r.framework;
+  if (r.framework && r.checkpointing)
+    if (auto refused = checkpointing_refusal(*r.framework, *r.checkpointing))
+      throw InputError(fmt::format("--checkpointing {} on {} ({}): {}; tune with --checkpointing full instead",
+                                   to_string(*r.checkpointing), traits(*r.framework).display,
+                                   r.framework_source.empty() ? std::string("--framework") : r.framework_source, *refused));
   if (r.framework && r.strategy && l.shardings.size() == 1 && r.layouts.size() <= 1) {
     // A pinned plan the framework refuses is bad input naming both, not an empty search.
     FrameworkPlan fp{*r.strategy, l.shardings.front(), l.precisions.size() == 1 ? l.precisions.front() : Precision::fp32,
