@@ -253,7 +253,7 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
         plan_fix = fmt::format("shard the model: {} with {} predicts {} per rank <= {} ({} below the {} hard limit; {})",
                                to_string(o.sharding), to_string(o.strategy), format_bytes(alt.memory.peak),
                                format_bytes(limit), format_bytes(hard - alt.memory.peak), format_bytes(hard),
-                               tuner::runs_on_text(c, fw));
+                               tuner::runs_on_text(alt, fw));
         r.data["plan_suggestion"] = model::to_ordered_json(c);
         break;
       }
@@ -437,11 +437,11 @@ CheckResult check_efficiency(const ResolvedJob& j, const model::CostModel* m) {
     r.fix = fmt::format("set train_micro_batch_size_per_gpu {} and gradient_accumulation_steps {}",
                         best.config.micro_batch, best.config.accum_steps);
     if (best.config.strategy != j.strategy)
-      r.fix += fmt::format(" ({})", framework_setting(*fw, model::framework_plan(best.config)));
+      r.fix += fmt::format(" ({})", framework_setting(*fw, model::framework_plan(best)));
   } else {
     r.fix = fmt::format("use micro_batch {}, accum_steps {}, strategy {}", best.config.micro_batch,
                         best.config.accum_steps, to_string(best.config.strategy));
-    if (fw) r.fix += fmt::format(" ({})", framework_setting(*fw, model::framework_plan(best.config)));
+    if (fw) r.fix += fmt::format(" ({})", framework_setting(*fw, model::framework_plan(best)));
   }
   return r;
 }

@@ -249,6 +249,7 @@ void print_stages(const model::Prediction& p, const model::ModelInfo& info) {
   if (c.data_parallel() > 1)
     fmt::print("  dp reduction   {} exposed after the schedule (over {} ranks {} apart)\n", format_seconds(d.dp_comm),
                c.data_parallel(), l.tp * l.cp);
+  if (l.pp <= 1) return;  // one stage: the peak memory and step time above are its row
   fmt::print("  {:<6} {:>6} {:>10} {:>10} {:>9} {:>11} {:>11} {:>11} {:>11}\n", "stage", "layers", "busy", "idle",
              "in flight", "weights", "grads+opt", "activations", "peak");
   for (const auto& s : d.stages) {
@@ -257,14 +258,13 @@ void print_stages(const model::Prediction& p, const model::ModelInfo& info) {
     fmt::print("  {:<6} {:>6} {:>10} {:>10} {:>9} {:>11} {:>11} {:>11} {:>11}{}\n", name, s.layers,
                format_seconds(s.busy), format_seconds(s.idle), s.in_flight, format_bytes(m.weights + m.gathered),
                format_bytes(m.gradients + m.optimizer_state), format_bytes(m.activations), format_bytes(m.peak),
-               s.rank == d.peak_stage && l.pp > 1
+               s.rank == d.peak_stage
                    ? (info.device_memory > 0 ? fmt::format("  <- peak ({:.1f}% of the device)",
                                                           100.0 * double(m.peak) / double(info.device_memory))
                                              : std::string("  <- peak"))
                    : "");
   }
-  if (l.pp > 1)
-    fmt::print("  (stage: pipeline rank; e embedding, h head; in flight: microbatch chunks whose activations one "
+  fmt::print("  (stage: pipeline rank; e embedding, h head; in flight: microbatch chunks whose activations one "
                "rank holds at once)\n");
 }
 
@@ -285,7 +285,7 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info, 
     if (!shown.checkpointing && !info.plans.checkpointings.empty()) shown.checkpointing = info.plans.own_checkpointing();
     fmt::print("  plan           {}{}\n", tuner::plan_words(shown), own);
   }
-  if (const std::string on = tuner::runs_on_text(c, fw); !on.empty()) fmt::print("  frameworks     {}\n", on);
+  if (const std::string on = tuner::runs_on_text(p, fw); !on.empty()) fmt::print("  frameworks     {}\n", on);
   if (format_seconds(p.step_time_lo) == format_seconds(p.step_time_hi))  // a spec's band is a point
     fmt::print("  step time      {}\n", format_seconds(t.step_time));
   else
@@ -380,6 +380,8 @@ int run_predict(const PredictOptions& o) {
     base.sharding.group = info.plans.gpus_per_node;
   }
   const std::optional<Framework> fw = framework_of(o);
+  if (fw)
+    if (auto why = model_refusal(*fw, info.plans.own_module)) throw InputError(fmt::format("--framework {}: {}", to_string(*fw), *why));
   std::vector<model::Prediction> preds;
   for (Strategy s : strategies) {
     model::Config c = base;

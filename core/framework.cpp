@@ -42,7 +42,21 @@ std::optional<std::string> checkpointing_refusal(Framework f, Checkpointing c) {
   return std::nullopt;
 }
 
-std::optional<std::string> framework_refusal(Framework f, const FrameworkPlan& p) {
+std::optional<std::string> model_refusal(Framework f, bool own_module) {
+  if (!own_module) return std::nullopt;
+  if (f == Framework::megatron)
+    return std::string("Megatron-LM trains its own model definitions (GPTModel), not a module of your own: use DDP, "
+                       "FSDP or DeepSpeed, or give a transformer as --spec or --model-config to price it there");
+  if (f == Framework::torchtitan)
+    return std::string("torchtitan trains the models of its registry (a TrainSpec), not a module of your own: use "
+                       "FSDP2, FSDP or DDP, or give a transformer as --spec or --model-config to price it there");
+  return std::nullopt;
+}
+
+namespace {
+
+// The table itself, strategy by strategy (framework_refusal adds the one-micro-step rule).
+std::optional<std::string> table_refusal(Framework f, const FrameworkPlan& p) {
   const Sharding sh = p.sharding.sharding;
   const Strategy st = p.strategy;
   const bool single = p.world_size <= 1;  // nothing synchronised or sharded: any strategy is the same run
@@ -50,6 +64,7 @@ std::optional<std::string> framework_refusal(Framework f, const FrameworkPlan& p
   const bool offload = p.offload_optimizer || p.offload_params;
   const ParallelLayout& l = p.layout;
   if (auto why = checkpointing_refusal(f, p.checkpointing)) return why;
+  if (auto why = model_refusal(f, p.own_module)) return why;
   if (!l.data_parallel_only()) {
     const char* name = traits(f).display;
     switch (f) {
@@ -160,6 +175,24 @@ std::optional<std::string> framework_refusal(Framework f, const FrameworkPlan& p
   return std::string("unknown framework");
 }
 
+// At accum_steps 1 the strategy the same run goes by in `f`'s table (overlap <-> every-step),
+// or nullopt where the strategy is not one of the two or `f` runs it as named.
+std::optional<Strategy> one_step_alias(Framework f, const FrameworkPlan& p) {
+  if (p.accum_steps != 1 || (p.strategy != Strategy::overlap && p.strategy != Strategy::every_step)) return std::nullopt;
+  if (!table_refusal(f, p)) return std::nullopt;
+  FrameworkPlan q = p;
+  q.strategy = p.strategy == Strategy::overlap ? Strategy::every_step : Strategy::overlap;
+  if (table_refusal(f, q)) return std::nullopt;
+  return q.strategy;
+}
+
+}  // namespace
+
+std::optional<std::string> framework_refusal(Framework f, const FrameworkPlan& p) {
+  if (one_step_alias(f, p)) return std::nullopt;
+  return table_refusal(f, p);
+}
+
 std::vector<Framework> frameworks_running(const FrameworkPlan& p) {
   std::vector<Framework> out;
   for (Framework f : kAllFrameworks)
@@ -169,19 +202,22 @@ std::vector<Framework> frameworks_running(const FrameworkPlan& p) {
 
 std::string framework_setting(Framework f, const FrameworkPlan& p) {
   const Sharding sh = p.sharding.sharding;
-  const Strategy st = p.strategy;
+  const Strategy st = one_step_alias(f, p).value_or(p.strategy);
+  const bool one_step = p.accum_steps == 1;  // no no_sync() window to name
   const bool single = p.world_size <= 1;
   const std::string group = sh == Sharding::hsdp && p.sharding.group > 0 ? fmt::format(" {}", p.sharding.group) : "";
   switch (f) {
     case Framework::ddp:
       if (single) return "DDP (one rank)";
       return fmt::format("DDP{}{}", sh == Sharding::zero1 ? " + ZeroRedundancyOptimizer" : "",
-                         st == Strategy::overlap ? " + no_sync() on the first k-1 micro-steps" : " without no_sync()");
+                         one_step                ? ""
+                         : st == Strategy::overlap ? " + no_sync() on the first k-1 micro-steps"
+                                                   : " without no_sync()");
     case Framework::fsdp: {
       static const char* kName[] = {"NO_SHARD", "-", "SHARD_GRAD_OP", "FULL_SHARD", "HYBRID_SHARD"};
       if (single) return "FSDP (one rank)";
       return fmt::format("FSDP {}{}", kName[static_cast<int>(sh)],
-                         st == Strategy::overlap ? " + no_sync() on the first k-1 micro-steps" : "");
+                         st == Strategy::overlap && !one_step ? " + no_sync() on the first k-1 micro-steps" : "");
     }
     case Framework::fsdp2:
       if (single) return "fully_shard (one rank)";
@@ -189,8 +225,9 @@ std::string framework_setting(Framework f, const FrameworkPlan& p) {
                          sh == Sharding::zero2   ? "reshard_after_forward=False"
                          : sh == Sharding::hsdp ? fmt::format("2-D mesh, shard group{}", group)
                                                  : std::string("reshard_after_forward=True"),
-                         st == Strategy::overlap ? " + set_requires_gradient_sync(False) on the first k-1 micro-steps"
-                                                 : "");
+                         st == Strategy::overlap && !one_step
+                             ? " + set_requires_gradient_sync(False) on the first k-1 micro-steps"
+                             : "");
     case Framework::deepspeed: {
       if (single) return "DeepSpeed (one rank)";
       if (p.layout.pp > 1)

@@ -21,9 +21,12 @@
 //   Layouts (tp, pp, cp): Megatron-LM runs tp, pp (1f1b, interleaved-1f1b) and cp; torchtitan
 //   tp, pp (gpipe, 1f1b, interleaved-1f1b) and cp; DeepSpeed's pipeline engine pp with 1f1b only
 //   and ZeRO 0/1; DDP, FSDP, FSDP2 alone and Horovod none (torchtitan is FSDP2 with them).
-//   At world_size 1 nothing is synchronised or sharded, so every framework runs every strategy.
+//   At world_size 1 nothing is synchronised or sharded, so every framework runs every strategy;
+//   at accum_steps 1 overlap and every-step are one run (no no_sync() window).
 //   Activation checkpointing (torch.utils.checkpoint, deepspeed.checkpointing, Megatron's and
-//   torchtitan's recompute) is open to all of them and not part of the table.
+//   torchtitan's recompute) is open to all of them except per-op selective (checkpointing_refusal).
+//   Megatron-LM and torchtitan build their own transformers (GPTModel, torchtitan's registry): a
+//   profiled module of the user's own runs on the others (model_refusal).
 // Why: a plan a framework refuses (DeepSpeed asserts on no_sync() under ZeRO 2/3) must never be
 //      offered, compared against or suggested to a user of that framework; every place that
 //      labels, filters or words a plan asks this one table (names, not strings).
@@ -63,6 +66,13 @@ struct FrameworkPlan {
   Count world_size = 2;
   ParallelLayout layout;  // tensor / pipeline / context parallelism (dp only by default)
   Checkpointing checkpointing = Checkpointing::none;
+  // Micro-steps per optimizer step. 1: no_sync() has no window, so overlap (reduce during the
+  // last backward) and every-step are the same run and a framework running either runs both;
+  // 0: not chosen yet (a search shape), the strategies stay apart.
+  Count accum_steps = 0;
+  // The model is the user's own torch.nn.Module (a profiled TorchScript file, MLP or CNN), not a
+  // transformer the frameworks that define their own models (Megatron-LM, torchtitan) can build.
+  bool own_module = false;
 };
 
 // nullopt: `f` runs the plan; else why not, one clause naming the framework's own rule, e.g.
@@ -70,6 +80,9 @@ struct FrameworkPlan {
 std::optional<std::string> framework_refusal(Framework f, const FrameworkPlan& p);
 // The part of that rule about activation recomputation alone (any plan with checkpointing c).
 std::optional<std::string> checkpointing_refusal(Framework f, Checkpointing c);
+// The part about the model alone: Megatron-LM and torchtitan train their own model definitions,
+// so a module of the user's own (FrameworkPlan::own_module) runs on the others only.
+std::optional<std::string> model_refusal(Framework f, bool own_module);
 inline bool framework_runs(Framework f, const FrameworkPlan& p) { return !framework_refusal(f, p); }
 
 // The frameworks that run the plan, in kAllFrameworks order.

@@ -39,6 +39,9 @@ struct PlanSupport {
   std::vector<ShardingChoice> auto_shardings{{Sharding::none, 0}};      // searched when --sharding is not given
   Count gpus_per_node = 0;       // the default hsdp group (0: unknown, hsdp needs hsdp:G)
   bool layouts = false;          // prices tensor/pipeline/context-parallel layouts (a --spec)
+  // A module of the user's own (a profiled TorchScript file, MLP or CNN; not the built-in GPT,
+  // whose shape Megatron-LM and torchtitan build): the frameworks table's model_refusal.
+  bool own_module = false;
   // The layouts `tune --tp auto --pp auto` chooses from (model/parallel_plan.hpp
   // candidate_layouts): tp a power of two within a node dividing the heads, kv heads and
   // ffn_hidden; pp up to 64 dividing the layers (1f1b, and interleaved-1f1b with v = 2..8 where

@@ -41,8 +41,15 @@ struct Config {
 // The plan as the framework table sees it (core/framework.hpp); a precision left to the model
 // counts as fp32 there (only fp8 and fp16 narrow the frameworks, and a model's own is neither).
 inline FrameworkPlan framework_plan(const Config& c) {
-  return FrameworkPlan{c.strategy,       c.sharding,   c.precision.value_or(Precision::fp32), c.offload_optimizer,
-                       c.offload_params, c.world_size, c.layout, c.checkpointing.value_or(Checkpointing::none)};
+  return FrameworkPlan{c.strategy,       c.sharding,   c.precision.value_or(Precision::fp32),         c.offload_optimizer,
+                       c.offload_params, c.world_size, c.layout, c.checkpointing.value_or(Checkpointing::none),
+                       c.accum_steps};
+}
+// A search shape, before its accum_steps is chosen (the strategies stay apart).
+inline FrameworkPlan framework_plan_any_k(const Config& c) {
+  FrameworkPlan p = framework_plan(c);
+  p.accum_steps = 0;
+  return p;
 }
 
 struct StepBreakdown {
@@ -177,6 +184,14 @@ struct Prediction {
   // prediction is priced from: its compute points, its rank groups' optimizer and collectives.
   // Empty: every number it rests on was confirmed (or it is an analytic prediction).
   std::vector<std::string> unconfirmed;
+  bool own_module = false;  // priced from a module of the user's own (PlanSupport::own_module)
 };
+
+// The plan a prediction priced, as the framework table sees it (with the model's kind).
+inline FrameworkPlan framework_plan(const Prediction& p) {
+  FrameworkPlan f = framework_plan(p.config);
+  f.own_module = p.own_module;
+  return f;
+}
 
 }  // namespace gaccum::model

@@ -47,9 +47,9 @@ nlohmann::json memory_json(const MemoryBreakdown& m) {
 }
 
 // The frameworks that run the plan (core/framework.hpp), by name.
-nlohmann::json frameworks_json(const Config& c) {
+nlohmann::json frameworks_json(const Prediction& p) {
   nlohmann::json a = nlohmann::json::array();
-  for (Framework f : frameworks_running(framework_plan(c))) a.push_back(std::string(to_string(f)));
+  for (Framework f : frameworks_running(framework_plan(p))) a.push_back(std::string(to_string(f)));
   return a;
 }
 
@@ -108,7 +108,7 @@ nlohmann::json to_json(const Prediction& p) {
           {"extrapolated", p.extrapolated},
           {"micro_batch_extrapolated", p.micro_batch_extrapolated},
           {"world_size_extrapolated", p.world_size_extrapolated},
-          {"frameworks", frameworks_json(p.config)},
+          {"frameworks", frameworks_json(p)},
           {"confirmed", p.unconfirmed.empty()},
           {"unconfirmed", p.unconfirmed}};
   if (!m.peak_phase.empty()) j["memory"]["peak_phase"] = m.peak_phase;

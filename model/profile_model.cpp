@@ -411,6 +411,7 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
                                   : "without activation checkpointing",
                              measured == Precision::fp32 ? "bf16" : "fp32", ckpt ? "none" : "full");
   plans.gpus_per_node = cluster ? cluster->gpus_per_node : 0;
+  plans.own_module = w.kind != "gpt";
   plans.sharded_comm =
       collectives_.empty()
           ? std::string("reduce-scatter and all-gather priced as half the measured allreduce of the same size "
@@ -644,6 +645,7 @@ Prediction ProfileModel::predict(const Config& config) const {
       if (hit) out.unconfirmed.push_back(u.what);
     }
   }
+  out.own_module = info_.plans.own_module;
   return out;
 }
 

@@ -158,7 +158,7 @@ Row make_row(const tuner::TuneResult& result, std::size_t i) {
     r.model_tflops_per_gpu = p.compute.model_flops_per_s / 1e12;
     r.mfu = p.compute.mfu;
   }
-  r.frameworks = framework_names(frameworks_running(model::framework_plan(p.config)));
+  r.frameworks = framework_names(frameworks_running(model::framework_plan(p)));
   const ParallelLayout& l = p.config.layout;
   r.tp = l.tp;
   r.pp = l.pp;

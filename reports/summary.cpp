@@ -111,7 +111,7 @@ std::string recommendation(const tuner::TuneResult& r) {
   if (r.search.objective != tuner::Objective::throughput)
     s += fmt::format(" Objective {}: {}.", to_string(r.search.objective), objective_value_text(r, best));
   if (plans_searched(r)) s += fmt::format(" Plan: {}.", tuner::plan_words(cfg));
-  if (const std::string on = tuner::runs_on_text(cfg, r.request.framework); !on.empty())
+  if (const std::string on = tuner::runs_on_text(p, r.request.framework); !on.empty())
     s += fmt::format(" {}.", capitalised(on));
   s += fmt::format(" Why: {}. {}.", e.binding_text, capitalised(e.comm_text));
   if (!e.compute_text.empty()) s += fmt::format(" {}.", e.compute_text);

@@ -69,8 +69,9 @@ std::string plan_words(const model::Config& c) {
   return s;
 }
 
-std::string runs_on_text(const model::Config& c, std::optional<Framework> framework) {
-  const FrameworkPlan fp = model::framework_plan(c);
+std::string runs_on_text(const model::Prediction& p, std::optional<Framework> framework) {
+  const model::Config& c = p.config;
+  const FrameworkPlan fp = model::framework_plan(p);
   if (framework) {
     if (auto why = framework_refusal(*framework, fp)) return fmt::format("{} cannot run it: {}", traits(*framework).display, *why);
     return fmt::format("run as: {}", framework_setting(*framework, fp));

@@ -75,7 +75,7 @@ std::string plan_words(const model::Config& c);
 // no_sync() on the first k-1 micro-steps; FSDP NO_SHARD + no_sync() ...; Megatron-LM
 // --overlap-grad-reduce"; with the job's framework known, "run as: DeepSpeed ZeRO stage 2";
 // "" at world_size 1 without a framework (every framework runs it).
-std::string runs_on_text(const model::Config& c, std::optional<Framework> framework = std::nullopt);
+std::string runs_on_text(const model::Prediction& p, std::optional<Framework> framework = std::nullopt);
 
 Explanation explain(const model::CostModel& model, const SearchResult& result, const std::vector<ParetoPoint>& pareto,
                     std::size_t rank_index, double margin);

@@ -111,7 +111,7 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
             c.checkpointing = ck;
             c.offload_optimizer = limits.offload_optimizer;
             c.offload_params = limits.offload_params;
-            if (limits.framework && !framework_runs(*limits.framework, model::framework_plan(c))) continue;
+            if (limits.framework && !framework_runs(*limits.framework, model::framework_plan_any_k(c))) continue;
             g.shapes.push_back(c);
           }
       if (std::any_of(limits.layouts.begin(), limits.layouts.end(), [](const auto& l) { return l.data_parallel_only(); }))

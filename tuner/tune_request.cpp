@@ -194,6 +194,10 @@ Limits resolve_limits(const model::ModelInfo& info, const TuneRequest& r) {
   l.offload_optimizer = r.offload_optimizer;
   l.offload_params = r.offload_params;
   l.framework = r.framework;
+  if (r.framework)
+    if (auto refused = model_refusal(*r.framework, info.plans.own_module))
+      throw InputError(fmt::format("{}: {}", r.framework_source.empty() ? std::string("--framework") : r.framework_source,
+                                   *refused));
   if (r.framework && r.checkpointing)
     if (auto refused = checkpointing_refusal(*r.framework, *r.checkpointing))
       throw InputError(fmt::format("--checkpointing {} on {} ({}): {}; tune with --checkpointing full instead",
@@ -248,7 +252,7 @@ std::vector<model::Config> plan_shapes(const Limits& l, Count p, bool ranked_onl
           } else if (model::plan_rejection(c)) {
             continue;
           }
-          if (l.framework && !framework_runs(*l.framework, model::framework_plan(c))) continue;
+          if (l.framework && !framework_runs(*l.framework, model::framework_plan_any_k(c))) continue;
           if (ranked_only && !strategy_rankable(l, s, sh.sharding)) continue;
           out.push_back(c);
         }

@@ -18,8 +18,9 @@ flags=(--torchscript "$LM" --input tokens:200:64 --target tokens:200)
 grep -q '^cached as .*/gaccum-tune/profiles/torchscript-.*json (tune, check and validate on this workload reuse it)' profile.txt ||
   fail "profile -o did not fill the cache" profile.txt
 
-# 2. tune: reuses the cache (no second profile), recommends, labels the plan's frameworks and ends
-#    with the command to run on the pick.
+# 2. tune: reuses the cache (no second profile), recommends, labels the plan's frameworks (not
+#    Megatron-LM or torchtitan: they build their own models; --framework megatron is refused) and
+#    ends with the command to run on the pick.
 "$G" tune "${flags[@]}" --out tune > tune.txt 2>&1 || fail "tune exit $?" tune.txt
 grep -q '^Profile: cached ' tune.txt || fail "tune profiled again instead of using profile -o's cache" tune.txt
 rec=$(tr -s '\n ' ' ' < tune.txt | grep -o 'Recommendation: Use micro_batch [0-9]* with accum_steps [0-9]* on [0-9]* rank')
@@ -27,7 +28,16 @@ rec=$(tr -s '\n ' ' ' < tune.txt | grep -o 'Recommendation: Use micro_batch [0-9
 read -r b k p <<< "$(echo "$rec" | sed -E 's/.*micro_batch ([0-9]+) with accum_steps ([0-9]+) on ([0-9]+) rank/\1 \2 \3/')"
 if [ "$p" -gt 1 ]; then
   tr -s '\n ' ' ' < tune.txt | grep -q 'Runs on DDP' || fail "the pick's frameworks are not named" tune.txt
+  # A module of the user's own: Megatron-LM and torchtitan build their own transformers.
+  tr -s '\n ' ' ' < tune.txt | grep -Eq 'Runs on [^.]*(Megatron-LM|torchtitan)' &&
+    fail "the user's own module is labelled as running on Megatron-LM or torchtitan" tune.txt
 fi
+"$G" tune "${flags[@]}" --framework megatron --out tune-megatron > megatron.txt 2>&1
+rc=$?
+[ $rc = 2 ] || fail "tune --framework megatron on the user's own module exited $rc, expected 2" megatron.txt
+grep -q 'Megatron-LM trains its own model definitions (GPTModel), not a module of your own: use DDP, FSDP or DeepSpeed' megatron.txt ||
+  fail "tune --framework megatron did not name Megatron-LM's rule and the fix" megatron.txt
+[ ! -e tune-megatron ] || fail "a refused tune wrote its output directory" megatron.txt
 grep -A1 '^Next: run the pick for real' tune.txt | tail -1 > next.txt
 grep -q '^  gaccum-tune validate --from-tune tune/result.json --top 1 --torchscript .*causal_lm.pt --input tokens:200:64 --target tokens:200$' next.txt ||
   fail "tune's next command is not the validate of its pick" tune.txt

@@ -47,6 +47,50 @@ TEST_CASE("frameworks: each plan's runners, by hand", "[framework]") {
   CHECK(frameworks_running(off) == std::vector<F>{F::deepspeed});
 }
 
+TEST_CASE("frameworks: at accum_steps 1 overlap and every-step are one run", "[framework]") {
+  // One micro-step: no no_sync() window, so the reduction overlapped with the only backward is
+  // both strategies; a framework running either runs it. fused (one reduction after backward)
+  // stays apart, and an unchosen k (0, a search shape) keeps the table as it is.
+  auto one = [](Strategy s, Sharding sh) {
+    FrameworkPlan f = plan(s, sh);
+    f.accum_steps = 1;
+    return f;
+  };
+  const std::vector<F> both_none{F::ddp, F::fsdp, F::deepspeed, F::megatron, F::torchtitan, F::horovod};
+  CHECK(frameworks_running(one(Strategy::overlap, Sharding::none)) == both_none);
+  CHECK(frameworks_running(one(Strategy::every_step, Sharding::none)) == both_none);
+  CHECK(frameworks_running(one(Strategy::fused, Sharding::none)) == std::vector<F>{F::deepspeed, F::megatron, F::horovod});
+  // ZeRO-3: DeepSpeed and torchtitan reduce-scatter every micro-step, which at k = 1 is overlap.
+  CHECK(frameworks_running(one(Strategy::overlap, Sharding::zero3)) ==
+        std::vector<F>{F::fsdp, F::fsdp2, F::deepspeed, F::torchtitan});
+  FrameworkPlan k2 = one(Strategy::overlap, Sharding::zero3);
+  k2.accum_steps = 2;
+  CHECK(frameworks_running(k2) == std::vector<F>{F::fsdp, F::fsdp2});
+  // Each framework spells the run it has: no no_sync() to name at one micro-step.
+  CHECK(framework_setting(F::ddp, one(Strategy::overlap, Sharding::none)) == "DDP");
+  CHECK(framework_setting(F::horovod, one(Strategy::overlap, Sharding::none)) == "Horovod backward_passes_per_step=1");
+  CHECK(framework_setting(F::deepspeed, one(Strategy::every_step, Sharding::zero1)) == "DeepSpeed ZeRO stage 1 + overlap_comm");
+  CHECK(framework_setting(F::fsdp2, one(Strategy::overlap, Sharding::zero3)) == "fully_shard(reshard_after_forward=True)");
+  // A refusal that is not about the strategy stays.
+  CHECK_THAT(*framework_refusal(F::ddp, one(Strategy::overlap, Sharding::zero3)), Contains("DDP replicates"));
+}
+
+TEST_CASE("frameworks: a module of the user's own runs on the frameworks that wrap modules", "[framework]") {
+  // Megatron-LM and torchtitan build their own transformers; DDP, FSDP, FSDP2, DeepSpeed and
+  // Horovod wrap whatever module they are given.
+  FrameworkPlan own = plan(Strategy::overlap, Sharding::none);
+  own.accum_steps = 1;
+  own.own_module = true;
+  CHECK(frameworks_running(own) == std::vector<F>{F::ddp, F::fsdp, F::deepspeed, F::horovod});
+  own.sharding = {Sharding::zero3, 0};
+  own.precision = Precision::bf16;
+  CHECK(frameworks_running(own) == std::vector<F>{F::fsdp, F::fsdp2, F::deepspeed});
+  CHECK_THAT(*model_refusal(F::megatron, true), Contains("GPTModel") && Contains("--spec or --model-config"));
+  CHECK_THAT(*framework_refusal(F::torchtitan, own), Contains("registry"));
+  CHECK_FALSE(model_refusal(F::megatron, false));
+  CHECK_FALSE(model_refusal(F::deepspeed, true));
+}
+
 TEST_CASE("frameworks: refusals name the framework's rule", "[framework]") {
   CHECK_THAT(*framework_refusal(F::deepspeed, plan(Strategy::overlap, Sharding::zero3)),
              Contains("DeepSpeed has no no_sync() under ZeRO stage 2/3"));
