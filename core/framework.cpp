@@ -266,7 +266,7 @@ std::string framework_setting(Framework f, const FrameworkPlan& p) {
     }
     case Framework::horovod:
       if (single) return "Horovod (one rank)";
-      return st == Strategy::fused ? "Horovod backward_passes_per_step=k" : "Horovod backward_passes_per_step=1";
+      return st == Strategy::fused && !one_step ? "Horovod backward_passes_per_step=k" : "Horovod backward_passes_per_step=1";
   }
   return "";
 }

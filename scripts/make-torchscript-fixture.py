@@ -14,6 +14,9 @@
                    forward(tokens [b, S] int64, mask [b, S] int64 = None) -> [b, S, 200]
                    (flags: --input tokens:200:S --target tokens:200, every sample S real tokens;
                    add --input mask:S for padding)
+  lstm_lm.pt       a torch.nn.LSTM language model (2 layers, dropout 0.1 between them inside the
+                   LSTM op, no Dropout module) over token ids: tokens [b, S] -> [b, S, 200]
+                   (flags: --input tokens:200:S --target tokens:200)
   Sequences of blocks (run block by block: pipeline stages, zero3 gathering one block at a time):
   seq_mlp.pt       a scripted nn.Sequential of 6 Linear layers, each but the last followed by a GELU:
                    input [b, 16] -> [b, 10] (flags: --input-shape 16); 6 units, 4 blocks
@@ -169,6 +172,18 @@ class Hang(nn.Module):
         return self.fc(x)
 
 
+class LstmLm(torch.nn.Module):
+    def __init__(self, vocab: int = 200, d: int = 32, hidden: int = 64):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, d)
+        self.lstm = torch.nn.LSTM(d, hidden, num_layers=2, batch_first=True, dropout=0.1)
+        self.head = torch.nn.Linear(hidden, vocab)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        h, _ = self.lstm(self.embed(tokens))
+        return self.head(h)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -189,7 +204,7 @@ def main():
     traced = torch.jit.trace(BlocksLm(), torch.randint(1, 200, (2, 16)))
     traced.save(os.path.join(out, "blocks_lm_traced.pt"))
     print("wrote", os.path.join(out, "blocks_lm_traced.pt"))
-    for name, model in [("causal_lm.pt", CausalLm()), ("nan_loss.pt", NanLoss()), ("huge_alloc.pt", HugeAlloc()),
+    for name, model in [("causal_lm.pt", CausalLm()), ("lstm_lm.pt", LstmLm()), ("nan_loss.pt", NanLoss()), ("huge_alloc.pt", HugeAlloc()),
                         ("hang.pt", Hang(0)), ("hang_in_ranks.pt", Hang(4))]:
         torch.manual_seed(0)
         torch.jit.script(model).save(os.path.join(out, name))

@@ -457,14 +457,24 @@ class TorchScriptWorkload final : public Workload, public StagedModel {
     return {};
   }
 
-  // BatchNorm and dropout: named modules whose type says so, or the ops in the inlined forward
-  // graph (functional calls have no module).
+  // BatchNorm and dropout: named modules whose type says so (a recurrent module's own dropout
+  // between its layers included), or the ops in the inlined forward graph (functional calls have
+  // no module).
   void find_batch_dependence() {
     for (const auto& m : module_.named_modules()) {
       const std::string type = type_short_name(m.value);
       const std::string where = fmt::format("{} ({})", m.name.empty() ? "<model>" : m.name, type);
       if (type.find("BatchNorm") != std::string::npos) dependence_.batch_statistics.push_back(where);
       if (type.find("Dropout") != std::string::npos) dependence_.dropout.push_back(where);
+      // nn.LSTM / nn.GRU / nn.RNN with dropout > 0 drop between their layers inside one op
+      // (aten::lstm's dropout argument, read from the module's `dropout` attribute).
+      if ((type == "LSTM" || type == "GRU" || type == "RNN") && m.value.hasattr("dropout")) {
+        const auto d = m.value.attr("dropout");
+        const double rate = d.isDouble() ? d.toDouble() : 0.0;
+        const auto layers = m.value.hasattr("num_layers") ? m.value.attr("num_layers") : c10::IValue();
+        if (rate > 0 && (!layers.isInt() || layers.toInt() > 1))
+          dependence_.dropout.push_back(fmt::format("{} ({}, dropout {} between layers)", m.name, type, rate));
+      }
     }
     bool bn_op = false, dropout_op = false;
     try {

@@ -69,6 +69,7 @@ TEST_CASE("frameworks: at accum_steps 1 overlap and every-step are one run", "[f
   // Each framework spells the run it has: no no_sync() to name at one micro-step.
   CHECK(framework_setting(F::ddp, one(Strategy::overlap, Sharding::none)) == "DDP");
   CHECK(framework_setting(F::horovod, one(Strategy::overlap, Sharding::none)) == "Horovod backward_passes_per_step=1");
+  CHECK(framework_setting(F::horovod, one(Strategy::fused, Sharding::none)) == "Horovod backward_passes_per_step=1");
   CHECK(framework_setting(F::deepspeed, one(Strategy::every_step, Sharding::zero1)) == "DeepSpeed ZeRO stage 1 + overlap_comm");
   CHECK(framework_setting(F::fsdp2, one(Strategy::overlap, Sharding::zero3)) == "fully_shard(reshard_after_forward=True)");
   // A refusal that is not about the strategy stays.
