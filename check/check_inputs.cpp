@@ -47,6 +47,9 @@ void overlay(CheckInputs& b, const CheckInputs& t) {
   take(b.sharding, t.sharding);
   take(b.precision, t.precision);
   take(b.checkpointing, t.checkpointing);
+  // A checkpointing given on top without its own fraction recomputes every layer it names.
+  if (t.checkpointing && !t.recomputed_fraction) b.recomputed_fraction = Sourced<double>{};
+  take(b.recomputed_fraction, t.recomputed_fraction);
   take(b.offload_optimizer, t.offload_optimizer);
   take(b.offload_params, t.offload_params);
   take(b.tp, t.tp);
@@ -256,6 +259,8 @@ ResolvedJob resolve(const CheckInputs& merged) {
   if (in.sharding) r.sharding = *in.sharding;
   if (in.precision) r.precision = *in.precision;
   if (in.checkpointing) r.checkpointing = *in.checkpointing;
+  if (in.recomputed_fraction && r.checkpointing == Checkpointing::full && *in.recomputed_fraction < 1)
+    r.recomputed_fraction = *in.recomputed_fraction;
   if (in.offload_optimizer) r.offload_optimizer = *in.offload_optimizer;
   if (in.offload_params) r.offload_params = *in.offload_params;
   if (r.offload_params && r.sharding.sharding != Sharding::zero3)
@@ -295,6 +300,7 @@ nlohmann::ordered_json inputs_json(const CheckInputs& in) {
   add("sharding", in.sharding, [](const ShardingChoice& s) { return to_string(s); });
   add("precision", in.precision, [](Precision p) { return std::string(to_string(p)); });
   add("checkpointing", in.checkpointing, [](Checkpointing c) { return std::string(to_string(c)); });
+  add("recomputed_fraction", in.recomputed_fraction, real);
   add("offload_optimizer", in.offload_optimizer, same);
   add("offload_param", in.offload_params, same);
   add("tp", in.tp, same);

@@ -50,6 +50,10 @@ struct CheckInputs {
   Sourced<ShardingChoice> sharding;  // none = DDP (the default)
   Sourced<Precision> precision;      // unset: the model's own
   Sourced<Checkpointing> checkpointing;
+  // With checkpointing full, the fraction of the layers a framework's config recomputes when it
+  // recomputes only some (Megatron-LM/NeMo's block method, torchtitan's every n-th layer); the
+  // rest keep all their activations. Unset: every layer.
+  Sourced<double> recomputed_fraction;
   Sourced<bool> offload_optimizer, offload_params;  // DeepSpeed offload: state kept off the device
   // The tensor/pipeline/context-parallel layout, field by field (a flag overrides one field of a
   // Megatron-LM, NeMo or torchtitan config): world_size = tp pp cp dp, accum_steps = microbatches.
@@ -95,6 +99,7 @@ struct ResolvedJob {
   ShardingChoice sharding;
   std::optional<Precision> precision;
   std::optional<Checkpointing> checkpointing;
+  std::optional<double> recomputed_fraction;  // < 1, with checkpointing full only (CheckInputs)
   bool offload_optimizer = false, offload_params = false;
   ParallelLayout layout;             // dp only unless the inputs give tp, pp or cp
   Count data_parallel() const { return world_size / layout.model_parallel(); }

@@ -59,6 +59,46 @@ model::Config job_config(const ResolvedJob& j) {
   return c;
 }
 
+model::Prediction job_prediction(const ResolvedJob& j, const model::CostModel& m) {
+  model::Prediction p = m.predict(job_config(j));
+  if (!j.recomputed_fraction) return p;
+  model::Config c = job_config(j);
+  c.checkpointing = Checkpointing::none;
+  const model::Prediction none = m.predict(c);
+  const double f = *j.recomputed_fraction;
+  auto mix = [f](double kept, double all) { return kept + f * (all - kept); };
+  auto mix_bytes = [&](Bytes kept, Bytes all) { return Bytes(std::llround(mix(double(kept), double(all)))); };
+  const Seconds full_step = p.time.step_time;
+  p.memory.activations = mix_bytes(none.memory.activations, p.memory.activations);
+  p.memory.peak = mix_bytes(none.memory.peak, p.memory.peak);
+  for (std::size_t i = 0; i < p.parallel.stages.size() && i < none.parallel.stages.size(); ++i) {
+    auto& st = p.parallel.stages[i].memory;
+    st.activations = mix_bytes(none.parallel.stages[i].memory.activations, st.activations);
+    st.peak = mix_bytes(none.parallel.stages[i].memory.peak, st.peak);
+  }
+  if (!p.parallel.stages.empty()) {
+    // The heaviest stage of the mix (it can differ from full recompute's).
+    for (std::size_t i = 0; i < p.parallel.stages.size(); ++i)
+      if (p.parallel.stages[i].memory.peak > p.parallel.stages[static_cast<std::size_t>(p.parallel.peak_stage)].memory.peak)
+        p.parallel.peak_stage = static_cast<decltype(p.parallel.peak_stage)>(i);
+    const auto& heaviest = p.parallel.stages[static_cast<std::size_t>(p.parallel.peak_stage)].memory;
+    p.memory.activations = heaviest.activations;
+    p.memory.peak = heaviest.peak;
+  }
+  p.time.compute = mix(none.time.compute, p.time.compute);
+  p.time.bubble = mix(none.time.bubble, p.time.bubble);
+  p.time.step_time = mix(none.time.step_time, p.time.step_time);
+  p.step_time_lo = mix(none.step_time_lo, p.step_time_lo);
+  p.step_time_hi = mix(none.step_time_hi, p.step_time_hi);
+  // The same samples and model FLOPs per step in the step's new length.
+  const double faster = p.time.step_time > 0 ? full_step / p.time.step_time : 1.0;
+  p.throughput *= faster;
+  p.tokens_per_s *= faster;
+  p.compute.model_flops_per_s *= faster;
+  p.compute.mfu *= faster;
+  return p;
+}
+
 // Why the model refuses the job's layout (a schedule its microbatch count cannot run, heads over
 // tp, ...), or "" when it runs: the model checks are skipped then and check 9 fails with the rule.
 std::string layout_refusal(const ResolvedJob& j, const model::CostModel* m) {
@@ -158,8 +198,22 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
     r.reason = "the layout cannot run as given (check 9): no memory to price";
     return r;
   }
-  const model::Prediction pred = m->predict(job_config(j));
+  const model::Prediction pred = job_prediction(j, *m);
   const Bytes peak = pred.memory.peak;
+  // A job recomputing a fraction of its layers: the bounds its estimate lies between.
+  std::optional<Bytes> full_peak, none_peak;
+  if (j.recomputed_fraction) {
+    model::Config c = job_config(j);
+    full_peak = m->predict(c).memory.peak;
+    c.checkpointing = Checkpointing::none;
+    none_peak = m->predict(c).memory.peak;
+  }
+  const bool kept = full_peak.has_value();
+  const std::string partial_text =
+      kept ? fmt::format(" (recomputing {:.0f}% of the layers, {}: between full recompute's {} and none's {})",
+                         100 * *j.recomputed_fraction, j.inputs.recomputed_fraction.source, format_bytes(*full_peak),
+                         format_bytes(*none_peak))
+           : "";
   const bool pipeline = j.layout.pp > 1;
   // A pipeline's stages differ: the peak is its heaviest stage's, named.
   const std::string stage_text =
@@ -190,12 +244,18 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                 {"gathered", pred.memory.gathered},
                 {"comm_buffers", pred.memory.comm_buffers},
                 {"activations", pred.memory.activations}}}};
+  if (kept) {
+    r.data["recomputed_fraction"] = round_sig(*j.recomputed_fraction);
+    r.data["peak_memory_full_recompute"] = *full_peak;
+    r.data["peak_memory_no_recompute"] = *none_peak;
+  }
   const std::string extrap =
       pred.micro_batch_extrapolated ? fmt::format(" (extrapolated above the measured micro_batch {})", measured) : "";
   const std::string cap_text = hard == info.device_memory ? fmt::format("device memory {}", format_bytes(hard))
                                                           : fmt::format("cap {}", format_bytes(hard));
-  const std::string fits_text = fit >= upper ? fmt::format("micro_batch {} or more fits", upper)
-                                             : fmt::format("micro_batch up to {} fits", fit);
+  const std::string fits_text = (fit >= upper ? fmt::format("micro_batch {} or more fits", upper)
+                                              : fmt::format("micro_batch up to {} fits", fit)) +
+                                (kept ? " with every layer recomputed" : "");
   if (j.micro_batch < info.min_micro_batch) {
     r.status = Status::fail;
     r.reason = fmt::format("micro_batch {} is below {}, the smallest the model ran at when profiled ({}); use "
@@ -214,16 +274,22 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
   }
   if (peak <= limit) {
     r.status = Status::pass;
-    r.reason = fmt::format("predicted peak {} per rank{} <= {} ({} - {} margin){}; {}", format_bytes(peak), stage_text,
-                           format_bytes(limit), cap_text, pct(j.margin), extrap, fits_text);
+    r.reason = fmt::format("predicted peak {} per rank{}{} <= {} ({} - {} margin){}; {}", format_bytes(peak), stage_text,
+                           partial_text, format_bytes(limit), cap_text, pct(j.margin), extrap, fits_text);
     return r;
   }
   r.status = peak > hard ? Status::fail : Status::warn;
-  r.reason = peak > hard ? fmt::format("predicted peak {} per rank{} > {}: out of memory{}", format_bytes(peak),
-                                       stage_text, cap_text, extrap)
-                         : fmt::format("predicted peak {} per rank{} is inside the {} safety margin: above {} ({} - {}){}",
-                                       format_bytes(peak), stage_text, pct(j.margin), format_bytes(limit), cap_text,
-                                       pct(j.margin), extrap);
+  r.reason = peak > hard ? fmt::format("predicted peak {} per rank{}{} > {}: out of memory{}", format_bytes(peak),
+                                       stage_text, partial_text, cap_text, extrap)
+                         : fmt::format("predicted peak {} per rank{}{} is inside the {} safety margin: above {} ({} - {}){}",
+                                       format_bytes(peak), stage_text, partial_text, pct(j.margin), format_bytes(limit),
+                                       cap_text, pct(j.margin), extrap);
+  if (kept && *full_peak <= limit) {
+    // Recomputing the rest of the layers is the smallest change that fits.
+    r.fix = fmt::format("recompute every layer: full recompute predicts {} per rank <= {} (instead of {})",
+                        format_bytes(*full_peak), format_bytes(limit), j.inputs.recomputed_fraction.source);
+    return r;
+  }
   // The smallest plan change (a ZeRO stage, then checkpointing) that fits this very setting.
   std::string plan_fix;
   if (j.world_size > 1) {
@@ -259,6 +325,7 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
       }
     }
   }
+  if (kept) plan_fix += plan_fix.empty() ? "" : ", with every layer recomputed";
   if (fit == 0) {
     r.fix = plan_fix.empty()
                 ? fmt::format("even micro_batch 1 needs {} > {}: shard the model (ZeRO / FSDP) across more ranks, use "
@@ -282,13 +349,14 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
     const Count sk = per_rank / sb;
     r.data["suggestion"] = oj{{"micro_batch", sb}, {"accum_steps", sk}, {"world_size", j.world_size},
                               {"global_batch", j.global_batch}};
-    r.fix = fmt::format("use micro_batch {} with accum_steps {} (keeps global_batch {}; micro_batch up to {} fits {})",
-                        sb, sk, j.global_batch, fit, format_bytes(limit));
+    r.fix = fmt::format("use micro_batch {} with accum_steps {} (keeps global_batch {}; micro_batch up to {} fits {}{})",
+                        sb, sk, j.global_batch, fit, format_bytes(limit), kept ? ", with every layer recomputed" : "");
     if (!plan_fix.empty()) r.fix += "; or " + plan_fix;
     if (j.max_accum_steps && sk > *j.max_accum_steps)
       r.fix += fmt::format("; that needs accum_steps above --max-accum-steps {}", *j.max_accum_steps);
   } else {
-    r.fix = fmt::format("use micro_batch {} or less (fits {})", fit, format_bytes(limit));
+    r.fix = fmt::format("use micro_batch {} or less (fits {}{})", fit, format_bytes(limit),
+                        kept ? ", with every layer recomputed" : "");
   }
   return r;
 }
@@ -374,7 +442,7 @@ CheckResult check_efficiency(const ResolvedJob& j, const model::CostModel* m) {
     r.reason = "the layout cannot run as given (check 9): nothing to compare";
     return r;
   }
-  const model::Prediction mine = m->predict(job_config(j));
+  const model::Prediction mine = job_prediction(j, *m);
   tuner::TuneRequest req;
   req.global_batch_min = req.global_batch_max = j.product;
   req.world_sizes = {j.world_size};
@@ -737,7 +805,7 @@ CheckResult check_layout(const ResolvedJob& j, const model::CostModel* m) {
                            j.accum_steps, "pass --spec");
     return r;
   }
-  const model::Prediction p = m->predict(job_config(j));
+  const model::Prediction p = job_prediction(j, *m);
   r.data["bubble_fraction"] = round_sig(p.parallel.bubble_fraction);
   r.data["peak_stage"] = p.parallel.peak_stage;
   r.status = Status::pass;

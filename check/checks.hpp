@@ -65,6 +65,11 @@ CheckResult check_layout(const ResolvedJob& job, const model::CostModel* model);
 
 // The configuration the job runs: (b, k, p, strategy).
 model::Config job_config(const ResolvedJob& job);
+// The job's prediction. A job recomputing a fraction f of its layers (ResolvedJob::
+// recomputed_fraction) is priced f of the way from recomputing none to recomputing all: its
+// activations and its recompute time are sums over layers of each kind (the one layer's recompute
+// buffer aside: full holds it whole, the estimate (1 - f) of it less).
+model::Prediction job_prediction(const ResolvedJob& job, const model::CostModel& m);
 // Per-rank memory limit: min(cap, device memory) (cap alone when the device memory is unknown).
 // InputError when the cap is a share of a device memory the model does not know.
 Bytes hard_memory_limit(const ResolvedJob& job, const model::ModelInfo& info);

@@ -109,6 +109,18 @@ model::TransformerSpec spec_of(const ModelFields& f) {
   return s;
 }
 
+// Megatron-LM's and NeMo's block recompute: `recomputed` layers of each pipeline stage (of each
+// virtual chunk when interleaved) recompute in full, the rest keep their activations; at or above
+// the stage's layers it is full recompute of every layer. Without the layer count, every layer.
+void set_block_recompute(CheckInputs& in, std::optional<Count> layers, Count recomputed, const std::string& what) {
+  if (!layers) return;
+  const Count chunks = (in.pp ? *in.pp : 1) * (in.virtual_stages ? *in.virtual_stages : 1);
+  const double per_chunk = double(*layers) / double(chunks);
+  if (double(recomputed) >= per_chunk) return;
+  in.recomputed_fraction.set(double(recomputed) / per_chunk,
+                             fmt::format("{}: {} of {:g} layers per stage", what, recomputed, per_chunk));
+}
+
 }  // namespace
 
 FrameworkConfig load_megatron_args(const std::string& path) {
@@ -180,6 +192,12 @@ FrameworkConfig load_megatron_args(const std::string& path) {
       throw InputError(fmt::format("{}: --recompute-granularity '{}': expected full or selective", path, g));
     in.checkpointing.set(g == "full" ? Checkpointing::full : Checkpointing::selective,
                          src + " --recompute-granularity");
+    const std::string method = has("recompute-method") ? args["recompute-method"] : "";
+    if (!method.empty() && method != "uniform" && method != "block")
+      throw InputError(fmt::format("{}: --recompute-method '{}': expected uniform or block", path, method));
+    if (g == "full" && method == "block")
+      if (auto n = count("recompute-num-layers"))
+        set_block_recompute(in, layers, *n, fmt::format("{} --recompute-method block --recompute-num-layers {}", src, *n));
   } else if (has("recompute-activations")) {
     in.checkpointing.set(Checkpointing::selective, src + " --recompute-activations");
   } else {
@@ -269,6 +287,15 @@ FrameworkConfig load_nemo_config(const std::string& path) {
                                    path, g));
     in.checkpointing.set(g == "full" ? Checkpointing::full : Checkpointing::selective,
                          src + " model.activations_checkpoint_granularity");
+    const auto method = get(model, "model", "activations_checkpoint_method");
+    const auto n = get(model, "model", "activations_checkpoint_num_layers");
+    if (g == "full" && method && method->is_string() && method->get<std::string>() == "block" && n && !n->is_null()) {
+      const Count k = positive(*n, path + ": model.activations_checkpoint_num_layers");
+      const auto layers = get(model, "model", "num_layers");
+      set_block_recompute(in, layers ? std::optional<Count>(positive(*layers, path + ": model.num_layers")) : std::nullopt, k,
+                          fmt::format("{} model.activations_checkpoint_method block, activations_checkpoint_num_layers {}",
+                                      src, k));
+    }
   } else {
     in.checkpointing.set(Checkpointing::none, src + " (model.activations_checkpoint_granularity null)");
   }
@@ -481,17 +508,42 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
   }
   if (auto v = get("optimizer.lr"); v && v->is_number() && v->get<double>() > 0)
     in.lr.set(v->get<double>(), src + " optimizer.lr");
-  if (auto v = get("activation_checkpoint.mode")) {
-    const std::string m = v->is_string() ? v->get<std::string>() : "";
+  {
+    // torchtitan's defaults (its job_config ActivationCheckpoint): mode "selective",
+    // selective_ac_option "2", so a file without the table or the option runs them.
+    const auto v = get("activation_checkpoint.mode");
+    const std::string m = !v ? "selective" : v->is_string() ? v->get<std::string>() : "";
     if (m != "none" && m != "selective" && m != "full")
       throw InputError(fmt::format("{}: activation_checkpoint.mode '{}': expected none, selective or full", path, m));
     // torchtitan's selective with selective_ac_option "op" is its per-op policy (selective-op);
-    // an integer option (full recompute of every n-th layer) is priced as selective.
+    // an integer n wraps every n-th transformer block in full recompute and leaves the others
+    // as they are (a fraction 1/n of the layers recomputed; n = 1 is every layer).
     const auto opt = get("activation_checkpoint.selective_ac_option");
-    if (m == "selective" && opt && opt->is_string() && opt->get<std::string>() == "op")
+    const std::string o = opt ? (opt->is_string() ? opt->get<std::string>() : opt->dump()) : "2";
+    const std::string where =
+        opt  ? fmt::format("{} activation_checkpoint.selective_ac_option \"{}\"", src, o)
+        : v ? src + " activation_checkpoint.mode \"selective\" (torchtitan's default selective_ac_option \"2\")"
+            : src + " (torchtitan's default activation_checkpoint: mode \"selective\", selective_ac_option \"2\")";
+    if (m == "selective" && o == "op") {
       in.checkpointing.set(Checkpointing::selective_op, src + " activation_checkpoint.selective_ac_option \"op\"");
-    else
+    } else if (m == "selective") {
+      long long every = 0;
+      try {
+        std::size_t used = 0;
+        every = std::stoll(o, &used);
+        if (used != o.size()) every = 0;
+      } catch (const std::exception&) {
+        every = 0;
+      }
+      if (every <= 0)
+        throw InputError(fmt::format("{}: activation_checkpoint.selective_ac_option '{}': expected \"op\" or a positive "
+                                     "integer (full recompute of every n-th layer)",
+                                     path, o));
+      in.checkpointing.set(Checkpointing::full, where + ": full recompute of every n-th layer");
+      if (every > 1) in.recomputed_fraction.set(1.0 / double(every), where + ": 1 in every " + o + " layers");
+    } else {
       in.checkpointing.set(parse_checkpointing(m, path + ": activation_checkpoint.mode"), src + " activation_checkpoint.mode");
+    }
   }
   // torchtitan's pipelines reduce once after the last microbatch; without one its accumulation
   // reduce-scatters every micro-batch (core/framework.hpp).
@@ -930,6 +982,11 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
   std::string t = fc.text;
   const ParallelLayout& l = pick.layout;
   const auto n = [](Count v) { return fmt::format("{}", v); };
+  // The recompute the pick was priced with, written where the file says otherwise (or recomputes
+  // only some layers, which tune does not price).
+  const bool recompute_changed =
+      pick.checkpointing && (!fc.inputs.checkpointing || *fc.inputs.checkpointing != *pick.checkpointing ||
+                             fc.inputs.recomputed_fraction);
   switch (fc.kind) {
     case ConfigKind::megatron_args:
       set_arg(t, "micro-batch-size", n(pick.micro_batch));
@@ -937,6 +994,20 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
       set_arg(t, "tensor-model-parallel-size", n(l.tp));
       set_arg(t, "pipeline-model-parallel-size", n(l.pp));
       if (l.cp > 1 || fc.inputs.cp) set_arg(t, "context-parallel-size", n(l.cp));
+      if (recompute_changed) {
+        drop_arg(t, "recompute-activations", false);
+        drop_arg(t, "recompute-method", true);
+        drop_arg(t, "recompute-num-layers", true);
+        if (*pick.checkpointing == Checkpointing::none) {
+          drop_arg(t, "recompute-granularity", true);
+        } else {
+          set_arg(t, "recompute-granularity", *pick.checkpointing == Checkpointing::full ? "full" : "selective");
+          if (*pick.checkpointing == Checkpointing::full) {
+            set_arg(t, "recompute-method", "uniform");
+            set_arg(t, "recompute-num-layers", "1");
+          }
+        }
+      }
       if (l.virtual_stages > 1) {
         if (fc.text.find("--num-layers-per-virtual-pipeline-stage") != std::string::npos && layers > 0)
           set_arg(t, "num-layers-per-virtual-pipeline-stage", n(layers / (l.pp * l.virtual_stages)));
@@ -957,6 +1028,13 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
       set_yaml(t, "model", "virtual_pipeline_model_parallel_size", l.virtual_stages > 1 ? n(l.virtual_stages) : "null");
       set_yaml(t, "model", "sequence_parallel", l.sequence_parallel ? "true" : "false");
       if (l.cp > 1 || fc.inputs.cp) set_yaml(t, "model", "context_parallel_size", n(l.cp));
+      if (recompute_changed) {
+        const Checkpointing c = *pick.checkpointing;
+        set_yaml(t, "model", "activations_checkpoint_granularity",
+                 c == Checkpointing::none ? "null" : c == Checkpointing::full ? "full" : "selective");
+        set_yaml(t, "model", "activations_checkpoint_method", c == Checkpointing::full ? "uniform" : "null");
+        set_yaml(t, "model", "activations_checkpoint_num_layers", c == Checkpointing::full ? "1" : "null");
+      }
       break;
     case ConfigKind::torchtitan:
       // A pipeline's step runs local_batch_size / microbatch_size microbatches; without one,
@@ -979,6 +1057,13 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
         set_toml(t, "parallelism", "pipeline_parallel_schedule", fmt::format("\"{}\"", traits(l.schedule).torchtitan));
       }
       if (l.cp > 1 || fc.inputs.cp) set_toml(t, "parallelism", "context_parallel_degree", n(l.cp));
+      if (recompute_changed) {
+        // torchtitan's own modes: none, full (every block), selective with "op" (per-op).
+        const Checkpointing c = *pick.checkpointing;
+        set_toml(t, "activation_checkpoint", "mode",
+                 c == Checkpointing::none ? "\"none\"" : c == Checkpointing::full ? "\"full\"" : "\"selective\"");
+        if (c == Checkpointing::selective_op) set_toml(t, "activation_checkpoint", "selective_ac_option", "\"op\"");
+      }
       break;
     case ConfigKind::hf_args:
     case ConfigKind::accelerate:

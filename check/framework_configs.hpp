@@ -79,7 +79,8 @@ FrameworkConfig load_accelerate_config(const std::string& path);
 FrameworkConfig load_lightning_config(const std::string& path);
 
 // The file completed with a configuration (tune's pick): the batch (micro_batch, global batch;
-// torchtitan's local_batch_size = b x m with a pipeline, b without), the layout (tp, pp, v, schedule, sequence parallel)
+// torchtitan's local_batch_size = b x m with a pipeline, b without), the activation recompute
+// where the pick's differs from the file's, the layout (tp, pp, v, schedule, sequence parallel)
 // set in the file's own fields by text edits, every other line kept; a field the file lacks is
 // added. `layers` converts v into Megatron's --num-layers-per-virtual-pipeline-stage where the file
 // uses it.

@@ -79,7 +79,7 @@ Verdict run_checks(const ResolvedJob& job, const model::CostModel* model, CheckR
   if (model) {
     v.model_info = model->info();
     try {
-      v.prediction = model->predict(job_config(job));
+      v.prediction = job_prediction(job, *model);
     } catch (const InputError&) {
       if (job.layout.data_parallel_only()) throw;  // a layout the model refuses fails check 9 instead
     }

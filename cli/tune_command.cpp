@@ -145,6 +145,10 @@ void apply_framework_config(const TuneOptions& o, const check::FrameworkConfig& 
   if (in.world_size && o.world_sizes.empty() && o.max_world_size.empty()) r.world_sizes = {*in.world_size};
   if (in.precision && o.precision == "auto") r.precision = *in.precision;
   if (in.checkpointing && o.checkpointing == "auto") r.checkpointing = *in.checkpointing;
+  if (in.recomputed_fraction && o.checkpointing == "auto")
+    r.notes.push_back(fmt::format("{}: recomputes {:.0f}% of the layers ({}); the search prices full recompute of every "
+                                  "layer, and the completed file says so (check prices the partial recompute)",
+                                  fc.path, 100 * *in.recomputed_fraction, in.recomputed_fraction.source));
   if (in.sharding && o.sharding == "auto") r.sharding = *in.sharding;
   // The strategy follows the layout (a pipeline reduces once; torchtitan without one every
   // micro-batch): pinned from the file only with the file's own layout.

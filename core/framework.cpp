@@ -34,6 +34,9 @@ std::string_view to_string(Framework f) { return traits(f).name; }
 std::optional<std::string> checkpointing_refusal(Framework f, Checkpointing c) {
   // Per-op selective recompute is torch.utils.checkpoint's selective contexts (torchtitan's op
   // policy; a DDP/FSDP script can apply the same); these engines recompute their own way.
+  if (c == Checkpointing::selective && f == Framework::torchtitan)
+    return std::string("torchtitan has no attention-core selective recompute (its selective is per-op, selective-op, "
+                       "or full recompute of every n-th layer)");
   if (c != Checkpointing::selective_op) return std::nullopt;
   if (f == Framework::deepspeed)
     return std::string("DeepSpeed's activation checkpointing recomputes whole layers, not per-op selective");

@@ -89,6 +89,9 @@ TEST_CASE("frameworks: a module of the user's own runs on the frameworks that wr
   CHECK_THAT(*model_refusal(F::megatron, true), Contains("GPTModel") && Contains("--spec or --model-config"));
   CHECK_THAT(*framework_refusal(F::torchtitan, own), Contains("registry"));
   CHECK_FALSE(model_refusal(F::megatron, false));
+  // torchtitan's selective is per-op or every n-th layer, never the attention core alone.
+  CHECK_THAT(*checkpointing_refusal(F::torchtitan, Checkpointing::selective), Contains("no attention-core selective"));
+  CHECK_FALSE(checkpointing_refusal(F::megatron, Checkpointing::selective));
   CHECK_FALSE(model_refusal(F::deepspeed, true));
 }
 

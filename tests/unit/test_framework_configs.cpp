@@ -103,6 +103,100 @@ TEST_CASE("NeMo YAML and torchtitan TOML fields", "[check][nemo][torchtitan]") {
   CHECK_THROWS_WITH(load_torchtitan_config(odd), Catch::Contains("local_batch_size 6 is not a multiple"));
 }
 
+TEST_CASE("partial recompute: the fraction of the layers each framework's config recomputes", "[check][recompute]") {
+  // Megatron-LM --recompute-method block: 2 of the 16 / (2 x 2) = 4 layers of each virtual chunk.
+  const auto mb = write_temp("block.sh", "--num-layers 16 --pipeline-model-parallel-size 2 "
+                                         "--virtual-pipeline-model-parallel-size 2 --recompute-granularity full "
+                                         "--recompute-method block --recompute-num-layers 1\n");
+  const CheckInputs m = load_megatron_args(mb).inputs;
+  CHECK(*m.checkpointing == Checkpointing::full);
+  CHECK(*m.recomputed_fraction == Approx(0.25));
+  CHECK_THAT(m.recomputed_fraction.source, Catch::Contains("--recompute-num-layers 1: 1 of 4 layers per stage"));
+  // At or above the stage's layers, and with the uniform method, every layer recomputes.
+  CHECK(!load_megatron_args(write_temp("all.sh", "--num-layers 16 --pipeline-model-parallel-size 4 --recompute-granularity "
+                                                 "full --recompute-method block --recompute-num-layers 4\n"))
+             .inputs.recomputed_fraction);
+  CHECK(!load_megatron_args(write_temp("uni.sh", "--num-layers 16 --recompute-granularity full --recompute-method uniform "
+                                                 "--recompute-num-layers 1\n"))
+             .inputs.recomputed_fraction);
+  CHECK_THROWS_WITH(load_megatron_args(write_temp("bad.sh", "--recompute-granularity full --recompute-method blocks\n")),
+                    Catch::Contains("--recompute-method 'blocks': expected uniform or block"));
+  // NeMo's block method: 3 of 24 / 2 = 12 layers per stage.
+  const auto nb = write_temp("nb.yaml", "trainer: {devices: 8}\n"
+                                        "model: {micro_batch_size: 1, global_batch_size: 64, pipeline_model_parallel_size: 2,"
+                                        " num_layers: 24, activations_checkpoint_granularity: full,"
+                                        " activations_checkpoint_method: block, activations_checkpoint_num_layers: 3}\n");
+  CHECK(*load_nemo_config(nb).inputs.recomputed_fraction == Approx(0.25));
+  // torchtitan's selective with an integer: every n-th block in full recompute.
+  auto titan = [&](const std::string& option) {
+    return load_torchtitan_config(write_temp("ac.toml", "[activation_checkpoint]\nmode = \"selective\"\n"
+                                                        "selective_ac_option = " + option + "\n"))
+        .inputs;
+  };
+  const CheckInputs t2 = titan("\"2\"");
+  CHECK(*t2.checkpointing == Checkpointing::full);
+  CHECK(*t2.recomputed_fraction == Approx(0.5));
+  CHECK_THAT(t2.recomputed_fraction.source, Catch::Contains("1 in every 2 layers"));
+  const CheckInputs t1 = titan("\"1\"");
+  CHECK(*t1.checkpointing == Checkpointing::full);
+  CHECK(!t1.recomputed_fraction);
+  CHECK(*titan("\"op\"").checkpointing == Checkpointing::selective_op);
+  CHECK_THROWS_WITH(titan("\"often\""), Catch::Contains("selective_ac_option 'often': expected \"op\" or a positive integer"));
+  // torchtitan's defaults: mode "selective" with selective_ac_option "2", table or option absent.
+  const CheckInputs no_option =
+      load_torchtitan_config(write_temp("sel.toml", "[activation_checkpoint]\nmode = \"selective\"\n")).inputs;
+  CHECK(*no_option.recomputed_fraction == Approx(0.5));
+  CHECK_THAT(no_option.recomputed_fraction.source, Catch::Contains("torchtitan's default selective_ac_option \"2\""));
+  const CheckInputs no_table = load_torchtitan_config(write_temp("none.toml", "[training]\nlocal_batch_size = 2\n")).inputs;
+  CHECK(*no_table.checkpointing == Checkpointing::full);
+  CHECK(*no_table.recomputed_fraction == Approx(0.5));
+  CHECK(!load_torchtitan_config(write_temp("off.toml", "[activation_checkpoint]\nmode = \"none\"\n"))
+             .inputs.recomputed_fraction);
+  // A checkpointing named on top of the config recomputes every layer it names.
+  CheckInputs merged = t2;
+  CheckInputs flag;
+  flag.checkpointing.set(Checkpointing::full, "flag --checkpointing");
+  overlay(merged, flag);
+  CHECK(!merged.recomputed_fraction);
+}
+
+TEST_CASE("a completed file says the recompute tune priced", "[check][recompute]") {
+  // tune prices none, selective, full (every layer) or per-op; the completed file is rewritten
+  // where its own recompute differs (or covers only some layers), so check reads the same plan.
+  model::Config pick{1, 8, 8, Strategy::overlap};
+  pick.checkpointing = Checkpointing::full;
+  const FrameworkConfig mb = load_megatron_args(write_temp("mb.sh", "--num-layers 16 --pipeline-model-parallel-size 2 "
+                                                                    "--recompute-granularity full --recompute-method block "
+                                                                    "--recompute-num-layers 2\n"));
+  const std::string m = complete_framework_config(mb, pick, 16);
+  CHECK_THAT(m, Catch::Contains("--recompute-granularity full") && Catch::Contains("--recompute-method uniform") &&
+                    Catch::Contains("--recompute-num-layers 1"));
+  CHECK(!load_megatron_args(write_temp("mb2.sh", m)).inputs.recomputed_fraction);
+  pick.checkpointing = Checkpointing::none;
+  const std::string off = complete_framework_config(mb, pick, 16);
+  CHECK(off.find("--recompute") == std::string::npos);
+  CHECK(*load_megatron_args(write_temp("mb3.sh", off)).inputs.checkpointing == Checkpointing::none);
+
+  const FrameworkConfig tt = load_torchtitan_config(write_temp("tt.toml", "[activation_checkpoint]\nmode = \"selective\"\n"));
+  pick.checkpointing = Checkpointing::full;
+  const CheckInputs back = load_torchtitan_config(write_temp("tt2.toml", complete_framework_config(tt, pick, 16))).inputs;
+  CHECK(*back.checkpointing == Checkpointing::full);
+  CHECK(!back.recomputed_fraction);
+  pick.checkpointing = Checkpointing::selective_op;
+  CHECK(*load_torchtitan_config(write_temp("tt3.toml", complete_framework_config(tt, pick, 16))).inputs.checkpointing ==
+        Checkpointing::selective_op);
+
+  const FrameworkConfig nemo = load_nemo_config(write_temp("nb.yaml", "trainer:\n  devices: 8\nmodel:\n  num_layers: 16\n"
+                                                                      "  activations_checkpoint_granularity: full\n"
+                                                                      "  activations_checkpoint_method: block\n"
+                                                                      "  activations_checkpoint_num_layers: 2\n"));
+  REQUIRE(nemo.inputs.recomputed_fraction);
+  pick.checkpointing = Checkpointing::full;
+  const CheckInputs nb = load_nemo_config(write_temp("nb2.yaml", complete_framework_config(nemo, pick, 16))).inputs;
+  CHECK(*nb.checkpointing == Checkpointing::full);
+  CHECK(!nb.recomputed_fraction);
+}
+
 TEST_CASE("resolve: a layout's batch arithmetic is over dp = world_size / (tp pp cp)", "[check][layout]") {
   CheckInputs in = default_inputs();
   in.micro_batch.set(1, "t");
