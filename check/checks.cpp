@@ -59,12 +59,14 @@ model::Config job_config(const ResolvedJob& j) {
   return c;
 }
 
-model::Prediction job_prediction(const ResolvedJob& j, const model::CostModel& m) {
+model::Prediction job_prediction(const ResolvedJob& j, const model::CostModel& m,
+                                 std::optional<RecomputeBounds>* bounds) {
   model::Prediction p = m.predict(job_config(j));
   if (!j.recomputed_fraction) return p;
   model::Config c = job_config(j);
   c.checkpointing = Checkpointing::none;
   const model::Prediction none = m.predict(c);
+  if (bounds) *bounds = RecomputeBounds{p.memory.peak, none.memory.peak};
   const double f = *j.recomputed_fraction;
   auto mix = [f](double kept, double all) { return kept + f * (all - kept); };
   auto mix_bytes = [&](Bytes kept, Bytes all) { return Bytes(std::llround(mix(double(kept), double(all)))); };
@@ -198,21 +200,15 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
     r.reason = "the layout cannot run as given (check 9): no memory to price";
     return r;
   }
-  const model::Prediction pred = job_prediction(j, *m);
-  const Bytes peak = pred.memory.peak;
   // A job recomputing a fraction of its layers: the bounds its estimate lies between.
-  std::optional<Bytes> full_peak, none_peak;
-  if (j.recomputed_fraction) {
-    model::Config c = job_config(j);
-    full_peak = m->predict(c).memory.peak;
-    c.checkpointing = Checkpointing::none;
-    none_peak = m->predict(c).memory.peak;
-  }
-  const bool kept = full_peak.has_value();
+  std::optional<RecomputeBounds> bounds;
+  const model::Prediction pred = job_prediction(j, *m, &bounds);
+  const Bytes peak = pred.memory.peak;
+  const bool kept = bounds.has_value();
   const std::string partial_text =
       kept ? fmt::format(" (recomputing {:.0f}% of the layers, {}: between full recompute's {} and none's {})",
-                         100 * *j.recomputed_fraction, j.inputs.recomputed_fraction.source, format_bytes(*full_peak),
-                         format_bytes(*none_peak))
+                         100 * *j.recomputed_fraction, j.inputs.recomputed_fraction.source,
+                         format_bytes(bounds->full_peak), format_bytes(bounds->none_peak))
            : "";
   const bool pipeline = j.layout.pp > 1;
   // A pipeline's stages differ: the peak is its heaviest stage's, named.
@@ -246,8 +242,8 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                 {"activations", pred.memory.activations}}}};
   if (kept) {
     r.data["recomputed_fraction"] = round_sig(*j.recomputed_fraction);
-    r.data["peak_memory_full_recompute"] = *full_peak;
-    r.data["peak_memory_no_recompute"] = *none_peak;
+    r.data["peak_memory_full_recompute"] = bounds->full_peak;
+    r.data["peak_memory_no_recompute"] = bounds->none_peak;
   }
   const std::string extrap =
       pred.micro_batch_extrapolated ? fmt::format(" (extrapolated above the measured micro_batch {})", measured) : "";
@@ -284,10 +280,10 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                          : fmt::format("predicted peak {} per rank{}{} is inside the {} safety margin: above {} ({} - {}){}",
                                        format_bytes(peak), stage_text, partial_text, pct(j.margin), format_bytes(limit),
                                        cap_text, pct(j.margin), extrap);
-  if (kept && *full_peak <= limit) {
+  if (kept && bounds->full_peak <= limit) {
     // Recomputing the rest of the layers is the smallest change that fits.
     r.fix = fmt::format("recompute every layer: full recompute predicts {} per rank <= {} (instead of {})",
-                        format_bytes(*full_peak), format_bytes(limit), j.inputs.recomputed_fraction.source);
+                        format_bytes(bounds->full_peak), format_bytes(limit), j.inputs.recomputed_fraction.source);
     return r;
   }
   // The smallest plan change (a ZeRO stage, then checkpointing) that fits this very setting.

@@ -26,6 +26,7 @@
 // Why: each check is testable alone against hand-computed numbers (tests/unit/test_check_*).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -69,7 +70,13 @@ model::Config job_config(const ResolvedJob& job);
 // recomputed_fraction) is priced f of the way from recomputing none to recomputing all: its
 // activations and its recompute time are sums over layers of each kind (the one layer's recompute
 // buffer aside: full holds it whole, the estimate (1 - f) of it less).
-model::Prediction job_prediction(const ResolvedJob& job, const model::CostModel& m);
+// `bounds`, when given and the job recomputes a fraction: the full and no-recompute peaks it lies
+// between (the two predictions the estimate is made of, not priced again).
+struct RecomputeBounds {
+  Bytes full_peak = 0, none_peak = 0;
+};
+model::Prediction job_prediction(const ResolvedJob& job, const model::CostModel& m,
+                                 std::optional<RecomputeBounds>* bounds = nullptr);
 // Per-rank memory limit: min(cap, device memory) (cap alone when the device memory is unknown).
 // InputError when the cap is a share of a device memory the model does not know.
 Bytes hard_memory_limit(const ResolvedJob& job, const model::ModelInfo& info);
