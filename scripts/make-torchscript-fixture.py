@@ -17,6 +17,15 @@
   lstm_lm.pt       a torch.nn.LSTM language model (2 layers, dropout 0.1 between them inside the
                    LSTM op, no Dropout module) over token ids: tokens [b, S] -> [b, S, 200]
                    (flags: --input tokens:200:S --target tokens:200)
+  noise_mlp.pt     an MLP that adds Gaussian noise to its hidden features in training
+                   (torch.randn_like in forward, no module says so): input [b, 16] -> [b, 10]
+  convnext_sd.pt   torchvision's ConvNeXt (two small stages) with stochastic depth 0.5 (its
+                   StochasticDepth draws torch.empty(...).bernoulli_ per sample): input
+                   [b, 3, 32, 32] -> [b, 10] (needs python3-torchvision)
+  Written only with --torch2 (by a python whose torch is 2.x: the LibTorch 2.x build's tests):
+  sdpa_lm.pt       a causal language model whose attention is F.scaled_dot_product_attention with
+                   dropout_p 0.1 in training: tokens [b, S] -> [b, S, 200]
+  sdpa_lm_nodrop.pt the same with dropout_p 0.0 (draws nothing)
   Sequences of blocks (run block by block: pipeline stages, zero3 gathering one block at a time):
   seq_mlp.pt       a scripted nn.Sequential of 6 Linear layers, each but the last followed by a GELU:
                    input [b, 16] -> [b, 10] (flags: --input-shape 16); 6 units, 4 blocks
@@ -32,7 +41,7 @@
   hang_in_ranks.pt returns from its first 4 forwards in a process, then never returns: the
                    profile's own memory sweep and gradient norms finish, its rank processes hang
 
-Usage: make-torchscript-fixture.py OUT_DIR
+Usage: make-torchscript-fixture.py [--torch2] OUT_DIR
 Needs PyTorch (Debian's python3-torch: /usr/bin/python3). The benchmarks' larger models
 (ResNet-18 with GroupNorm) are written by bench/ddp_peer.py write-model.
 """
@@ -184,7 +193,67 @@ class LstmLm(torch.nn.Module):
         return self.head(h)
 
 
+class NoiseMlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.fc1(x))
+        if self.training:
+            h = h + 0.1 * torch.randn_like(h)
+        return self.fc2(h)
+
+
+class SdpaLm(nn.Module):
+    """Attention through F.scaled_dot_product_attention (torch >= 2.0), dropout only in training."""
+
+    def __init__(self, dropout_p: float, vocab: int = 200, d: int = 32, heads: int = 4):
+        super().__init__()
+        self.heads = heads
+        self.dropout_p = dropout_p
+        self.embed = nn.Embedding(vocab, d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        p = self.dropout_p if self.training else 0.0
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        return self.head(x + self.proj(y.transpose(1, 2).reshape(b, s, d)))
+
+
+class SdpaLmDeterministic(SdpaLm):
+    def __init__(self):
+        super().__init__(0.0)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=0.0, is_causal=True)
+        return self.head(x + self.proj(y.transpose(1, 2).reshape(b, s, d)))
+
+
+def write_torch2(out):
+    if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        print(f"torch {torch.__version__} has no scaled_dot_product_attention: sdpa fixtures skipped")
+        return
+    for name, model in [("sdpa_lm.pt", SdpaLm(0.1)), ("sdpa_lm_nodrop.pt", SdpaLmDeterministic())]:
+        torch.manual_seed(0)
+        torch.jit.script(model).save(os.path.join(out, name))
+        print("wrote", os.path.join(out, name))
+
+
 def main():
+    if sys.argv[1] == "--torch2":
+        os.makedirs(sys.argv[2], exist_ok=True)
+        write_torch2(sys.argv[2])
+        return
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
@@ -204,7 +273,8 @@ def main():
     traced = torch.jit.trace(BlocksLm(), torch.randint(1, 200, (2, 16)))
     traced.save(os.path.join(out, "blocks_lm_traced.pt"))
     print("wrote", os.path.join(out, "blocks_lm_traced.pt"))
-    for name, model in [("causal_lm.pt", CausalLm()), ("lstm_lm.pt", LstmLm()), ("nan_loss.pt", NanLoss()), ("huge_alloc.pt", HugeAlloc()),
+    for name, model in [("causal_lm.pt", CausalLm()), ("lstm_lm.pt", LstmLm()), ("noise_mlp.pt", NoiseMlp()),
+                        ("nan_loss.pt", NanLoss()), ("huge_alloc.pt", HugeAlloc()),
                         ("hang.pt", Hang(0)), ("hang_in_ranks.pt", Hang(4))]:
         torch.manual_seed(0)
         torch.jit.script(model).save(os.path.join(out, name))
@@ -217,6 +287,11 @@ def main():
     torch.manual_seed(0)
     torch.jit.script(torchvision.models.resnet18(num_classes=10)).save(os.path.join(out, "resnet18.pt"))
     print("wrote", os.path.join(out, "resnet18.pt"))
+    from torchvision.models.convnext import ConvNeXt, CNBlockConfig
+    torch.manual_seed(0)
+    convnext = ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)], stochastic_depth_prob=0.5, num_classes=10)
+    torch.jit.script(convnext).save(os.path.join(out, "convnext_sd.pt"))
+    print("wrote", os.path.join(out, "convnext_sd.pt"))
 
 
 if __name__ == "__main__":

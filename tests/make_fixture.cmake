@@ -1,5 +1,6 @@
 # Runs scripts/make-torchscript-fixture.py with a Python that has torch; a missing torch is a
-# skip (the TorchScript test then says so), not a failure.
+# skip (the TorchScript test then says so), not a failure. PY2, when set (a LibTorch 2.x build:
+# the python whose torch package holds it), also writes the fixtures only torch 2.x can script.
 if(NOT PY OR NOT EXISTS "${PY}")
   message(STATUS "no python3 with torch: TorchScript fixture skipped")
   return()
@@ -12,4 +13,10 @@ endif()
 execute_process(COMMAND "${PY}" "${SCRIPT}" "${OUT}" RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "make-torchscript-fixture.py failed (${rc})")
+endif()
+if(PY2 AND EXISTS "${PY2}")
+  execute_process(COMMAND "${PY2}" -W ignore "${SCRIPT}" --torch2 "${OUT}" RESULT_VARIABLE rc2)
+  if(NOT rc2 EQUAL 0)
+    message(FATAL_ERROR "make-torchscript-fixture.py --torch2 failed (${rc2})")
+  endif()
 endif()

@@ -66,9 +66,16 @@ bool graph_runs(const torch::jit::Block* block, const std::set<std::string>& ops
 
 const std::set<std::string> kBatchStatisticOps = {"aten::batch_norm", "aten::_batch_norm_impl_index",
                                                   "aten::native_batch_norm"};
-const std::set<std::string> kDropoutOps = {"aten::dropout",       "aten::dropout_",       "aten::feature_dropout",
-                                           "aten::alpha_dropout", "aten::feature_alpha_dropout",
-                                           "aten::native_dropout"};
+// Ops that draw from the generator in forward(): dropout, and the draws models make themselves
+// (torchvision's StochasticDepth: torch.empty(...).bernoulli_(p); noise injection; RReLU's slopes).
+const std::set<std::string> kRandomOps = {
+    "aten::dropout",   "aten::dropout_",     "aten::feature_dropout", "aten::alpha_dropout",
+    "aten::feature_alpha_dropout",           "aten::native_dropout",  "aten::bernoulli",
+    "aten::bernoulli_", "aten::rand",        "aten::rand_like",       "aten::randn",
+    "aten::randn_like", "aten::randint",     "aten::randint_like",    "aten::randperm",
+    "aten::multinomial", "aten::normal",     "aten::normal_",         "aten::uniform_",
+    "aten::exponential_", "aten::geometric_", "aten::cauchy_",        "aten::log_normal_",
+    "aten::poisson",    "aten::rrelu",       "aten::rrelu_",          "aten::rrelu_with_noise"};
 
 std::string type_short_name(const torch::jit::Module& m) {
   auto name = m.type()->name();
@@ -85,6 +92,26 @@ std::string source_of(const torch::jit::Node* n) {
   std::string file = std::get<0>(*flc);
   if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
   return fmt::format(" ({}:{})", file, std::get<1>(*flc));
+}
+
+// The first node of the (inlined) graph that draws random numbers, as "aten::bernoulli_
+// (stochastic_depth.py:39)"; "" when none does. An op with a `dropout_p` argument
+// (scaled_dot_product_attention and its kernels, torch 2.x; nn.MultiheadAttention calls it)
+// draws unless that argument is the constant 0.
+std::string first_random_op(const torch::jit::Block* block) {
+  for (const auto* node : block->nodes()) {
+    const std::string kind = node->kind().toQualString();
+    if (kRandomOps.count(kind)) return kind + source_of(node);
+    if (const auto* schema = node->maybeSchema()) {
+      if (const auto i = schema->argumentIndexWithName("dropout_p"); i && static_cast<std::size_t>(*i) < node->inputs().size()) {
+        const auto p = torch::jit::toIValue(node->input(*i));
+        if (!(p && p->isDouble() && p->toDouble() == 0.0)) return fmt::format("{} with dropout_p{}", kind, source_of(node));
+      }
+    }
+    for (const auto* sub : node->blocks())
+      if (auto found = first_random_op(sub); !found.empty()) return found;
+  }
+  return "";
 }
 
 // The top-level forward() as the module paths it calls one after the other ("0", "1", ... for an
@@ -458,14 +485,16 @@ class TorchScriptWorkload final : public Workload, public StagedModel {
   }
 
   // BatchNorm and dropout: named modules whose type says so (a recurrent module's own dropout
-  // between its layers included), or the ops in the inlined forward graph (functional calls have
-  // no module).
+  // between its layers included; stochastic depth drops whole residual branches), or the ops in
+  // the inlined forward graph (functional calls have no module; any op that draws random numbers
+  // counts, since a micro-batch must draw the same ones wherever it is computed).
   void find_batch_dependence() {
     for (const auto& m : module_.named_modules()) {
       const std::string type = type_short_name(m.value);
       const std::string where = fmt::format("{} ({})", m.name.empty() ? "<model>" : m.name, type);
       if (type.find("BatchNorm") != std::string::npos) dependence_.batch_statistics.push_back(where);
-      if (type.find("Dropout") != std::string::npos) dependence_.dropout.push_back(where);
+      if (type.find("Dropout") != std::string::npos || type == "StochasticDepth" || type == "DropPath")
+        dependence_.dropout.push_back(where);
       // nn.LSTM / nn.GRU / nn.RNN with dropout > 0 drop between their layers inside one op
       // (aten::lstm's dropout argument, read from the module's `dropout` attribute).
       if ((type == "LSTM" || type == "GRU" || type == "RNN") && m.value.hasattr("dropout")) {
@@ -476,17 +505,19 @@ class TorchScriptWorkload final : public Workload, public StagedModel {
           dependence_.dropout.push_back(fmt::format("{} ({}, dropout {} between layers)", m.name, type, rate));
       }
     }
-    bool bn_op = false, dropout_op = false;
+    bool bn_op = false;
+    std::string random_op;
     try {
       auto graph = module_.get_method("forward").graph()->copy();
       torch::jit::Inline(*graph);
       bn_op = graph_runs(graph->block(), kBatchStatisticOps);
-      dropout_op = graph_runs(graph->block(), kDropoutOps);
+      random_op = first_random_op(graph->block());
     } catch (const c10::Error&) {
       // A traced or unusual module whose graph cannot be inlined: the named modules decide.
     }
     if (bn_op && dependence_.batch_statistics.empty()) dependence_.batch_statistics.push_back("functional batch_norm in forward()");
-    if (dropout_op && dependence_.dropout.empty()) dependence_.dropout.push_back("functional dropout in forward()");
+    if (!random_op.empty() && dependence_.dropout.empty())
+      dependence_.dropout.push_back(fmt::format("random draws in forward(): {}", random_op));
   }
 
   // The chain of find_chain as units, the parameters reordered unit by unit (the order a sharded

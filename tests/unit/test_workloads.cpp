@@ -4,6 +4,7 @@
 
 #include <torch/script.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -333,6 +334,65 @@ TEST_CASE("stock models: BatchNorm and dropout are found, token inputs and masks
   CHECK_THROWS_WITH(rn->forward(one), Catch::Contains("Expected more than 1 value per channel when training"));
   auto two = rn->make_batch(1, 0, 2);
   CHECK(rn->forward(two).sizes() == torch::IntArrayRef({2, 10}));
+}
+
+// Any op that draws random numbers in forward() makes the masks a micro-batch draws part of its
+// result, like a Dropout module: torchvision's StochasticDepth (bernoulli_ per sample; ConvNeXt
+// read accumulation INCORRECT, 32 of 16346 gradient elements off, before it counted), noise added
+// with torch.randn_like (no module says so), and torch 2.x's scaled_dot_product_attention with a
+// dropout_p that is not the constant 0.
+TEST_CASE("random draws in forward() count as dropout, and draw the same per micro-batch", "[workloads][torchscript]") {
+  const char* dir = std::getenv("GACCUM_FIXTURE_DIR");
+  const auto at = [&](const char* name) { return dir ? std::filesystem::path(dir) / name : std::filesystem::path(); };
+  if (!dir || !std::filesystem::exists(at("noise_mlp.pt"))) {
+    WARN("skipped: no noise_mlp.pt fixture (needs python3-torch)");
+    return;
+  }
+  const auto load = [&](const char* name, std::vector<std::string> inputs) {
+    WorkloadConfig cfg;
+    cfg.name = "torchscript";
+    cfg.torchscript_path = at(name).string();
+    cfg.inputs = parse_model_inputs(inputs, "--input");
+    if (inputs.front().rfind("tokens", 0) == 0) cfg.target = parse_model_target("tokens:200", "--target");
+    return make_workload(cfg);
+  };
+  // 16 samples: two seeds drawing one per-sample mask alike is 2^-16 likely at p = 0.5.
+  const auto same_masks_per_micro_batch = [](Workload& w) {
+    auto b = w.make_batch(3, 10, 16);
+    const auto o1 = w.forward(b), o2 = w.forward(b);
+    CHECK(torch::equal(o1, o2));
+    auto shifted = w.make_batch(3, 10, 16);
+    shifted.first_sample = 11;
+    CHECK_FALSE(torch::equal(w.forward(shifted), o1));
+  };
+  {
+    auto noise = load("noise_mlp.pt", {"float:16"});
+    const auto dep = noise->batch_dependence();
+    REQUIRE(dep.dropout.size() == 1);
+    CHECK_THAT(dep.dropout.front(), Catch::StartsWith("random draws in forward(): aten::randn_like"));
+    same_masks_per_micro_batch(*noise);
+  }
+  if (std::filesystem::exists(at("convnext_sd.pt"))) {
+    auto convnext = load("convnext_sd.pt", {"float:3,32,32"});
+    const auto dep = convnext->batch_dependence();
+    REQUIRE(dep.dropout.size() == 2);  // one StochasticDepth per block
+    CHECK_THAT(dep.dropout.front(), Catch::Contains("(StochasticDepth)"));
+    same_masks_per_micro_batch(*convnext);
+  } else {
+    WARN("skipped: no convnext_sd.pt fixture (needs python3-torchvision)");
+  }
+#if TORCH_VERSION_MAJOR >= 2
+  if (!std::filesystem::exists(at("sdpa_lm.pt"))) {
+    WARN("skipped: no sdpa_lm.pt fixture (written by the python of a pip torch 2.x: scripts/test-torch2)");
+    return;
+  }
+  auto sdpa = load("sdpa_lm.pt", {"tokens:200:16"});
+  REQUIRE(sdpa->batch_dependence().dropout.size() == 1);
+  CHECK_THAT(sdpa->batch_dependence().dropout.front(),
+             Catch::StartsWith("random draws in forward(): aten::scaled_dot_product_attention with dropout_p"));
+  same_masks_per_micro_batch(*sdpa);
+  CHECK(load("sdpa_lm_nodrop.pt", {"tokens:200:16"})->batch_dependence().dropout.empty());
+#endif
 }
 
 // A TorchScript model whose forward() is a chain of submodule calls runs block by block
