@@ -109,7 +109,10 @@ GpuParts GpuComputeModel::parts(const TransformerShape& t, Count micro_batch, Ch
     mlp(T, f, 1);
   }
   const double share = double(tp) * double(cp);  // heads over tp, queries over cp
-  const double attn_fwd_flops = (t.flash_attention ? 2.0 * b * s * s * double(hq) : 4.0 * b * s * s * double(hq)) / share;
+  // FlashAttention computes the causal (and windowed) pairs only; standard attention the whole
+  // s x s score matrix, masked.
+  const double attn_fwd_flops =
+      (t.flash_attention ? 4.0 * b * s * t.causal_attended_keys() * double(hq) : 4.0 * b * s * s * double(hq)) / share;
   const double attn_bwd_flops = t.flash_attention ? 2.5 * attn_fwd_flops : 2.0 * attn_fwd_flops;
   const double attn_rate = t.flash_attention ? peak * eff_.attention : peak * eff_.gemm;
   GpuPassTime af, ab;

@@ -15,7 +15,8 @@
 //       bytes = e (M K + K N + M N)
 //       peak  = bf16 dense peak; fp32 plans the TF32 peak; fp8 GEMMs (layers only, the head
 //               stays bf16, as TransformerEngine) the fp8 peak x fp8
-//   Attention core: FlashAttention, causal: forward 2 b s^2 h FLOPs (half of 4 b s^2 h),
+//   Attention core: FlashAttention, causal: forward 2 b s^2 h FLOPs (half of 4 b s^2 h; with a
+//     sliding window w < s, 4 b s h (w - w^2 / 2s) on the windowed layers),
 //     backward 2.5 x forward (it recomputes the scores: 5 products against 2), at peak x
 //     attention. Standard attention: 4 b s^2 h forward at the GEMM rate (no causal saving) plus
 //     the score matrix's bytes, 3 e a s^2 b forward (write scores, read and write softmax).

@@ -141,6 +141,19 @@ TransformerSpec spec_from_hf_config(const nlohmann::json& j, const std::string& 
       } else {
         s.ffn_hidden = f.req("intermediate_size");
       }
+      // Sliding-window attention, as each model's HuggingFace code applies it: Mistral, Mixtral
+      // and Phi-3 on every layer; Gemma 2 on the even layers (0, 2, ...); Qwen2 only with
+      // use_sliding_window, on the layers from max_window_layers on.
+      if (type == "mistral" || type == "mixtral" || type == "phi3" || type == "gemma2") {
+        s.attention_window = f.opt("sliding_window").value_or(0);
+        if (type == "gemma2") s.windowed_layers = double((s.layers + 1) / 2) / double(s.layers);
+      } else if ((type == "qwen2" || type == "qwen2_moe") && f.flag("use_sliding_window", false)) {
+        const Count full = f.opt("max_window_layers").value_or(0);
+        if (full < s.layers) {
+          s.attention_window = f.opt("sliding_window").value_or(0);
+          s.windowed_layers = double(s.layers - full) / double(s.layers);
+        }
+      }
     }
   }
   if (s.kv_heads > 0 && s.heads % s.kv_heads != 0)

@@ -44,6 +44,8 @@ TransformerShape TransformerSpec::shape() const {
   t.active_experts = active_experts;
   t.shared_ffn = shared_ffn;
   t.fused_loss = fused_loss;
+  t.attention_window = attention_window;
+  t.windowed_layers = windowed_layers;
   return t;
 }
 
@@ -63,7 +65,7 @@ const std::vector<std::string>& spec_fields() {
   static const std::vector<std::string> f = {
       "schema", "name", "layers", "hidden", "heads", "kv_heads", "seq_len", "vocab", "ffn_hidden", "gated_mlp",
       "attention", "bias", "norm", "dtype", "optimizer", "activation_checkpointing", "tied_embeddings",
-      "learned_positions", "dropout", "loss", "mean_tokens_per_sample"};
+      "learned_positions", "dropout", "loss", "sliding_window", "sliding_window_layers", "mean_tokens_per_sample"};
   return f;
 }
 
@@ -99,6 +101,16 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
     if (*att == "flash") s.flash_attention = true;
     else if (*att != "standard")
       throw InputError(fmt::format("{}: '{}' is not an attention kind: expected flash or standard", f.child("attention"), *att));
+  }
+  if (f.has("sliding_window")) s.attention_window = bounded(f, "sliding_window", Count(1) << 24);
+  if (auto share = f.opt_num("sliding_window_layers")) {
+    if (!f.has("sliding_window"))
+      throw InputError(fmt::format("{}: given without sliding_window: add the window's length in tokens",
+                                   f.child("sliding_window_layers")));
+    if (!(*share > 0) || *share > 1)
+      throw InputError(fmt::format("{}: must be the share of layers with the window, in (0, 1] (Gemma 2: 0.5), got {}",
+                                   f.child("sliding_window_layers"), *share));
+    s.windowed_layers = *share;
   }
   s.bias = f.opt_boolean("bias").value_or(true);
   if (auto norm = f.opt_str("norm")) {
@@ -349,6 +361,18 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
                                 "(every data-parallel rank holds every expert, tp splits each expert's MLP)",
                                 shape_.experts, shape_.active_experts, shape_.shared_ffn > 0 ? ", a shared expert" : "",
                                 params_, transformer_params(shape_) - shape_.layers * (layer_params(shape_) - layer_active_params(shape_))));
+  if (shape_.attention_window > 0 && shape_.attention_window < shape_.seq_len)
+    notes.push_back(fmt::format("spec: sliding-window attention: a query attends to the last {} of the {} tokens on {:.0f}% "
+                                "of the layers: {:.0f} keys per query on average instead of {} (without the causal mask){}",
+                                shape_.attention_window, shape_.seq_len, 100 * shape_.windowed_layers,
+                                shape_.attended_keys(), shape_.seq_len,
+                                spec.flash_attention ? "; FlashAttention computes only the window's causal pairs"
+                                                     : "; standard attention still computes and keeps the whole masked "
+                                                       "s x s score matrix"));
+  else if (shape_.attention_window > 0)
+    notes.push_back(fmt::format("spec: sliding window of {} tokens is no shorter than the sequence ({}): every query "
+                                "attends to all earlier tokens",
+                                shape_.attention_window, shape_.seq_len));
   if (spec.flash_attention)
     notes.push_back("spec: FlashAttention keeps no attention matrix, so selective recomputation saves nothing: not searched");
   if (gpu_)
@@ -534,7 +558,7 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     const double rate = pt.flops_per_s;
     const double share = double(tp) * double(cp);
     const double hq = double(shape_.q_hidden());
-    const double lf = (2.0 * tokens * double(cp) * double(layer_active_params(shape_)) + 4.0 * double(b) * s * s * hq) / share;
+    const double lf = (2.0 * tokens * double(cp) * double(layer_active_params(shape_)) + 4.0 * double(b) * s * shape_.attended_keys() * hq) / share;
     layer.f = lf / rate;
     layer.b = 2 * lf / rate + layer_recompute_flops(shape_, b, ckpt) / share / rate;
     layer.w = lf / rate;

@@ -77,6 +77,8 @@ struct TransformerSpec {
   Count positions = 0;
   Count experts = 0, active_experts = 0, shared_ffn = 0;
   bool fused_loss = false;              // "loss": "fused" (model/transformer.hpp)
+  Count attention_window = 0;           // "sliding_window": tokens a query attends to (0: all)
+  double windowed_layers = 1.0;         // "sliding_window_layers": the share of layers windowed
   double mean_tokens_per_sample = 0;    // real tokens per sample; 0: seq_len
   std::string source;
 

@@ -124,12 +124,24 @@ double recompute_transient_bytes(const TransformerShape& t, Count micro_batch, d
   return r == Checkpointing::full ? all : std::max(0.0, all - layer_activation_bytes(t, micro_batch, e, r, split));
 }
 
+double TransformerShape::attended_keys() const {
+  const double s = double(seq_len);
+  if (attention_window == 0 || attention_window >= seq_len) return s;
+  return (1.0 - windowed_layers) * s + windowed_layers * double(attention_window);
+}
+
+double TransformerShape::causal_attended_keys() const {
+  const double s = double(seq_len), w = double(attention_window);
+  if (attention_window == 0 || attention_window >= seq_len) return s / 2;
+  return (1.0 - windowed_layers) * s / 2 + windowed_layers * (w - w * w / (2 * s));
+}
+
 double layer_recompute_flops(const TransformerShape& t, Count micro_batch, Checkpointing r) {
   const double s = double(t.seq_len), b = double(micro_batch), h = double(t.hidden), hq = double(t.q_hidden());
   switch (r) {
     case Checkpointing::none: return 0;
-    case Checkpointing::selective: return 4.0 * b * s * s * hq;
-    case Checkpointing::full: return 2.0 * b * s * double(layer_active_params(t)) + 4.0 * b * s * s * hq;
+    case Checkpointing::selective: return 4.0 * b * s * t.attended_keys() * hq;
+    case Checkpointing::full: return 2.0 * b * s * double(layer_active_params(t)) + 4.0 * b * s * t.attended_keys() * hq;
     case Checkpointing::selective_op:
       return 2.0 * b * s * (h * double(t.kv_hidden()) + hq * h + double(t.active_ffn()) * h);
   }
@@ -150,7 +162,7 @@ double logit_bytes(const TransformerShape& t, double e) { return t.fused_loss ? 
 double forward_flops(const TransformerShape& t, Count micro_batch) {
   const double s = double(t.seq_len), b = double(micro_batch), h = double(t.hidden), L = double(t.layers);
   const double n_mm = L * double(layer_active_params(t)) + double(t.vocab) * h;
-  return 2.0 * b * s * n_mm + 4.0 * L * b * s * s * double(t.q_hidden());
+  return 2.0 * b * s * n_mm + 4.0 * L * b * s * t.attended_keys() * double(t.q_hidden());
 }
 
 double training_flops(const TransformerShape& t, Count micro_batch, Checkpointing r) {

@@ -81,6 +81,16 @@ struct TransformerShape {
   // router of h x experts, each token through `active_experts` of them (top-k); a shared expert of
   // width shared_ffn (0: none) runs on every token behind a gate of h x 1 (Qwen2-MoE).
   Count experts = 0, active_experts = 0, shared_ffn = 0;
+  // Sliding-window attention (Mistral, Phi-3, Gemma 2's every other layer): a query attends to
+  // the last `attention_window` keys only (0: all), on a share `windowed_layers` of the layers.
+  Count attention_window = 0;
+  double windowed_layers = 1.0;
+  // Keys one query attends to, averaged over the layers: without the causal mask (the FLOP
+  // convention of Megatron-LM and llm-foundry: 4 b s keys h_q per layer forward), s, or min(s, w)
+  // on a windowed layer; under the causal mask (what FlashAttention computes), s / 2, or
+  // w - w^2 / (2 s) on a windowed layer when s > w (sum over queries of min(i + 1, w), over s).
+  double attended_keys() const;
+  double causal_attended_keys() const;
   Count ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   Count kv() const { return kv_heads > 0 ? kv_heads : heads; }
   Count head_width() const { return head_dim > 0 ? head_dim : hidden / heads; }

@@ -177,6 +177,11 @@ foreach(m "mistral-7b;4096;512" "gpt2;1024;256")
     "\"$0\" tune --model-config \"$1/${name}.json\" --seq-len ${seq} --cluster \"$2\" --global-batch ${batch} --force --out \"$3/hf-${name}-a\" > \"$3/hf-${name}-a.txt\" && \"$0\" tune --spec \"$4/${name}.json\" --cluster \"$2\" --global-batch ${batch} --force --out \"$3/hf-${name}-b\" > \"$3/hf-${name}-b.txt\" && sed '/^Reports/,$d' \"$3/hf-${name}-a.txt\" | sed -n '/^rank /,$p' > \"$3/hf-${name}-a.pick\" && sed '/^Reports/,$d' \"$3/hf-${name}-b.txt\" | sed -n '/^rank /,$p' > \"$3/hf-${name}-b.pick\" && [ -s \"$3/hf-${name}-a.pick\" ] && diff -u \"$3/hf-${name}-a.pick\" \"$3/hf-${name}-b.pick\" && grep '^Recommendation' \"$3/hf-${name}-a.pick\" | tr '\\n' ' ' && echo SAME-PICK"
     ${G} ${HF} ${X}/clusters/h100-8node-ib400.json ${CMAKE_CURRENT_BINARY_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/data/hf-equivalent)
 endforeach()
+# Mistral 7B's 4096-token sliding window at a 32768-token sequence: FlashAttention computes the
+# window's causal pairs only (docs/DESIGN.md, Workloads).
+gaccum_cli_test(hf-mistral-sliding-window 0 "sliding-window attention: a query attends to the last 4096 of the 32768 tokens on 100% of the layers: 4096 keys per query on average instead of 32768" --
+  ${G} predict --model-config ${HF}/mistral-7b.json --seq-len 32768 --cluster ${X}/clusters/dgx-h100-1node.json
+  -b 1 -k 8 -p 8 --sharding zero3 --checkpointing full)
 gaccum_cli_test(hf-spec-detects-config 0 "spec: 124439808 parameters" -- ${G} predict --spec ${HF}/gpt2.json
                 --cluster ${X}/clusters/dgx-h100-1node.json -b 8 -k 4 -p 8)
 gaccum_cli_test(hf-mixtral-experts 0 "memory holds all 46702792704 parameters, compute prices the 12879925248 a token passes through; expert parallelism is not planned" --

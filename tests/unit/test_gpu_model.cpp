@@ -108,6 +108,43 @@ TEST_CASE("one micro-step's FLOPs by hand: gated MLP, GQA, causal FlashAttention
   CHECK(s1.backward.flops == Approx(s0.backward.flops + 2 * 131072.0));
 }
 
+TEST_CASE("sliding-window attention by hand: FlashAttention computes the window's causal pairs", "[gpu][flops][window]") {
+  const GpuComputeModel m(h100(), test_efficiency());
+  auto t = small_shape();  // s 16, h_q 64, b 2
+  auto w = t;
+  w.attention_window = 4;
+  // Causal pairs over s = 16 queries, each attending to min(i + 1, 4) keys: 4 x 5 / 2 + 12 x 4 =
+  // 58, against the formula's s w - w^2 / 2 = 64 - 8 = 56 (continuous) and the full 16 x 8 = 128.
+  CHECK(w.causal_attended_keys() * 16 == Approx(56.0));
+  CHECK(t.causal_attended_keys() * 16 == Approx(128.0));
+  // Without the mask (the MFU convention): 4 keys per query instead of 16.
+  CHECK(w.attended_keys() == Approx(4.0));
+  CHECK(t.attended_keys() == Approx(16.0));
+  // Attention forward FLOPs 4 b s keys h_q: 4 x 2 x 16 x 3.5 x 64 = 28,672 per layer (65,536 full).
+  const auto full = m.micro_step(t, 2, Checkpointing::none, Precision::bf16);
+  const auto win = m.micro_step(w, 2, Checkpointing::none, Precision::bf16);
+  CHECK(win.forward.flops == Approx(2 * (2359296.0 + 28672.0) + 409600.0));
+  CHECK(win.backward.flops == Approx(2 * (2 * 2359296.0 + 2.5 * 28672.0) + 2 * 409600.0));
+  CHECK(win.forward.attention < full.forward.attention);
+  CHECK(win.forward.gemm == Approx(full.forward.gemm));
+  // Half the layers windowed (Gemma 2): keys are the layers' mean, 10 without the mask.
+  auto half = w;
+  half.windowed_layers = 0.5;
+  CHECK(half.attended_keys() == Approx(10.0));
+  CHECK(half.causal_attended_keys() == Approx((8.0 + 3.5) / 2));
+  // The MFU convention: 4 L b s keys h_q = 4 x 2 x 2 x 16 x 4 x 64 attention FLOPs in forward.
+  CHECK(forward_flops(w, 2) == Approx(forward_flops(t, 2) - 4.0 * 2 * 2 * 16 * (16 - 4) * 64));
+  // A window as long as the sequence changes nothing; standard attention computes the whole
+  // masked score matrix whatever the window.
+  auto longw = t;
+  longw.attention_window = 16;
+  CHECK(m.micro_step(longw, 2, Checkpointing::none, Precision::bf16).forward.flops == Approx(full.forward.flops));
+  auto std_w = w, std_full = t;
+  std_w.flash_attention = std_full.flash_attention = false;
+  CHECK(m.micro_step(std_w, 2, Checkpointing::none, Precision::bf16).forward.flops ==
+        Approx(m.micro_step(std_full, 2, Checkpointing::none, Precision::bf16).forward.flops));
+}
+
 TEST_CASE("one micro-step's memory-bound bytes by hand", "[gpu][bytes]") {
   const GpuComputeModel m(h100(), test_efficiency());
   const auto t = small_shape();

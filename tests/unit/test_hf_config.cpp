@@ -108,6 +108,47 @@ TEST_CASE("HF configs: the implied architecture per model_type", "[model][hf]") 
   CHECK(params_of(tied) == 8030261248 - 128256LL * 4096);
 }
 
+TEST_CASE("HF configs: sliding-window attention as each model's code applies it", "[model][hf][window]") {
+  // Mixtral's null window: none. Mistral 7B v0.1: 4096 on every layer.
+  CHECK(spec_from_hf_config(mixtral_8x7b(), "test").attention_window == 0);
+  auto mistral = mixtral_8x7b();
+  mistral["model_type"] = "mistral";
+  mistral["sliding_window"] = 4096;
+  const auto m = spec_from_hf_config(mistral, "test", 32768);
+  CHECK(m.attention_window == 4096);
+  CHECK(m.windowed_layers == 1.0);
+  CHECK(m.shape().attended_keys() == Approx(4096.0));
+  CHECK(spec_from_hf_config(mistral, "test", 4096).shape().attended_keys() == Approx(4096.0));
+  // Gemma 2: the even layers of 26 (13 of them).
+  auto gemma2 = json::parse(R"({"model_type": "gemma2", "hidden_size": 2304, "num_hidden_layers": 26,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 9216,
+    "vocab_size": 256000, "max_position_embeddings": 8192, "sliding_window": 4096})");
+  const auto g = spec_from_hf_config(gemma2, "test");
+  CHECK(g.attention_window == 4096);
+  CHECK(g.windowed_layers == Approx(0.5));
+  CHECK(g.shape().attended_keys() == Approx((8192.0 + 4096.0) / 2));
+  // Qwen2: only with use_sliding_window, from layer max_window_layers on (21 of 28: 7 windowed).
+  auto qwen = json::parse(R"({"model_type": "qwen2", "hidden_size": 3584, "num_hidden_layers": 28,
+    "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
+    "max_position_embeddings": 32768, "sliding_window": 4096, "max_window_layers": 21, "use_sliding_window": false})");
+  CHECK(spec_from_hf_config(qwen, "test").attention_window == 0);
+  qwen["use_sliding_window"] = true;
+  CHECK(spec_from_hf_config(qwen, "test").attention_window == 4096);
+  CHECK(spec_from_hf_config(qwen, "test").windowed_layers == Approx(0.25));
+  qwen["max_window_layers"] = 28;
+  CHECK(spec_from_hf_config(qwen, "test").attention_window == 0);
+  // A spec file says it with sliding_window and sliding_window_layers.
+  auto spec = json::parse(R"({"name": "w", "layers": 2, "hidden": 64, "heads": 4, "seq_len": 1024, "vocab": 100,
+    "sliding_window": 256, "sliding_window_layers": 0.5})");
+  const auto s = spec_from_json(spec, "w.json");
+  CHECK(s.attention_window == 256);
+  CHECK(s.shape().attended_keys() == Approx(640.0));
+  spec["sliding_window_layers"] = 1.5;
+  CHECK_THROWS_WITH(spec_from_json(spec, "w.json"), Catch::Contains("w.json.sliding_window_layers: must be the share"));
+  spec.erase("sliding_window");
+  CHECK_THROWS_WITH(spec_from_json(spec, "w.json"), Catch::Contains("given without sliding_window"));
+}
+
 TEST_CASE("transformer: head_dim, q/k/v biases, norms per layer and experts, by hand", "[model][hf]") {
   TransformerShape t;
   t.layers = 1;
