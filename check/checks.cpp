@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "model/pipeline.hpp"
 #include "model/plan_cost.hpp"
 #include "model/prediction_json.hpp"
+#include "model/recompute_mix.hpp"
 #include "tuner/critical_batch.hpp"
 #include "tuner/explanation.hpp"
 #include "tuner/lr_advice.hpp"
@@ -67,38 +69,7 @@ model::Prediction job_prediction(const ResolvedJob& j, const model::CostModel& m
   c.checkpointing = Checkpointing::none;
   const model::Prediction none = m.predict(c);
   if (bounds) *bounds = RecomputeBounds{p.memory.peak, none.memory.peak};
-  const double f = *j.recomputed_fraction;
-  auto mix = [f](double kept, double all) { return kept + f * (all - kept); };
-  auto mix_bytes = [&](Bytes kept, Bytes all) { return Bytes(std::llround(mix(double(kept), double(all)))); };
-  const Seconds full_step = p.time.step_time;
-  p.memory.activations = mix_bytes(none.memory.activations, p.memory.activations);
-  p.memory.peak = mix_bytes(none.memory.peak, p.memory.peak);
-  for (std::size_t i = 0; i < p.parallel.stages.size() && i < none.parallel.stages.size(); ++i) {
-    auto& st = p.parallel.stages[i].memory;
-    st.activations = mix_bytes(none.parallel.stages[i].memory.activations, st.activations);
-    st.peak = mix_bytes(none.parallel.stages[i].memory.peak, st.peak);
-  }
-  if (!p.parallel.stages.empty()) {
-    // The heaviest stage of the mix (it can differ from full recompute's).
-    for (std::size_t i = 0; i < p.parallel.stages.size(); ++i)
-      if (p.parallel.stages[i].memory.peak > p.parallel.stages[static_cast<std::size_t>(p.parallel.peak_stage)].memory.peak)
-        p.parallel.peak_stage = static_cast<decltype(p.parallel.peak_stage)>(i);
-    const auto& heaviest = p.parallel.stages[static_cast<std::size_t>(p.parallel.peak_stage)].memory;
-    p.memory.activations = heaviest.activations;
-    p.memory.peak = heaviest.peak;
-  }
-  p.time.compute = mix(none.time.compute, p.time.compute);
-  p.time.bubble = mix(none.time.bubble, p.time.bubble);
-  p.time.step_time = mix(none.time.step_time, p.time.step_time);
-  p.step_time_lo = mix(none.step_time_lo, p.step_time_lo);
-  p.step_time_hi = mix(none.step_time_hi, p.step_time_hi);
-  // The same samples and model FLOPs per step in the step's new length.
-  const double faster = p.time.step_time > 0 ? full_step / p.time.step_time : 1.0;
-  p.throughput *= faster;
-  p.tokens_per_s *= faster;
-  p.compute.model_flops_per_s *= faster;
-  p.compute.mfu *= faster;
-  return p;
+  return model::mix_recompute(std::move(p), none, *j.recomputed_fraction);
 }
 
 // Why the model refuses the job's layout (a schedule its microbatch count cannot run, heads over

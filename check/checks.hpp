@@ -67,9 +67,8 @@ CheckResult check_layout(const ResolvedJob& job, const model::CostModel* model);
 // The configuration the job runs: (b, k, p, strategy).
 model::Config job_config(const ResolvedJob& job);
 // The job's prediction. A job recomputing a fraction f of its layers (ResolvedJob::
-// recomputed_fraction) is priced f of the way from recomputing none to recomputing all: its
-// activations and its recompute time are sums over layers of each kind (the one layer's recompute
-// buffer aside: full holds it whole, the estimate (1 - f) of it less).
+// recomputed_fraction) is priced f of the way from recomputing none to recomputing all
+// (model/recompute_mix.hpp).
 // `bounds`, when given and the job recomputes a fraction: the full and no-recompute peaks it lies
 // between (the two predictions the estimate is made of, not priced again).
 struct RecomputeBounds {

@@ -39,6 +39,7 @@ struct PlanSupport {
   std::vector<ShardingChoice> auto_shardings{{Sharding::none, 0}};      // searched when --sharding is not given
   Count gpus_per_node = 0;       // the default hsdp group (0: unknown, hsdp needs hsdp:G)
   bool layouts = false;          // prices tensor/pipeline/context-parallel layouts (a --spec)
+  Count layers = 0;              // transformer layers (a --spec): what partial recompute counts; 0: none
   // A module of the user's own (a profiled TorchScript file, MLP or CNN; not the built-in GPT,
   // whose shape Megatron-LM and torchtitan build): the frameworks table's model_refusal.
   bool own_module = false;

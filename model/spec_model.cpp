@@ -345,6 +345,7 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
   if (cluster.nodes > 1 && cluster.gpus_per_node >= 2) plans.auto_shardings.push_back({Sharding::hsdp, cluster.gpus_per_node});
   plans.gpus_per_node = cluster.gpus_per_node;
   plans.layouts = true;
+  plans.layers = shape_.layers;
   plans.layout_candidates = candidate_layouts(shape_, cluster.gpus_per_node, cluster.max_world_size());
   plans.sharded_comm = "reduce-scatter and all-gather from the cluster description (half a ring allreduce at each level)";
   notes.push_back(fmt::format("spec: {} parameters, {} wrapped units (largest {} parameters); {} activations "

@@ -196,7 +196,7 @@ std::string why_section(const tuner::TuneResult& r) {
     const auto& c = r.search.candidates[e.candidate];
     o += fmt::format("<h3>#{} {} <span class=\"pill {}\">{}</span></h3><ul class=\"why\">", e.rank,
                      xml_escape(tuner::short_config(c.config())), xml_escape(e.binding), xml_escape(e.binding));
-    for (const auto* line : {&e.binding_text, &e.compute_text, &e.breakdown_text, &e.comm_text, &e.links_text, &e.headroom_text, &e.runner_up_text,
+    for (const auto* line : {&e.binding_text, &e.compute_text, &e.recompute_text, &e.breakdown_text, &e.comm_text, &e.links_text, &e.headroom_text, &e.runner_up_text,
                              &e.world_size_text, &e.every_step.text})
       if (!line->empty()) o += "<li>" + xml_escape(*line) + "</li>";
     o += "</ul>";

@@ -160,6 +160,7 @@ oj to_json(const tuner::TuneResult& r, const ReportContext& ctx) {
                        {"comm_text", e.comm_text}};
     pk["links_text"] = e.links_text;
     if (!e.compute_text.empty()) pk["compute_text"] = e.compute_text;
+    if (!e.recompute_text.empty()) pk["recompute_text"] = e.recompute_text;
     pk["plan_text"] = e.plan_text;
     pk["memory"] = {{"peak_bytes", c.prediction.memory.peak},
                     {"headroom_bytes", e.headroom},

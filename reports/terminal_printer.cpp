@@ -72,7 +72,7 @@ std::string print_terminal(const tuner::TuneResult& r, const ReportContext& ctx)
   if (r.trust.applies) o += wrap(r.trust.text, 100, 2) + "\n\n";
   const auto& e = r.picks.front();
   o += "Why #1:\n";
-  for (const auto* line : {&e.binding_text, &e.compute_text, &e.breakdown_text, &e.comm_text, &e.links_text, &e.headroom_text, &e.runner_up_text,
+  for (const auto* line : {&e.binding_text, &e.compute_text, &e.recompute_text, &e.breakdown_text, &e.comm_text, &e.links_text, &e.headroom_text, &e.runner_up_text,
                            &e.world_size_text, &e.every_step.text})
     if (!line->empty()) o += wrap("  - " + *line, 100, 4) + "\n";
   if (plans) {

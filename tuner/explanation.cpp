@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "model/pipeline.hpp"
 #include "model/plan_cost.hpp"
+#include "model/recompute_mix.hpp"
 
 namespace gaccum::tuner {
 namespace {
@@ -344,6 +345,77 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
       fmt::format("peak {} per rank: {} below the limit {} ({} below the cap {})", format_bytes(pr.memory.peak),
                   format_bytes(Bytes(std::max<std::int64_t>(0, e.headroom))), format_bytes(l.limit),
                   format_bytes(Bytes(std::max<std::int64_t>(0, e.headroom_to_cap))), format_bytes(l.cap));
+
+  // Partial recompute: the pick recomputes every layer; when recomputing none does not fit, the
+  // fewest layers of each model chunk (Megatron-LM's block method counts per chunk) that fit.
+  const Count layers = model.info().plans.layers;
+  if (cfg.checkpointing == Checkpointing::full && layers > 0) {
+    model::Config nc = cfg;
+    nc.checkpointing = Checkpointing::none;
+    std::optional<model::Prediction> none;
+    try {
+      none = model.predict(nc);
+    } catch (const Error&) {
+    }
+    const Count chunks = cfg.layout.pp * std::max<Count>(1, cfg.layout.virtual_stages);
+    const Count chunk = (layers + chunks - 1) / chunks;  // layers per chunk (the largest, uneven splits)
+    if (none && none->memory.peak > l.limit && chunk > 1) {
+      const std::string per = chunks > 1 ? "model chunk" : "model";
+      Count n = 0;
+      model::Prediction mixed;
+      for (Count i = 1; i < chunk && n == 0; ++i) {
+        mixed = model::mix_recompute(pr, *none, double(i) / double(chunk));
+        if (mixed.memory.peak <= l.limit) n = i;
+      }
+      if (n > 0) {
+        const double gain = pr.throughput > 0 ? mixed.throughput / pr.throughput - 1 : 0;
+        const Count every = chunk / n;  // torchtitan's every k-th layer: 1/k >= n/chunk
+        // How the frameworks that run the pick say it (world_size 1: any of them).
+        std::vector<std::string> how;
+        bool from_file = false, fsdp = false;  // check reads Megatron-LM, NeMo and torchtitan files
+        const auto fs = l.framework           ? std::vector<Framework>{*l.framework}
+                        : cfg.world_size > 1 ? frameworks_running(model::framework_plan(pr))
+                                             : std::vector<Framework>(kAllFrameworks.begin(), kAllFrameworks.end());
+        for (Framework f : fs) {
+          if (f == Framework::megatron) {
+            how.push_back(fmt::format("Megatron-LM --recompute-granularity full --recompute-method block "
+                                      "--recompute-num-layers {} (NeMo: activations_checkpoint_method block, "
+                                      "activations_checkpoint_num_layers {})",
+                                      n, n));
+            from_file = true;
+          } else if (f == Framework::torchtitan && every >= 2 && chunks == 1) {
+            how.push_back(fmt::format("torchtitan selective_ac_option = \"{}\" (1 in every {} layers, {:.0f}%)", every,
+                                      every, 100.0 / double(every)));
+            from_file = true;
+          } else if (f == Framework::torchtitan && chunks == 1) {
+            how.push_back(fmt::format("torchtitan recomputes 1 in every n layers (selective_ac_option \"n\"), and "
+                                      "its most, 1 in every 2, would need {}",
+                                      format_bytes(model::mix_recompute(pr, *none, 0.5).memory.peak)));
+          } else if ((f == Framework::fsdp || f == Framework::fsdp2) && !fsdp) {
+            how.push_back(fmt::format("FSDP/FSDP2: checkpoint_wrapper on {} of the {} blocks (the check_fn of "
+                                      "apply_activation_checkpointing)",
+                                      n * chunks, layers));
+            fsdp = true;
+          }
+        }
+        if (from_file) how.push_back("`gaccum-tune check` prices it from the Megatron-LM, NeMo or torchtitan file");
+        e.recompute_text = fmt::format(
+            "recompute: {} of the {} layers of each {} ({:.0f}%) instead of all would fit (peak {} within the limit "
+            "{}; none recomputed needs {}) and run {:+.1f}% throughput ({} per step instead of {}), estimated between "
+            "the two priced plans (tune searches none, selective and full only): {}",
+            n, chunk, per, 100.0 * double(n) / double(chunk), format_bytes(mixed.memory.peak), format_bytes(l.limit),
+            format_bytes(none->memory.peak), 100 * gain, format_seconds(mixed.time.step_time),
+            format_seconds(pr.time.step_time),
+            how.empty() ? "no framework that runs this plan recomputes only some layers from its settings"
+                        : fmt::format("{}", fmt::join(how, "; ")));
+      } else {
+        e.recompute_text = fmt::format(
+            "recompute: every layer must be recomputed: recomputing {} of the {} layers of each {} would need {} "
+            "(limit {})",
+            chunk - 1, chunk, per, format_bytes(mixed.memory.peak), format_bytes(l.limit));
+      }
+    }
+  }
 
   // The next-ranked config.
   if (rank_index + 1 < res.ranking.size()) {

@@ -50,6 +50,10 @@ struct Explanation {
   // micro_batch, the micro-step's time by kind of kernel, and what the neighbouring micro_batches
   // (the previous and next divisor) would give in efficiency, throughput and activation memory.
   std::string compute_text;
+  // When the pick recomputes every layer because recomputing none does not fit (a --spec): the
+  // fewest layers per model chunk recomputed that fit (model/recompute_mix.hpp), what that gains,
+  // and how Megatron-LM, NeMo and torchtitan spell it; tune searches none/selective/full only.
+  std::string recompute_text;
   // Where the communication terms come from per link level (measured / described), and, when the
   // pick spans nodes and exposed communication is >= 10% of the step, where the inter-node link
   // binds: the share at this accum_steps and the accum_steps that halves it (or brings it to 10%).

@@ -14,6 +14,7 @@
 #include "model/cluster.hpp"
 #include "model/gpu_compute.hpp"
 #include "model/gpu_device.hpp"
+#include "model/recompute_mix.hpp"
 #include "model/spec_model.hpp"
 #include "shape_fixture.hpp"
 
@@ -350,4 +351,33 @@ TEST_CASE("the fit recovers known efficiencies from runs they generated", "[gpu]
   CHECK(fit.fitted);
   CHECK(fit.in_sample.max_abs < 0.01);
   CHECK(fit.efficiency.gemm == Approx(truth.gemm).epsilon(0.05));
+}
+
+TEST_CASE("recomputing a fraction of the layers: f of the way from none to full, by hand", "[gpu][recompute]") {
+  Prediction full, none;
+  full.memory.peak = 20, none.memory.peak = 100;
+  full.memory.activations = 10, none.memory.activations = 90;
+  full.time.step_time = 10, none.time.step_time = 8;
+  full.time.compute = 9, none.time.compute = 7;
+  full.throughput = 100, full.tokens_per_s = 1000, full.compute.mfu = 0.4;
+  // f = 1/4: peak 100 - 80/4 = 80, activations 70, step 8 + 2/4 = 8.5 s, compute 7.5 s; throughput
+  // 100 x 10 / 8.5 = 117.65 samples/s, MFU 0.4 x 10 / 8.5 = 0.4706.
+  const auto q = mix_recompute(full, none, 0.25);
+  CHECK(q.memory.peak == 80);
+  CHECK(q.memory.activations == 70);
+  CHECK(q.time.step_time == Approx(8.5));
+  CHECK(q.time.compute == Approx(7.5));
+  CHECK(q.throughput == Approx(1000.0 / 8.5));
+  CHECK(q.tokens_per_s == Approx(10000.0 / 8.5));
+  CHECK(q.compute.mfu == Approx(4.0 / 8.5));
+  // Pipeline stages: each stage's memory mixed, the peak the heaviest stage of the mix.
+  full.parallel.stages.resize(2), none.parallel.stages.resize(2);
+  full.parallel.stages[0].memory.peak = 30, none.parallel.stages[0].memory.peak = 50;
+  full.parallel.stages[1].memory.peak = 20, none.parallel.stages[1].memory.peak = 90;
+  full.parallel.peak_stage = 0;
+  const auto s = mix_recompute(full, none, 0.5);
+  CHECK(s.parallel.stages[0].memory.peak == 40);
+  CHECK(s.parallel.stages[1].memory.peak == 55);
+  CHECK(s.parallel.peak_stage == 1);
+  CHECK(s.memory.peak == 55);
 }

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -433,6 +434,55 @@ TEST_CASE("SVG: muted series share one legend entry, the plot keeps its height, 
   CHECK_THAT(cut, Catch::Contains("<g class=\"entry\"><title>" + name + "</title>"));
   CHECK_THAT(cut, Catch::Contains("x\u2026</text>"));
   CHECK_THAT(cut, !Catch::Contains(">" + name + "</text>"));
+}
+
+// Partial recompute (tuner/explanation.cpp, model/recompute_mix.hpp): Llama 2 7B with every layer
+// recomputed on 8 H100 at micro_batch 8; recomputing none does not fit. The peak of recomputing n
+// of the 32 layers is none + n/32 (full - none), so the fewest that fit is
+// n = ceil(32 (none - limit) / (none - full)), and the step is none + n/32 (full - none) too.
+TEST_CASE("partial recompute: the fewest layers that fit, priced between the two plans, spelled per framework",
+          "[reports][tuner][recompute]") {
+  const std::string src = GACCUM_SOURCE_DIR;
+  const auto spec = model::load_spec(src + "/examples/specs/llama2-7b.json");
+  const auto cluster = model::load_cluster(src + "/examples/clusters/dgx-h100-1node.json");
+  const auto m = model::make_spec_model(spec, cluster, 0.4);
+  tuner::TuneRequest q;
+  q.global_batch_min = q.global_batch_max = 64;
+  q.world_sizes = {8};
+  q.checkpointing = Checkpointing::full;
+  auto r = tuner::tune(*m, q);
+  const auto& best = r.best();
+  REQUIRE(best.config().checkpointing == Checkpointing::full);
+  auto none_cfg = best.config();
+  none_cfg.checkpointing = Checkpointing::none;
+  const auto none = m->predict(none_cfg);
+  const double limit = double(r.search.limits.limit), full_peak = double(best.prediction.memory.peak);
+  REQUIRE(double(none.memory.peak) > limit);
+  const Count n = Count(std::ceil(32 * (double(none.memory.peak) - limit) / (double(none.memory.peak) - full_peak)));
+  REQUIRE(n > 0);
+  REQUIRE(n < 32);
+  const auto& e = r.picks.front();
+  CHECK_THAT(e.recompute_text, Catch::StartsWith(fmt::format("recompute: {} of the 32 layers of each model", n)));
+  const double step = none.time.step_time + double(n) / 32 * (best.prediction.time.step_time - none.time.step_time);
+  CHECK_THAT(e.recompute_text, Catch::Contains(fmt::format("({} per step instead of {})", format_seconds(step),
+                                                           format_seconds(best.prediction.time.step_time))));
+  CHECK_THAT(e.recompute_text, Catch::Contains(fmt::format("FSDP/FSDP2: checkpoint_wrapper on {} of the 32 blocks", n)));
+  CHECK_THAT(print_terminal(r, golden_context()), Catch::Contains("- recompute: "));
+  // Megatron-LM spells it with its block method, and check reads that file back.
+  q.framework = Framework::megatron;
+  q.sharding = ShardingChoice{Sharding::zero1, 0};
+  r = tuner::tune(*m, q);
+  if (r.best().config().checkpointing == Checkpointing::full && !r.picks.front().recompute_text.empty())
+    CHECK_THAT(r.picks.front().recompute_text, Catch::Contains("--recompute-method block --recompute-num-layers"));
+  // Recomputing none fits: nothing to say.
+  q.framework.reset();
+  q.sharding.reset();
+  q.global_batch_min = q.global_batch_max = 8;
+  q.checkpointing = Checkpointing::full;
+  r = tuner::tune(*m, q);
+  none_cfg = r.best().config();
+  none_cfg.checkpointing = Checkpointing::none;
+  if (m->predict(none_cfg).memory.peak <= r.search.limits.limit) CHECK(r.picks.front().recompute_text.empty());
 }
 
 TEST_CASE("HTML at 64 GPUs: capped legends, memory axis around the cap, plan columns, reasons", "[reports][html]") {
