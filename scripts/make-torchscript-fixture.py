@@ -22,6 +22,9 @@
   convnext_sd.pt   torchvision's ConvNeXt (two small stages) with stochastic depth 0.5 (its
                    StochasticDepth draws torch.empty(...).bernoulli_ per sample): input
                    [b, 3, 32, 32] -> [b, 10] (needs python3-torchvision)
+  swin_sd.pt       torchvision's Swin Transformer (two small stages, windows of 2x2) with stochastic
+                   depth 0.2: int64 relative_position_index buffers that index a table in forward:
+                   input [b, 3, 32, 32] -> [b, 10] (needs python3-torchvision)
   Written only with --torch2 (by a python whose torch is 2.x: the LibTorch 2.x build's tests):
   sdpa_lm.pt       a causal language model whose attention is F.scaled_dot_product_attention with
                    dropout_p 0.1 in training: tokens [b, S] -> [b, S, 200]
@@ -292,6 +295,12 @@ def main():
     convnext = ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)], stochastic_depth_prob=0.5, num_classes=10)
     torch.jit.script(convnext).save(os.path.join(out, "convnext_sd.pt"))
     print("wrote", os.path.join(out, "convnext_sd.pt"))
+    from torchvision.models.swin_transformer import SwinTransformer
+    torch.manual_seed(0)
+    swin = SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[1, 1], num_heads=[1, 2], window_size=[2, 2],
+                           stochastic_depth_prob=0.2, num_classes=10)
+    torch.jit.script(swin).save(os.path.join(out, "swin_sd.pt"))
+    print("wrote", os.path.join(out, "swin_sd.pt"))
 
 
 if __name__ == "__main__":

@@ -103,3 +103,12 @@ gaccum_cli_test(models-validate-convnext-stochastic-depth 0
 exec \"$0\" validate --torchscript '${GACCUM_FIXTURE_DIR}/convnext_sd.pt' --input-shape 3,32,32 -b 2 -k 2 -p 2 \
 --steps 1 --warmup 1 --timeout 60s -o '${M}/v-convnext.json'" ${G})
 set_tests_properties("cli: models-validate-convnext-stochastic-depth" PROPERTIES FIXTURES_REQUIRED torchscript)
+# torchvision's Swin Transformer: its int64 relative_position_index buffers index a table in
+# forward. The model was moved to the run's dtype with jit::Module::to(dtype), which converts every
+# tensor: the buffers became float32 and forward raised "tensors used as indices must be long, byte
+# or bool tensors" (exit 2). Only floating-point tensors are converted now.
+gaccum_cli_test(models-validate-swin-integer-buffers 0 "accumulation: CORRECT|SKIPPED" --
+  sh -c "[ ! -f '${GACCUM_FIXTURE_DIR}/swin_sd.pt' ] && exec echo 'SKIPPED: no swin_sd.pt (needs python3-torchvision)' || \
+exec \"$0\" validate --torchscript '${GACCUM_FIXTURE_DIR}/swin_sd.pt' --input-shape 3,32,32 -b 2 -k 2 -p 2 \
+--steps 1 --warmup 1 --timeout 60s -o '${M}/v-swin.json'" ${G})
+set_tests_properties("cli: models-validate-swin-integer-buffers" PROPERTIES FIXTURES_REQUIRED torchscript)

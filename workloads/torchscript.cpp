@@ -212,7 +212,22 @@ class TorchScriptWorkload final : public Workload, public StagedModel {
       throw InputError(fmt::format("--torchscript: '{}' is not a loadable TorchScript file ({}); save one with "
                                    "torch.jit.script(model).save(path)", cfg.torchscript_path, msg));
     }
-    module_.to(dtype_);
+    // Floating-point parameters and buffers to the run's dtype, nothing else: jit::Module::to(dtype)
+    // converts every tensor, and an index buffer (Swin's relative_position_index, BatchNorm's
+    // num_batches_tracked) must stay int64.
+    bool integer_buffers = false;  // joins the identity: a profile cached by a build that converted them measured other bytes
+    {
+      torch::NoGradGuard no_grad;
+      for (const auto& p : module_.named_parameters(/*recurse=*/true))
+        if (c10::isFloatingType(p.value.scalar_type()) && p.value.scalar_type() != dtype_)
+          p.value.set_data(p.value.to(dtype_));
+      for (const auto& b : module_.named_buffers(/*recurse=*/true))
+        if (c10::isFloatingType(b.value.scalar_type())) {
+          if (b.value.scalar_type() != dtype_) b.value.set_data(b.value.to(dtype_));
+        } else {
+          integer_buffers = true;
+        }
+    }
     module_.train();
     for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
       if (!p.value.requires_grad()) continue;
@@ -233,7 +248,7 @@ class TorchScriptWorkload final : public Workload, public StagedModel {
       const Count lo = (seq_ + 1) / 2;
       identity_.mean_tokens_per_sample = masked_ ? 0.5 * double(lo + seq_) : double(seq_);
     }
-    finish_identity(hex64(fnv1a64(content)));
+    finish_identity(hex64(fnv1a64(content)) + (integer_buffers ? "|integer buffers kept" : ""));
   }
 
   std::vector<torch::Tensor> parameters() const override { return params_; }
