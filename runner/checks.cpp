@@ -16,8 +16,8 @@ namespace gaccum::runner {
 using nlohmann::json;
 
 GradComparison compare_gradients(const std::vector<double>& got, const std::vector<double>& ref, double rtol,
-                                 double atol) {
-  if (got.size() != ref.size())
+                                 double atol, const std::vector<double>* magnitude) {
+  if (got.size() != ref.size() || (magnitude && magnitude->size() != ref.size()))
     throw RuntimeFailure(
         fmt::format("gradient comparison: {} elements vs {} in the reference", got.size(), ref.size()));
   GradComparison c;
@@ -27,9 +27,11 @@ GradComparison compare_gradients(const std::vector<double>& got, const std::vect
   double diff_sq = 0, ref_sq = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double d = std::fabs(got[i] - ref[i]);
-    const double tol = atol + rtol * std::fabs(ref[i]);
+    const double own = atol + rtol * std::fabs(ref[i]);
+    const double tol = magnitude ? std::max(own, atol + rtol * (*magnitude)[i]) : own;
     // NaN never passes.
     if (!(d <= tol)) c.violations += 1;
+    else if (!(d <= own)) c.cancelling += 1;
     if (!(d <= c.max_abs_diff)) c.max_abs_diff = d;
     const double excess = tol > 0 ? d / tol : (d > 0 ? std::numeric_limits<double>::infinity() : 0.0);
     if (!(excess <= c.max_excess)) c.max_excess = excess;
@@ -50,7 +52,8 @@ json GradComparison::to_json() const {
               {"rel_l2", num(rel_l2)},
               {"ref_l2", num(ref_l2)},
               {"rtol", rtol},
-              {"atol", atol}};
+              {"atol", atol},
+              {"cancelling", cancelling}};
 }
 
 std::string Agreement::summary() const {

@@ -48,7 +48,12 @@ void gradient_checks(std::vector<CheckRecord>& out, const RunFacts& f, const Win
                       ? std::string("allreduced")
                       : fmt::format("reduce-scattered ({}, all-gathered for the check)", to_string(spec.sharding)),
                   reference, fmt_g(c0.equivalence.max_abs_diff), fmt_g(c0.equivalence.rel_l2),
-                  c0.equivalence.violations, c0.equivalence.elements, spec.rtol, spec.atol);
+                  c0.equivalence.violations, c0.equivalence.elements, spec.rtol, spec.atol) +
+      (c0.equivalence.cancelling > 0
+           ? fmt::format(" ({} element(s) whose micro-batch terms cancel judged against the terms' summed "
+                         "magnitude, what a float32 sum of them is exact to)",
+                         c0.equivalence.cancelling)
+           : "");
   const json numbers{{"window", 0},
                      {"samples", c0.samples},
                      {"loss_terms", c0.terms},

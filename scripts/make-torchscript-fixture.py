@@ -22,6 +22,9 @@
   convnext_sd.pt   torchvision's ConvNeXt (two small stages) with stochastic depth 0.5 (its
                    StochasticDepth draws torch.empty(...).bernoulli_ per sample): input
                    [b, 3, 32, 32] -> [b, 10] (needs python3-torchvision)
+  efficientnet_b0.pt torchvision's EfficientNet-B0 as shipped, 10 classes (BatchNorm on 1x1 maps at
+                   32x32 inputs: gradient terms of 1e11 that cancel; stochastic depth, dropout):
+                   input [b, 3, 32, 32] -> [b, 10] (needs python3-torchvision)
   swin_sd.pt       torchvision's Swin Transformer (two small stages, windows of 2x2) with stochastic
                    depth 0.2: int64 relative_position_index buffers that index a table in forward:
                    input [b, 3, 32, 32] -> [b, 10] (needs python3-torchvision)
@@ -295,6 +298,9 @@ def main():
     convnext = ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)], stochastic_depth_prob=0.5, num_classes=10)
     torch.jit.script(convnext).save(os.path.join(out, "convnext_sd.pt"))
     print("wrote", os.path.join(out, "convnext_sd.pt"))
+    torch.manual_seed(0)
+    torch.jit.script(torchvision.models.efficientnet_b0(num_classes=10)).save(os.path.join(out, "efficientnet_b0.pt"))
+    print("wrote", os.path.join(out, "efficientnet_b0.pt"))
     from torchvision.models.swin_transformer import SwinTransformer
     torch.manual_seed(0)
     swin = SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[1, 1], num_heads=[1, 2], window_size=[2, 2],

@@ -52,6 +52,21 @@ TEST_CASE("compare_gradients counts elements outside atol + rtol |ref|", "[runne
   CHECK_THROWS_AS(compare_gradients({1.0}, {1.0, 2.0}, 0, 0), RuntimeFailure);
 }
 
+// A sum of micro-batch terms that cancel is exact to a fraction of the terms, not of the sum: ref
+// 1.0 summed from terms of magnitude 1e4 (e.g. 5000.5 and -4999.5), got 1.0 + 1e-3. Against |ref|:
+// tol 1e-5 + 1.3e-6 x 1 = 1.13e-5, a violation; against the magnitude: 1e-5 + 1.3e-6 x 1e4 =
+// 0.01301, within, and counted as cancelling. An element off by more than that still fails.
+TEST_CASE("compare_gradients judges cancelling terms against their summed magnitude", "[runner][unit]") {
+  CHECK(compare_gradients({1.0 + 1e-3}, {1.0}, 1.3e-6, 1e-5).violations == 1);
+  const std::vector<double> magnitude{1e4, 1e4, 2.0};
+  auto c = compare_gradients({1.0 + 1e-3, 1.0 + 0.02, 2.0 + 1e-6}, {1.0, 1.0, 2.0}, 1.3e-6, 1e-5, &magnitude);
+  CHECK(c.violations == 1);  // 0.02 > 0.01301
+  CHECK(c.cancelling == 1);  // the first: within only by the magnitude
+  CHECK(c.max_excess == Approx(0.02 / (1e-5 + 1.3e-2)));
+  CHECK(c.to_json()["cancelling"] == 1);
+  CHECK_THROWS_AS(compare_gradients({1.0}, {1.0}, 0, 0, &magnitude), RuntimeFailure);
+}
+
 TEST_CASE("rank agreement names the field, the ranks and their values", "[runner][unit]") {
   json a{{"seed", 0}, {"micro_batch", 4}}, b{{"seed", 1}, {"micro_batch", 4}};
   auto ok = check_agreement({a, a, a});
