@@ -320,7 +320,10 @@ class TorchScriptWorkload final : public Workload, public StagedModel {
       throw model_error(e, b.samples, "forward");
     }
     if (!out.isTensor())
-      throw ModelError(fmt::format("--torchscript: the forward() of '{}' must return one tensor (it returned a {})",
+      throw ModelError(fmt::format("--torchscript: the forward() of '{}' must return one tensor, the output the loss "
+                                   "is taken of (it returned a {} in training mode): script a wrapper whose forward "
+                                   "returns that tensor (e.g. out[0]; torchvision's GoogLeNet and Inception: "
+                                   "aux_logits=False)",
                                    path_, out.tagKind()),
                        b.samples, "forward() did not return a tensor");
     return out.toTensor();
