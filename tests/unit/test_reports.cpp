@@ -436,16 +436,22 @@ TEST_CASE("SVG: muted series share one legend entry, the plot keeps its height, 
   CHECK_THAT(cut, !Catch::Contains(">" + name + "</text>"));
 }
 
+namespace {
+// examples/specs/llama2-7b.json on one of examples/clusters/.
+std::unique_ptr<model::CostModel> llama2_7b_on(const std::string& cluster_file) {
+  const std::string src = GACCUM_SOURCE_DIR;
+  return model::make_spec_model(model::load_spec(src + "/examples/specs/llama2-7b.json"),
+                                model::load_cluster(src + "/examples/clusters/" + cluster_file), 0.4);
+}
+}  // namespace
+
 // Partial recompute (tuner/explanation.cpp, model/recompute_mix.hpp): Llama 2 7B with every layer
 // recomputed on 8 H100 at micro_batch 8; recomputing none does not fit. The peak of recomputing n
 // of the 32 layers is none + n/32 (full - none), so the fewest that fit is
 // n = ceil(32 (none - limit) / (none - full)), and the step is none + n/32 (full - none) too.
 TEST_CASE("partial recompute: the fewest layers that fit, priced between the two plans, spelled per framework",
           "[reports][tuner][recompute]") {
-  const std::string src = GACCUM_SOURCE_DIR;
-  const auto spec = model::load_spec(src + "/examples/specs/llama2-7b.json");
-  const auto cluster = model::load_cluster(src + "/examples/clusters/dgx-h100-1node.json");
-  const auto m = model::make_spec_model(spec, cluster, 0.4);
+  const auto m = llama2_7b_on("dgx-h100-1node.json");
   tuner::TuneRequest q;
   q.global_batch_min = q.global_batch_max = 64;
   q.world_sizes = {8};
@@ -486,10 +492,7 @@ TEST_CASE("partial recompute: the fewest layers that fit, priced between the two
 }
 
 TEST_CASE("HTML at 64 GPUs: capped legends, memory axis around the cap, plan columns, reasons", "[reports][html]") {
-  const std::string src = GACCUM_SOURCE_DIR;
-  const auto spec = model::load_spec(src + "/examples/specs/llama2-7b.json");
-  const auto cluster = model::load_cluster(src + "/examples/clusters/h100-8node-ib400.json");
-  const auto m = model::make_spec_model(spec, cluster, 0.4);
+  const auto m = llama2_7b_on("h100-8node-ib400.json");
   tuner::TuneRequest q;
   q.global_batch_min = q.global_batch_max = 384;
   q.world_sizes = tuner::world_sizes_up_to(64);
