@@ -203,6 +203,29 @@ std::vector<Framework> frameworks_running(const FrameworkPlan& p) {
   return out;
 }
 
+std::optional<std::string> partial_recompute_setting(Framework f, Count n, Count chunk, Count chunks) {
+  switch (f) {
+    case Framework::megatron:
+      return fmt::format("Megatron-LM --recompute-granularity full --recompute-method block --recompute-num-layers {} "
+                         "(NeMo: activations_checkpoint_method block, activations_checkpoint_num_layers {})",
+                         n, n);
+    case Framework::torchtitan: {
+      const Count every = chunk / n;  // 1 in every k layers recomputes 1/k >= n/chunk
+      if (chunks != 1 || every < 2) return std::nullopt;
+      return fmt::format("torchtitan selective_ac_option = \"{}\" (1 in every {} layers, {:.0f}%)", every, every,
+                         100.0 / double(every));
+    }
+    case Framework::fsdp:
+    case Framework::fsdp2:
+      return fmt::format("FSDP/FSDP2: checkpoint_wrapper on {} of the {} blocks (the check_fn of "
+                         "apply_activation_checkpointing)",
+                         n * chunks, chunk * chunks);
+    default: return std::nullopt;
+  }
+}
+
+bool partial_recompute_in_file(Framework f) { return f == Framework::megatron || f == Framework::torchtitan; }
+
 std::string framework_setting(Framework f, const FrameworkPlan& p) {
   const Sharding sh = p.sharding.sharding;
   const Strategy st = one_step_alias(f, p).value_or(p.strategy);

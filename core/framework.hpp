@@ -92,6 +92,14 @@ std::vector<Framework> frameworks_running(const FrameworkPlan& p);
 // micro-step)", "FSDP FULL_SHARD + no_sync() on the first k-1 micro-steps".
 std::string framework_setting(Framework f, const FrameworkPlan& p);
 
+// How `f` recomputes n of the `chunk` layers of each of `chunks` model chunks (the rest keep their
+// activations): Megatron-LM's block method (NeMo's too), torchtitan's 1 in every k layers
+// (chunks 1 and k = chunk / n >= 2 only: it cannot say more), FSDP's checkpoint_wrapper on n x
+// chunks blocks; nullopt where the framework cannot say it.
+std::optional<std::string> partial_recompute_setting(Framework f, Count n, Count chunk, Count chunks);
+// Those that come from a file `gaccum-tune check` reads back (Megatron-LM/NeMo args, torchtitan toml).
+bool partial_recompute_in_file(Framework f);
+
 // "ddp fsdp megatron" (names, space-separated; "" when none) and "DDP, FSDP, Megatron-LM".
 std::string framework_names(const std::vector<Framework>& fs);
 std::string framework_displays(const std::vector<Framework>& fs);

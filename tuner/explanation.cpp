@@ -369,33 +369,21 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
       }
       if (n > 0) {
         const double gain = pr.throughput > 0 ? mixed.throughput / pr.throughput - 1 : 0;
-        const Count every = chunk / n;  // torchtitan's every k-th layer: 1/k >= n/chunk
         // How the frameworks that run the pick say it (world_size 1: any of them).
         std::vector<std::string> how;
-        bool from_file = false, fsdp = false;  // check reads Megatron-LM, NeMo and torchtitan files
+        bool from_file = false;
         const auto fs = l.framework           ? std::vector<Framework>{*l.framework}
                         : cfg.world_size > 1 ? frameworks_running(model::framework_plan(pr))
                                              : std::vector<Framework>(kAllFrameworks.begin(), kAllFrameworks.end());
         for (Framework f : fs) {
-          if (f == Framework::megatron) {
-            how.push_back(fmt::format("Megatron-LM --recompute-granularity full --recompute-method block "
-                                      "--recompute-num-layers {} (NeMo: activations_checkpoint_method block, "
-                                      "activations_checkpoint_num_layers {})",
-                                      n, n));
-            from_file = true;
-          } else if (f == Framework::torchtitan && every >= 2 && chunks == 1) {
-            how.push_back(fmt::format("torchtitan selective_ac_option = \"{}\" (1 in every {} layers, {:.0f}%)", every,
-                                      every, 100.0 / double(every)));
-            from_file = true;
+          if (f == Framework::fsdp2 && std::find(fs.begin(), fs.end(), Framework::fsdp) != fs.end()) continue;  // one line
+          if (auto s = partial_recompute_setting(f, n, chunk, chunks)) {
+            how.push_back(*s);
+            from_file = from_file || partial_recompute_in_file(f);
           } else if (f == Framework::torchtitan && chunks == 1) {
             how.push_back(fmt::format("torchtitan recomputes 1 in every n layers (selective_ac_option \"n\"), and "
                                       "its most, 1 in every 2, would need {}",
                                       format_bytes(model::mix_recompute(pr, *none, 0.5).memory.peak)));
-          } else if ((f == Framework::fsdp || f == Framework::fsdp2) && !fsdp) {
-            how.push_back(fmt::format("FSDP/FSDP2: checkpoint_wrapper on {} of the {} blocks (the check_fn of "
-                                      "apply_activation_checkpointing)",
-                                      n * chunks, layers));
-            fsdp = true;
           }
         }
         if (from_file) how.push_back("`gaccum-tune check` prices it from the Megatron-LM, NeMo or torchtitan file");
