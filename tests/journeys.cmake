@@ -19,3 +19,10 @@ gaccum_cli_test(journey-emit-frameworks 0 "JOURNEY-EMIT-OK" --
   "${CMAKE_CURRENT_SOURCE_DIR}/journeys/emit_frameworks.sh" ${G} ${J}/emit ${JX}
   "${CMAKE_CURRENT_SOURCE_DIR}/frameworks/parse_emitted.py" "$ENV{GACCUM_FRAMEWORKS_PYTHON}")
 set_tests_properties("cli: journey-emit-frameworks" PROPERTIES LABELS "integration;frameworks")
+# bench/gpu_truth.py at toy sizes on the CPU: its runs file read by calibrate, its report printed
+# (the frameworks' python: torch 2.x); skipped without it.
+add_test(NAME "integration: gpu_truth.py --quick"
+         COMMAND "${CMAKE_CURRENT_SOURCE_DIR}/journeys/gpu_truth_quick.sh" ${G} ${J}/gpu-truth ${PROJECT_SOURCE_DIR}
+                 "$ENV{GACCUM_FRAMEWORKS_PYTHON}")
+set_tests_properties("integration: gpu_truth.py --quick" PROPERTIES LABELS "integration;frameworks" SKIP_RETURN_CODE 77
+                     PASS_REGULAR_EXPRESSION "GPU-TRUTH-QUICK-OK" TIMEOUT 600)
