@@ -381,6 +381,13 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
                                  info.source == "spec" ? fmt::format("the spec's dtype ({})", in.spec ? *in.spec : "spec")
                                                        : std::string("the precision the profile measured"));
   }
+  if (out.model && out.job.inputs.optimizer && out.job.inputs.optimizer.source == "default") {
+    // Nothing chose an optimizer: the one the model prices (the spec's, or the profile's measured).
+    const auto& info = out.model->model->info();
+    out.job.optimizer = std::string(to_string(info.optimizer));
+    out.job.inputs.optimizer.set(out.job.optimizer, info.source == "spec" ? fmt::format("the spec's optimizer ({})", in.spec ? *in.spec : "spec")
+                                                                          : std::string("the optimizer the profile measured"));
+  }
   if (out.model && out.model->model->info().device_memory > 0) {
     const auto& info = out.model->model->info();
     std::string from = info.source == "spec" ? (cluster.empty() ? std::string("the spec") : "cluster " + cluster)

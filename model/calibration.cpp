@@ -80,7 +80,7 @@ CalibrationRun foundry_row(const nlohmann::json& row, const std::string& what, c
   s.bias = true;
   s.dropout = false;
   s.flash_attention = true;
-  s.fused_loss = true;
+  s.loss = LossKind::fused;
   s.optimizer = Optimizer::adamw;
   s.mean_tokens_per_sample = double(s.seq_len);
   const std::string prec = plan.str("precision");
@@ -152,6 +152,7 @@ CalibrationRun parallel_row(const nlohmann::json& row, const std::string& what, 
   s.bias = true;
   s.dropout = true;
   s.flash_attention = false;
+  s.loss = LossKind::vocab_parallel;  // its own cross-entropy over the tp-split vocabulary
   s.optimizer = Optimizer::adam;
   s.mean_tokens_per_sample = double(s.seq_len);
   const std::string prec = f.opt_str("precision").value_or("bf16");

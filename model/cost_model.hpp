@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/optimizer.hpp"
 #include "model/prediction.hpp"
 
 namespace gaccum::model {
@@ -75,6 +76,7 @@ struct ModelInfo {
   int threads_per_rank = 0;           // CPU profiles: torch threads per rank
   double tokens_per_sample = 0;       // mean real tokens per sample; 0 if not a sequence model
   std::optional<double> noise_scale;  // B_noise (samples) when gradient statistics allow it
+  Optimizer optimizer = Optimizer::adam;  // whose state is priced: the spec's, or the one the profile measured
   PlanSupport plans;
   std::vector<std::string> notes;     // rules used, fit quality, warnings (for reports)
   nlohmann::json fit = nlohmann::json::object();  // fitted parameters and residuals (JSON reports)

@@ -171,7 +171,7 @@ GpuParts GpuComputeModel::parts(const TransformerShape& t, Count micro_batch, Ch
   out.head_forward = gemm_pass(head, peak, e, false);
   out.head_backward = gemm_pass(head, peak, e, true);
   // The loss over the vocabulary: each pass reads the logits and writes and reads 4-byte
-  // log-probabilities (e + 8 bytes per logit). A fused loss (fused_loss) moves fewer bytes (e
+  // log-probabilities (e + 8 bytes per logit). A fused loss (LossKind::fused) moves fewer bytes (e
   // forward, 2 e backward) but is priced the same: the calibration absorbs this term, and a refit
   // with the fused bytes made the never-fitted Megatron rows worse (docs/DESIGN.md, Calibration).
   const double loss_bytes = double(T) * (double(h) * e / sp + V / double(tp) * (e + 8));

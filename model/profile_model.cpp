@@ -131,6 +131,7 @@ ProfileModel::ProfileModel(const Profile& prof, const Cluster* cluster) {
   const auto& w = prof.workload;
   const bool gpu = prof.hardware.device_kind == "cuda";
   info_.source = "profile";
+  info_.optimizer = prof.settings.optimizer;
   info_.workload_name = w.name;
   info_.model_name = w.name;
   if (w.kind == "torchscript" && w.hyper.contains("file") && w.hyper.at("file").is_string()) {

@@ -43,7 +43,7 @@ TransformerShape TransformerSpec::shape() const {
   t.experts = experts;
   t.active_experts = active_experts;
   t.shared_ffn = shared_ffn;
-  t.fused_loss = fused_loss;
+  t.loss = loss;
   t.attention_window = attention_window;
   t.windowed_layers = windowed_layers;
   return t;
@@ -91,11 +91,13 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
   }
   s.gated_mlp = f.opt_boolean("gated_mlp").value_or(false);
   if (auto loss = f.opt_str("loss")) {
-    if (*loss == "fused") s.fused_loss = true;
-    else if (*loss != "fp32")
-      throw InputError(fmt::format("{}: '{}' is not a loss kind: expected fp32 (cross-entropy on fp32 logits, the "
-                                   "default) or fused (flash-attn's or Liger's fused cross-entropy)",
-                                   f.child("loss"), *loss));
+    const auto kind = find_loss_kind(*loss);
+    if (!kind)
+      throw InputError(fmt::format("{}: '{}' is not a loss kind: expected {} (fp32: PyTorch's cross-entropy on fp32 "
+                                   "logits, the default; vocab-parallel: Megatron-LM's; fused: flash-attn's or "
+                                   "Liger's fused cross-entropy)",
+                                   f.child("loss"), *loss, loss_kind_names()));
+    s.loss = *kind;
   }
   if (auto att = f.opt_str("attention")) {
     if (*att == "flash") s.flash_attention = true;
@@ -309,6 +311,7 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
                                 fp32_flops / 1e12));
 
   info_.source = "spec";
+  info_.optimizer = spec.optimizer;
   info_.workload_name = spec.name;
   info_.workload_hash = "";
   info_.device_kind = "cuda";
@@ -675,7 +678,7 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     if (held_unsharded) mem.weights += states.weights / static_cast<Bytes>(std::max<Count>(1, n_shard));
     double act = run.peak_activations[ru];
     act += recompute_transient_bytes(shape_, b, e, ckpt, split);
-    if (sd.head) act += 2.0 * e * tokens * h / sp + logit_bytes(shape_, e) * tokens * V / double(tp);
+    if (sd.head) act += 2.0 * e * tokens * h / sp + loss_kept_bytes(shape_, e) * tokens * V / double(tp);
     mem.activations = to_bytes(act);
     if (gpu_) {
       const double logits = sd.head ? logit_bytes(shape_, e) * tokens * V / double(tp) : 0;

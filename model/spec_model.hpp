@@ -76,7 +76,7 @@ struct TransformerSpec {
   Count layer_norms = 2;
   Count positions = 0;
   Count experts = 0, active_experts = 0, shared_ffn = 0;
-  bool fused_loss = false;              // "loss": "fused" (model/transformer.hpp)
+  LossKind loss = LossKind::fp32;       // "loss" (model/transformer.hpp LossKind)
   Count attention_window = 0;           // "sliding_window": tokens a query attends to (0: all)
   double windowed_layers = 1.0;         // "sliding_window_layers": the share of layers windowed
   double mean_tokens_per_sample = 0;    // real tokens per sample; 0: seq_len

@@ -1,6 +1,8 @@
 // What/why: see transformer.hpp.
 #include "model/transformer.hpp"
 
+#include <array>
+
 
 namespace gaccum::model {
 
@@ -153,11 +155,42 @@ double activation_bytes(const TransformerShape& t, Count micro_batch, double e, 
   const double m = t.dropout ? 1.0 : 0.0;
   double total = double(t.layers) * layer_activation_bytes(t, micro_batch, e, r);
   total += recompute_transient_bytes(t, micro_batch, e, r, LayerSplit{});
-  total += m * s * b * h + 2.0 * e * s * b * h + logit_bytes(t, e) * s * b * double(t.vocab);
+  total += m * s * b * h + 2.0 * e * s * b * h + loss_kept_bytes(t, e) * s * b * double(t.vocab);
   return total;
 }
 
-double logit_bytes(const TransformerShape& t, double e) { return t.fused_loss ? e : 4.0; }
+namespace {
+constexpr std::array<LossKindTraits, 3> kLossKinds{{
+    {LossKind::fp32, "fp32", 8, 0, 4, 0},
+    {LossKind::vocab_parallel, "vocab-parallel", 4, 0, 4, 0},
+    {LossKind::fused, "fused", 0, 1, 0, 1},
+}};
+}  // namespace
+
+const LossKindTraits& traits(LossKind k) { return kLossKinds[static_cast<std::size_t>(k)]; }
+
+std::optional<LossKind> find_loss_kind(std::string_view name) {
+  for (const auto& k : kLossKinds)
+    if (name == k.name) return k.value;
+  return std::nullopt;
+}
+
+std::string loss_kind_names() {
+  std::string out;
+  for (std::size_t i = 0; i < kLossKinds.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == kLossKinds.size() ? " or " : ", ") + kLossKinds[i].name;
+  return out;
+}
+
+double loss_kept_bytes(const TransformerShape& t, double e) {
+  const auto& k = traits(t.loss);
+  return k.kept_fp32 + k.kept_e * e;
+}
+
+double logit_bytes(const TransformerShape& t, double e) {
+  const auto& k = traits(t.loss);
+  return k.block_fp32 + k.block_e * e;
+}
 
 double forward_flops(const TransformerShape& t, Count micro_batch) {
   const double s = double(t.seq_len), b = double(micro_batch), h = double(t.hidden), L = double(t.layers);

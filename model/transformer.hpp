@@ -36,7 +36,8 @@
 //                  full       e s b h per layer (its input) + one layer's "none" activations
 //                             (the working set while a layer is recomputed in backward)
 //                plus, outside the layers: m s b h (embedding dropout mask) + 2 e s b h (final norm
-//                and head inputs) + 4 s b V (fp32 logits for the loss)
+//                and head inputs) + the loss's kept bytes per logit x s b V (loss_kept_bytes:
+//                8 for PyTorch's cross-entropy on fp32 logits)
 //   FLOPs        6 T N_mm + 12 L b s^2 h per micro-step (T = b s tokens; N_mm = L layer
 //                parameters (active ones: layer_active_params) + V h head: the matmul parameters;
 //                h in the attention terms is heads x head_dim; 12 L b s^2 h = attention scores
@@ -48,7 +49,9 @@
 // Units: element counts (Count), Bytes, FLOPs (double).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/plan.hpp"
@@ -56,6 +59,30 @@
 
 namespace gaccum::model {
 
+
+// The cross-entropy over the vocabulary (a spec's "loss"), by what it holds per logit at its peak,
+// the backward of the softmax, when every layer's activations are still held (T = b s logits rows
+// of V, e the compute dtype's bytes):
+//   fp32            PyTorch's F.cross_entropy on logits upcast to fp32 (HuggingFace, torchtitan,
+//                   the default): log_softmax's fp32 output (saved for backward) and the fp32
+//                   gradient nll_loss hands it are both held while log_softmax's backward writes
+//                   its own fp32 gradient: 8 bytes kept + a 4-byte transient block = 12;
+//   vocab_parallel  Megatron-LM's vocab-parallel cross-entropy: one fp32 buffer, the softmax computed
+//                   in place and saved, its gradient written over it, then cast: 4 kept + 4;
+//   fused           a fused kernel (flash-attn's, Liger's): logits and their gradient in the
+//                   compute dtype: e kept + e.
+enum class LossKind { fp32, vocab_parallel, fused };
+struct LossKindTraits {
+  LossKind value;
+  const char* name;      // the spec's spelling
+  double kept_fp32;      // bytes per logit kept at the peak: kept_fp32 + kept_e x e
+  double kept_e;
+  double block_fp32;     // bytes per logit of the largest transient block: block_fp32 + block_e x e
+  double block_e;
+};
+const LossKindTraits& traits(LossKind k);
+std::optional<LossKind> find_loss_kind(std::string_view name);
+std::string loss_kind_names();  // "fp32, vocab-parallel or fused"
 
 struct TransformerShape {
   Count layers = 1, hidden = 64, heads = 1, seq_len = 64, vocab = 256;
@@ -72,11 +99,8 @@ struct TransformerShape {
   bool qkv_bias = false;         // biases on q, k and v only (Qwen2), when `bias` is false
   Count layer_norms = 2;         // norms per layer (Gemma 2: 4, before and after each block)
   Count positions = 0;           // rows of the learned position table; 0: seq_len (GPT-2: n_positions)
-  // The loss over the vocabulary: false, cross-entropy on fp32 logits (PyTorch's, after an
-  // upcast): 4 bytes per logit kept for backward and 4 more for their gradient; true, a fused
-  // cross-entropy (flash-attn's, Liger's) that keeps the logits in the compute dtype and writes
-  // a gradient of that size: e bytes each.
-  bool fused_loss = false;
+  // The loss over the vocabulary (LossKind: what it keeps per logit; loss_kept_bytes).
+  LossKind loss = LossKind::fp32;
   // Mixture of experts: `experts` routed MLPs of width ffn_hidden per layer (0: one dense MLP), a
   // router of h x experts, each token through `active_experts` of them (top-k); a shared expert of
   // width shared_ffn (0: none) runs on every token behind a gate of h x 1 (Qwen2-MoE).
@@ -141,7 +165,10 @@ double recompute_transient_bytes(const TransformerShape& t, Count micro_batch, d
 // attention core; selective-op, the even matmuls (wk, wo, and w3 or fc2): 2 b s (h hkv + hq h + f h).
 double layer_recompute_flops(const TransformerShape& t, Count micro_batch, Checkpointing r);
 double activation_bytes(const TransformerShape& t, Count micro_batch, double elem_bytes, Checkpointing r);
-// Bytes per logit the loss keeps for backward (and, again, its gradient): 4, or e when fused.
+// Bytes per logit the loss keeps at its peak (LossKind: fp32 8, vocab_parallel 4, fused e) and
+// the size per logit of its largest transient block, the gradient it writes (4, 4, e): what the
+// caching allocator's reserve is priced from.
+double loss_kept_bytes(const TransformerShape& t, double elem_bytes);
 double logit_bytes(const TransformerShape& t, double elem_bytes);
 
 // FLOPs of one micro-step (forward + backward [+ recompute]) and of its forward alone.

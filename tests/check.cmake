@@ -165,7 +165,11 @@ endif()
 # model exposes part of stage 3's per-micro-step reduce-scatters (calibrated overlap < 1), so the
 # config is a throughput warning (not a failure) whose fix keeps the global batch.
 set(F ${CMAKE_CURRENT_SOURCE_DIR}/cli/flat.sh)
-gaccum_cli_test(check-deepspeed-zero3 0 "peak memory +PASS .*throughput vs best +WARN .*global_batch 1024 on 64 ranks.*fix: set train_micro_batch_size_per_gpu [0-9]+ and gradient_accumulation_steps [0-9]+.*sharding +zero3 .*verdict: WARN" -- ${F} ${G} check --deepspeed-config
+gaccum_cli_test(check-deepspeed-zero3 0 "peak memory +PASS .*throughput vs best +WARN .*global_batch 1024 on 64 ranks.*fix: set train_micro_batch_size_per_gpu 2 and gradient_accumulation_steps 8.*sharding +zero3 .*verdict: WARN" -- ${F} ${G} check --deepspeed-config
+  ${C}/ds-llama2-7b-zero3-b1.json --world-size 64 --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json)
+# The example as shipped is the best setting that fits (micro_batch 4 would not: the fp32 loss's
+# 16k x 32000 logits at its peak) and passes.
+gaccum_cli_test(check-deepspeed-zero3-example 0 "peak memory +PASS .*micro_batch up to 3 fits.*throughput vs best +PASS .*verdict: PASS" -- ${F} ${G} check --deepspeed-config
   ${X}/deepspeed/llama2-7b-zero3.json --world-size 64 --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json)
 gaccum_cli_test(check-deepspeed-stage0 1 "peak memory +FAIL .*fix: shard the model: zero[123] with .* below the 79.6 GiB hard limit. run as: DeepSpeed ZeRO stage [123]" --
   ${F} ${G} check --deepspeed-config ${C}/ds-llama2-7b-stage0.json --world-size 64 --spec ${X}/specs/llama2-7b.json
@@ -252,3 +256,6 @@ gaccum_cli_test(check-two-trainer-files 2 "give the one config the job launches 
 gaccum_cli_test(check-lightning-fsdp 0 "world_size +16 +lightning config .*trainer.devices x trainer.num_nodes.*strategy +every-step +lightning config" -- sh -c
   "printf 'trainer:\\n  devices: 8\\n  num_nodes: 2\\n  strategy: fsdp\\n  precision: bf16-mixed\\n  accumulate_grad_batches: 4\\n' > \"$1/pl-fsdp.yaml\" && \"$0\" check --lightning-config \"$1/pl-fsdp.yaml\" -b 2 --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" | tr -s '\\n' ' '"
   ${G} ${CMAKE_CURRENT_BINARY_DIR} ${X})
+# Nothing chose an optimizer: check prints the one the model prices (the spec's adamw), not "adam default".
+gaccum_cli_test(check-spec-optimizer 0 "optimizer +adamw +the spec's optimizer \\(.*llama2-7b.json\\)" -- ${F} ${G} check
+  --spec ${X}/specs/llama2-7b.json --cluster ${X}/clusters/h100-8node-ib400.json -b 2 -k 4 -p 8 --sharding zero3)

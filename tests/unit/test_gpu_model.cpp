@@ -158,7 +158,7 @@ TEST_CASE("one micro-step's memory-bound bytes by hand", "[gpu][bytes]") {
   CHECK(g.backward.memory == Approx((2 * 2 * 32 * 2432.0 + 32 * 1256.0) / bw));
   // A fused loss changes the memory it keeps, not the time priced (see gpu_compute.cpp).
   auto fused = t;
-  fused.fused_loss = true;
+  fused.loss = LossKind::fused;
   CHECK(m.micro_step(fused, 2, Checkpointing::none, Precision::bf16).backward.memory == Approx(g.backward.memory));
   // Kernel overhead: per layer 5 + 1 (rotary) memory-bound kernels forward, twice backward;
   // 3 outside each pass; GEMMs and attention carry their own.

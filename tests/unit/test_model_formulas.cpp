@@ -240,15 +240,23 @@ TEST_CASE("Korthikanti activations for a small config", "[model][transformer]") 
   // fp32 (e = 4): s b h (4 x 16 + 2) + a s^2 b (2 x 4 + 1) = 64 x 66 + 64 x 9 = 4800.
   CHECK(layer_activation_bytes(t, 2, 4, Checkpointing::none) == Approx(4800));
   // Whole model: 3 layers + emb dropout mask s b h (64) + final LN and head inputs 2 e s b h
-  // (256) + fp32 logits 4 s b V (320).
-  CHECK(activation_bytes(t, 2, 2, Checkpointing::none) == Approx(3 * 2496 + 64 + 256 + 320));
-  CHECK(activation_bytes(t, 2, 2, Checkpointing::full) == Approx(3 * 128 + 2496 + 64 + 256 + 320));
-  // A fused cross-entropy keeps the logits in the compute dtype: e s b V = 160 instead of 320.
-  t.fused_loss = true;
-  CHECK(activation_bytes(t, 2, 2, Checkpointing::none) == Approx(3 * 2496 + 64 + 256 + 160));
-  CHECK(logit_bytes(t, 2) == 2);
-  t.fused_loss = false;
+  // (256) + PyTorch's fp32 cross-entropy at its peak: log_softmax's fp32 output and the fp32
+  // gradient handed to it, 8 s b V (640); the gradient it writes (4 s b V) is the transient block.
+  CHECK(activation_bytes(t, 2, 2, Checkpointing::none) == Approx(3 * 2496 + 64 + 256 + 640));
+  CHECK(activation_bytes(t, 2, 2, Checkpointing::full) == Approx(3 * 128 + 2496 + 64 + 256 + 640));
+  CHECK(loss_kept_bytes(t, 2) == 8);
   CHECK(logit_bytes(t, 2) == 4);
+  // Megatron-LM's vocab-parallel cross-entropy: one fp32 buffer, softmax and gradient in place:
+  // 4 s b V = 320.
+  t.loss = LossKind::vocab_parallel;
+  CHECK(activation_bytes(t, 2, 2, Checkpointing::none) == Approx(3 * 2496 + 64 + 256 + 320));
+  CHECK(logit_bytes(t, 2) == 4);
+  // A fused cross-entropy keeps the logits in the compute dtype: e s b V = 160.
+  t.loss = LossKind::fused;
+  CHECK(activation_bytes(t, 2, 2, Checkpointing::none) == Approx(3 * 2496 + 64 + 256 + 160));
+  CHECK(loss_kept_bytes(t, 2) == 2);
+  CHECK(logit_bytes(t, 2) == 2);
+  t.loss = LossKind::fp32;
   // Without dropout the masks vanish: s b h (2 x 16) + a s^2 b (2 x 2) = 64 x 32 + 64 x 4.
   t.dropout = false;
   CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::none) == Approx(2048 + 256));
@@ -271,8 +279,9 @@ TEST_CASE("per-op selective activations (torchtitan's op policy) by hand", "[mod
   CHECK(recompute_transient_bytes(t, 2, 2, Checkpointing::selective_op, LayerSplit{}) == Approx(26624));
   CHECK(recompute_transient_bytes(t, 2, 2, Checkpointing::full, LayerSplit{}) == Approx(53760));
   CHECK(recompute_transient_bytes(t, 2, 2, Checkpointing::none, LayerSplit{}) == 0);
-  // Whole model: 2 layers + the transient + head input 2 e s b h (8192) + fp32 logits 4 s b V.
-  CHECK(activation_bytes(t, 2, 2, Checkpointing::selective_op) == Approx(2 * 27136 + 26624 + 8192 + 12800));
+  // Whole model: 2 layers + the transient + head input 2 e s b h (8192) + the fp32 loss's 8 s b V
+  // (V 100: 25,600).
+  CHECK(activation_bytes(t, 2, 2, Checkpointing::selective_op) == Approx(2 * 27136 + 26624 + 8192 + 25600));
   // A plain MLP has six matmuls: fc2 is the sixth and recomputed, so w2's h is not kept.
   t.gated_mlp = false;
   CHECK(layer_activation_bytes(t, 2, 2, Checkpointing::selective_op) == Approx((64 + 128 + 32 + 128) * 2 * 32 + 512));

@@ -282,13 +282,16 @@ TEST_CASE("the spec model prices every plan; unknown spec fields list the valid 
   nlohmann::json j = {{"name", "x"}, {"layers", 1}, {"hidden", 8}, {"heads", 2}, {"seq_len", 4}, {"vocab", 4},
                       {"gated", true}};
   CHECK_THROWS_WITH(spec_from_json(j, "s.json"), Catch::Contains("valid fields are") && Catch::Contains("gated_mlp"));
-  // "loss": fp32 (the default) or fused; anything else names the field and both choices.
+  // "loss": fp32 (the default), vocab-parallel or fused; anything else names the field and the choices.
   j.erase("gated");
-  CHECK_FALSE(spec_from_json(j, "s.json").fused_loss);
+  CHECK(spec_from_json(j, "s.json").loss == LossKind::fp32);
   j["loss"] = "fused";
-  CHECK(spec_from_json(j, "s.json").shape().fused_loss);
+  CHECK(spec_from_json(j, "s.json").shape().loss == LossKind::fused);
+  j["loss"] = "vocab-parallel";
+  CHECK(spec_from_json(j, "s.json").shape().loss == LossKind::vocab_parallel);
   j["loss"] = "bf16";
-  CHECK_THROWS_WITH(spec_from_json(j, "s.json"), Catch::Contains("s.json.loss: 'bf16'") && Catch::Contains("fused"));
+  CHECK_THROWS_WITH(spec_from_json(j, "s.json"), Catch::Contains("s.json.loss: 'bf16'") &&
+                                                     Catch::Contains("expected fp32, vocab-parallel or fused"));
 }
 
 TEST_CASE("plan names: FSDP and DeepSpeed aliases, hsdp groups, errors listing the valid values", "[model][plans]") {
