@@ -158,3 +158,7 @@ gaccum_cli_test(tune-global-batch-tokens-bad 2 "--global-batch-tokens: invalid t
   ${G} tune --spec ${X}/specs/llama2-7b.json --global-batch-tokens 1.5x --out ${T}/tokens-bad)
 gaccum_cli_test(tune-global-batch-tokens-twice 2 "--global-batch-tokens: pass it or --global-batch" --one-line-stderr --
   ${G} tune --spec ${X}/specs/llama2-7b.json --global-batch-tokens 1M --global-batch 64 --out ${T}/tokens-twice)
+# On a GPU the peak's parts include the caching allocator's reserve: the plan line adds up.
+gaccum_cli_test(tune-plan-parts-add-up 0 "plan zero1 .*activations [0-9.]+ GiB \\+ caching allocator reserve 1000 MiB = peak 62.4 GiB per rank" -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch 1024 --out \"$1\" | tr -s ' \\n' ' '"
+  ${G} ${T}/parts ${X})

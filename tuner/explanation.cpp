@@ -475,10 +475,12 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
   e.every_step = price_every_step(model, cfg, l.limit);
   const auto& m = pr.memory;
   e.plan_text = fmt::format(
-      "plan {}: weights {} + gradients {} + optimizer state {}{} + comm buffers {} + activations {} = peak {} per rank",
+      "plan {}: weights {} + gradients {} + optimizer state {}{} + comm buffers {} + activations {}{} = peak {} per rank",
       plan_words(cfg), format_bytes(m.weights), format_bytes(m.gradients), format_bytes(m.optimizer_state),
       m.gathered > 0 ? fmt::format(" + gathered parameters {}", format_bytes(m.gathered)) : "",
-      format_bytes(m.comm_buffers), format_bytes(m.activations), format_bytes(m.peak));
+      format_bytes(m.comm_buffers), format_bytes(m.activations),
+      m.allocator_reserve > 0 ? fmt::format(" + caching allocator reserve {}", format_bytes(m.allocator_reserve)) : "",
+      format_bytes(m.peak));
   return e;
 }
 
