@@ -377,6 +377,25 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
     notes.push_back(fmt::format("spec: sliding window of {} tokens is no shorter than the sequence ({}): every query "
                                 "attends to all earlier tokens",
                                 shape_.attention_window, shape_.seq_len));
+  {
+    // The loss over the vocabulary at its peak, per sample: a large vocabulary makes it a term to act on.
+    const double e = traits(spec.dtype).element_bytes;
+    const double logits = double(spec.seq_len) * double(shape_.vocab);
+    const auto& k = traits(shape_.loss);
+    notes.push_back(fmt::format(
+        "spec: loss {}: {} {} bytes per logit at its peak (the softmax's backward) plus a {}-byte transient block: "
+        "{} per sample of {} tokens over the {}-token vocabulary (tensor parallelism divides it by tp){}",
+        k.name,
+        shape_.loss == LossKind::fp32             ? "PyTorch's cross-entropy on fp32 logits holds"
+        : shape_.loss == LossKind::vocab_parallel ? "Megatron-LM's vocab-parallel cross-entropy holds"
+                                                  : "a fused cross-entropy holds",
+        loss_kept_bytes(shape_, e), logit_bytes(shape_, e), format_bytes(to_bytes((loss_kept_bytes(shape_, e) + logit_bytes(shape_, e)) * logits)),
+        spec.seq_len, shape_.vocab,
+        shape_.loss == LossKind::fused
+            ? ""
+            : fmt::format("; a fused one (Liger's, flash-attn's: \"loss\": \"fused\" in the spec) holds {} + {}: {}",
+                          e, e, format_bytes(to_bytes(2 * e * logits)))));
+  }
   if (spec.flash_attention)
     notes.push_back("spec: FlashAttention keeps no attention matrix, so selective recomputation saves nothing: not searched");
   if (gpu_)

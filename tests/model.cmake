@@ -216,3 +216,7 @@ gaccum_cli_test(tune-torchtitan-searches-selective-op 0 "framework torchtitan .*
                 ${G} tune --spec builtin:llama3-8b --cluster ${DGX} --global-batch 64 --framework torchtitan --force --out ${CMAKE_CURRENT_BINARY_DIR}/tt-search)
 gaccum_cli_test(tune-selective-op-deepspeed 2 "--checkpointing selective-op on DeepSpeed \\(flag --framework\\): DeepSpeed's activation checkpointing recomputes whole layers, not per-op selective; tune with --checkpointing full instead" --one-line-stderr --
                 ${G} tune --spec ${X}/specs/llama2-7b.json --cluster ${DGX} --global-batch 64 --framework deepspeed --checkpointing selective-op --force --out ${CMAKE_CURRENT_BINARY_DIR}/ds-op)
+# The loss over a large vocabulary is a memory term to act on: the note gives it per sample and
+# what a fused cross-entropy would hold (4096 x 128256 logits: 12 B each = 5.87 GiB, 4 B = 1.96 GiB).
+gaccum_cli_test(predict-loss-note 0 "spec: loss fp32: PyTorch's cross-entropy on fp32 logits holds 8 bytes per logit at its peak .*plus a 4-byte transient block: 5.87 GiB per sample of 4096 tokens over the 128256-token vocabulary.*holds 2 \\+ 2: 1.96 GiB"
+                -- ${G} predict --model-config ${X}/hf/llama-3.1-8b.json --seq-len 4096 --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8 -p 64 --sharding zero1)
