@@ -242,6 +242,7 @@ int run_calibrate(const CalibrateOptions& o) {
                "{:.2f}\n",
                model::to_string(c.generation), 100 * e.gemm, e.fp8, 100 * e.attention, 100 * e.memory,
                e.overhead * 1e6, e.overlap);
+    if (!o.evaluate && !c.kept.empty()) fmt::print("            {}\n", c.kept);
     if (c.in_sample.rows > 0 && !o.evaluate)
       fmt::print("            in-sample: {} runs, |error| median {:.1f}%, p90 {:.1f}%, max {:.1f}%, mean {:+.1f}%\n",
                  c.in_sample.rows, 100 * c.in_sample.median_abs, 100 * c.in_sample.p90_abs,

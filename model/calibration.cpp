@@ -392,10 +392,14 @@ GpuCalibration fit_generation(const std::vector<const CalibrationRun*>& runs, Gp
   if (runs.empty()) throw InputError(fmt::format("calibrate: no priced runs on {} to fit", to_string(g)));
   const bool any_fp8 = std::any_of(runs.begin(), runs.end(),
                                    [](const auto* r) { return r->config.precision == Precision::fp8; });
+  // Runs on one GPU communicate nothing: overlap is not identified by them (nor fp8 without fp8
+  // runs); such a parameter keeps the shipped value, and the provenance says so.
+  const bool any_comm = std::any_of(runs.begin(), runs.end(), [](const auto* r) { return r->config.world_size > 1; });
   const GpuEfficiency base = shipped_calibration(g).efficiency;
+  constexpr int kFp8 = 1, kOverlap = 5;  // to_array's order: gemm, fp8, attention, memory, overhead, overlap
   std::vector<int> free;
   for (int i = 0; i < kGpuEfficiencyParams; ++i)
-    if (i != 1 || any_fp8) free.push_back(i);
+    if ((i != kFp8 || any_fp8) && (i != kOverlap || any_comm)) free.push_back(i);
   const auto& bounds = efficiency_bounds();
   auto to_eff = [&](const std::vector<double>& x) {
     auto a = to_array(base);
@@ -433,6 +437,11 @@ GpuCalibration fit_generation(const std::vector<const CalibrationRun*>& runs, Gp
   c.efficiency = to_eff(best);
   c.fitted = true;
   c.from = from;
+  std::vector<std::string> kept;
+  if (!any_fp8) kept.push_back("fp8 (no fp8 run)");
+  if (!any_comm) kept.push_back("overlap (no run on more than one GPU)");
+  if (!kept.empty()) c.kept = fmt::format("kept from the shipped calibration: {}", fmt::join(kept, ", "));
+  if (!from.empty() && !kept.empty()) c.from += "; " + c.kept;
   std::vector<double> errors;
   for (const auto* r : runs) errors.push_back(predicted_tokens_per_gpu(predict_run(*r, c.efficiency), *r) / r->published - 1);
   c.in_sample = summarise_errors(errors);

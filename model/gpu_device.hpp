@@ -87,7 +87,8 @@ struct GpuCalibration {
   GpuGeneration generation = GpuGeneration::hopper;
   GpuEfficiency efficiency;
   bool fitted = false;            // false: another generation's parameters, borrowed (see `from`)
-  std::string from;               // provenance: the runs fitted, or what was borrowed
+  std::string from;               // provenance: the runs fitted, or what was borrowed (and `kept`)
+  std::string kept;               // parameters the fitted runs cannot show, kept from the shipped calibration, and why
   std::string fitted_utc;
   ErrorSummary in_sample;         // tokens/s errors of the fitted rows
   ErrorSummary cross_validated;   // the same rows, each predicted by a fit that did not see its model size

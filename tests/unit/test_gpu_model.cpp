@@ -353,6 +353,42 @@ TEST_CASE("the fit recovers known efficiencies from runs they generated", "[gpu]
   CHECK(fit.efficiency.gemm == Approx(truth.gemm).epsilon(0.05));
 }
 
+TEST_CASE("one-GPU runs communicate nothing: overlap (and fp8 without fp8 runs) keep the shipped values", "[gpu][calibration][fit]") {
+  // Runs like bench/gpu_truth.py's: one GPU, micro_batch 1-8, published at the model's own
+  // tokens/s with another overlap than the shipped one; the fit cannot see overlap and keeps it.
+  GpuEfficiency truth = shipped_calibration(GpuGeneration::hopper).efficiency;
+  truth.gemm = 0.65;
+  truth.overlap = 0.2;
+  std::vector<CalibrationRun> runs;
+  for (Count b : {1, 2, 4, 8}) {
+    CalibrationRun r;
+    r.id = fmt::format("one-gpu-b{}", b);
+    r.model = "L8";
+    r.gpu_id = "h100-sxm-80gb";
+    r.generation = GpuGeneration::hopper;
+    r.spec = spec_7b();
+    r.spec.layers = 8;
+    r.spec.seq_len = 1024;
+    r.spec.mean_tokens_per_sample = 1024;
+    r.cluster = h100_cluster(1);
+    r.config = Config(b, 4, 1, Strategy::overlap);
+    r.config.checkpointing = Checkpointing::none;
+    r.config.precision = Precision::bf16;
+    r.published = predicted_tokens_per_gpu(predict_run(r, truth), r);
+    runs.push_back(r);
+  }
+  std::vector<const CalibrationRun*> ptrs;
+  for (const auto& r : runs) ptrs.push_back(&r);
+  FitOptions o;
+  o.starts = 1;
+  o.max_evaluations = 400;
+  const auto fit = fit_generation(ptrs, GpuGeneration::hopper, "one gpu", o);
+  CHECK(fit.efficiency.overlap == shipped_calibration(GpuGeneration::hopper).efficiency.overlap);
+  CHECK(fit.efficiency.fp8 == shipped_calibration(GpuGeneration::hopper).efficiency.fp8);
+  CHECK(fit.from == "one gpu; kept from the shipped calibration: fp8 (no fp8 run), overlap (no run on more than one GPU)");
+  CHECK(fit.in_sample.max_abs < 0.05);
+}
+
 TEST_CASE("recomputing a fraction of the layers: f of the way from none to full, by hand", "[gpu][recompute]") {
   Prediction full, none;
   full.memory.peak = 20, none.memory.peak = 100;
