@@ -383,13 +383,9 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
     const double logits = double(spec.seq_len) * double(shape_.vocab);
     const auto& k = traits(shape_.loss);
     notes.push_back(fmt::format(
-        "spec: loss {}: {} {} bytes per logit at its peak (the softmax's backward) plus a {}-byte transient block: "
+        "spec: loss {}: {} holds {} bytes per logit at its peak (the softmax's backward) plus a {}-byte transient block: "
         "{} per sample of {} tokens over the {}-token vocabulary (tensor parallelism divides it by tp){}",
-        k.name,
-        shape_.loss == LossKind::fp32             ? "PyTorch's cross-entropy on fp32 logits holds"
-        : shape_.loss == LossKind::vocab_parallel ? "Megatron-LM's vocab-parallel cross-entropy holds"
-                                                  : "a fused cross-entropy holds",
-        loss_kept_bytes(shape_, e), logit_bytes(shape_, e), format_bytes(to_bytes((loss_kept_bytes(shape_, e) + logit_bytes(shape_, e)) * logits)),
+        k.name, k.what, loss_kept_bytes(shape_, e), logit_bytes(shape_, e), format_bytes(to_bytes((loss_kept_bytes(shape_, e) + logit_bytes(shape_, e)) * logits)),
         spec.seq_len, shape_.vocab,
         shape_.loss == LossKind::fused
             ? ""

@@ -161,9 +161,9 @@ double activation_bytes(const TransformerShape& t, Count micro_batch, double e, 
 
 namespace {
 constexpr std::array<LossKindTraits, 3> kLossKinds{{
-    {LossKind::fp32, "fp32", 8, 0, 4, 0},
-    {LossKind::vocab_parallel, "vocab-parallel", 4, 0, 4, 0},
-    {LossKind::fused, "fused", 0, 1, 0, 1},
+    {LossKind::fp32, "fp32", "PyTorch's cross-entropy on fp32 logits", 8, 0, 4, 0},
+    {LossKind::vocab_parallel, "vocab-parallel", "Megatron-LM's vocab-parallel cross-entropy", 4, 0, 4, 0},
+    {LossKind::fused, "fused", "a fused cross-entropy", 0, 1, 0, 1},
 }};
 }  // namespace
 

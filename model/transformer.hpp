@@ -75,6 +75,7 @@ enum class LossKind { fp32, vocab_parallel, fused };
 struct LossKindTraits {
   LossKind value;
   const char* name;      // the spec's spelling
+  const char* what;      // who computes it so ("PyTorch's cross-entropy on fp32 logits")
   double kept_fp32;      // bytes per logit kept at the peak: kept_fp32 + kept_e x e
   double kept_e;
   double block_fp32;     // bytes per logit of the largest transient block: block_fp32 + block_e x e

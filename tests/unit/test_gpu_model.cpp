@@ -228,6 +228,26 @@ Cluster h100_cluster(Count nodes) {
   return cluster_from_json(j, "cluster");
 }
 
+// A hopper run of spec_7b() cut to `layers` layers at 1024 tokens, "published" at the GPU model's
+// own tokens/s under `truth` (what a fit must recover).
+CalibrationRun synthetic_run(std::string id, Count layers, Cluster cluster, Config config, const GpuEfficiency& truth) {
+  CalibrationRun r;
+  r.id = std::move(id);
+  r.model = fmt::format("L{}", layers);
+  r.gpu_id = "h100-sxm-80gb";
+  r.generation = GpuGeneration::hopper;
+  r.spec = spec_7b();
+  r.spec.layers = layers;
+  r.spec.seq_len = 1024;
+  r.spec.mean_tokens_per_sample = 1024;
+  r.cluster = std::move(cluster);
+  r.config = std::move(config);
+  r.config.checkpointing = Checkpointing::none;
+  r.config.precision = Precision::bf16;
+  r.published = predicted_tokens_per_gpu(predict_run(r, truth), r);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("a cluster names a catalogue GPU; the spec model prices compute with the GPU model", "[gpu][spec]") {
@@ -325,22 +345,9 @@ TEST_CASE("the fit recovers known efficiencies from runs they generated", "[gpu]
   int i = 0;
   for (Count layers : {8, 24})
     for (Count b : {1, 4, 16}) {
-      CalibrationRun r;
-      r.id = fmt::format("r{}", i++);
-      r.model = fmt::format("L{}", layers);
-      r.gpu_id = "h100-sxm-80gb";
-      r.generation = GpuGeneration::hopper;
-      r.spec = spec_7b();
-      r.spec.layers = layers;
-      r.spec.seq_len = 1024;
-      r.spec.mean_tokens_per_sample = 1024;
-      r.cluster = h100_cluster(layers == 8 ? 1 : 8);
-      r.config = Config(b, 2, layers == 8 ? 8 : 64, Strategy::every_step);
-      r.config.sharding = {Sharding::zero3, 0};
-      r.config.checkpointing = Checkpointing::none;
-      r.config.precision = Precision::bf16;
-      r.published = predicted_tokens_per_gpu(predict_run(r, truth), r);
-      runs.push_back(r);
+      Config c(b, 2, layers == 8 ? 8 : 64, Strategy::every_step);
+      c.sharding = {Sharding::zero3, 0};
+      runs.push_back(synthetic_run(fmt::format("r{}", i++), layers, h100_cluster(layers == 8 ? 1 : 8), c, truth));
     }
   std::vector<const CalibrationRun*> ptrs;
   for (const auto& r : runs) ptrs.push_back(&r);
@@ -360,23 +367,8 @@ TEST_CASE("one-GPU runs communicate nothing: overlap (and fp8 without fp8 runs) 
   truth.gemm = 0.65;
   truth.overlap = 0.2;
   std::vector<CalibrationRun> runs;
-  for (Count b : {1, 2, 4, 8}) {
-    CalibrationRun r;
-    r.id = fmt::format("one-gpu-b{}", b);
-    r.model = "L8";
-    r.gpu_id = "h100-sxm-80gb";
-    r.generation = GpuGeneration::hopper;
-    r.spec = spec_7b();
-    r.spec.layers = 8;
-    r.spec.seq_len = 1024;
-    r.spec.mean_tokens_per_sample = 1024;
-    r.cluster = h100_cluster(1);
-    r.config = Config(b, 4, 1, Strategy::overlap);
-    r.config.checkpointing = Checkpointing::none;
-    r.config.precision = Precision::bf16;
-    r.published = predicted_tokens_per_gpu(predict_run(r, truth), r);
-    runs.push_back(r);
-  }
+  for (Count b : {1, 2, 4, 8})
+    runs.push_back(synthetic_run(fmt::format("one-gpu-b{}", b), 8, h100_cluster(1), Config(b, 4, 1, Strategy::overlap), truth));
   std::vector<const CalibrationRun*> ptrs;
   for (const auto& r : runs) ptrs.push_back(&r);
   FitOptions o;
