@@ -248,6 +248,16 @@ CalibrationRun synthetic_run(std::string id, Count layers, Cluster cluster, Conf
   return r;
 }
 
+// fit_generation over `runs` (hopper) with `starts` starts and `evaluations` evaluations.
+GpuCalibration fit_hopper(const std::vector<CalibrationRun>& runs, const std::string& from, int starts, int evaluations) {
+  std::vector<const CalibrationRun*> ptrs;
+  for (const auto& r : runs) ptrs.push_back(&r);
+  FitOptions o;
+  o.starts = starts;
+  o.max_evaluations = evaluations;
+  return fit_generation(ptrs, GpuGeneration::hopper, from, o);
+}
+
 }  // namespace
 
 TEST_CASE("a cluster names a catalogue GPU; the spec model prices compute with the GPU model", "[gpu][spec]") {
@@ -349,12 +359,7 @@ TEST_CASE("the fit recovers known efficiencies from runs they generated", "[gpu]
       c.sharding = {Sharding::zero3, 0};
       runs.push_back(synthetic_run(fmt::format("r{}", i++), layers, h100_cluster(layers == 8 ? 1 : 8), c, truth));
     }
-  std::vector<const CalibrationRun*> ptrs;
-  for (const auto& r : runs) ptrs.push_back(&r);
-  FitOptions o;
-  o.starts = 2;
-  o.max_evaluations = 3000;
-  const auto fit = fit_generation(ptrs, GpuGeneration::hopper, "synthetic", o);
+  const auto fit = fit_hopper(runs, "synthetic", 2, 3000);
   CHECK(fit.fitted);
   CHECK(fit.in_sample.max_abs < 0.01);
   CHECK(fit.efficiency.gemm == Approx(truth.gemm).epsilon(0.05));
@@ -369,12 +374,7 @@ TEST_CASE("one-GPU runs communicate nothing: overlap (and fp8 without fp8 runs) 
   std::vector<CalibrationRun> runs;
   for (Count b : {1, 2, 4, 8})
     runs.push_back(synthetic_run(fmt::format("one-gpu-b{}", b), 8, h100_cluster(1), Config(b, 4, 1, Strategy::overlap), truth));
-  std::vector<const CalibrationRun*> ptrs;
-  for (const auto& r : runs) ptrs.push_back(&r);
-  FitOptions o;
-  o.starts = 1;
-  o.max_evaluations = 400;
-  const auto fit = fit_generation(ptrs, GpuGeneration::hopper, "one gpu", o);
+  const auto fit = fit_hopper(runs, "one gpu", 1, 400);
   CHECK(fit.efficiency.overlap == shipped_calibration(GpuGeneration::hopper).efficiency.overlap);
   CHECK(fit.efficiency.fp8 == shipped_calibration(GpuGeneration::hopper).efficiency.fp8);
   CHECK(fit.from == "one gpu; kept from the shipped calibration: fp8 (no fp8 run), overlap (no run on more than one GPU)");
