@@ -348,6 +348,10 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
     if (in.precision) src.precision = *in.precision;
     if (in.checkpointing) src.checkpointing = *in.checkpointing;
   }
+  if (in.framework) {
+    src.framework = *in.framework;
+    src.framework_source = in.framework.source;
+  }
   if (src.spec || src.spec_object || src.profile || src.workload) {
     LoadedModel l = load_model_source(src);
     if (in.profile) {

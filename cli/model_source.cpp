@@ -16,8 +16,14 @@ LoadedModel load_model_source(const ModelSource& s) {
           int(s.workload.has_value()) !=
       1)
     throw InputError("pass one of --workload / --torchscript, --profile profile.json or --spec spec.json");
-  if (s.spec) return load_spec_model(*s.spec, s.cluster, s.mfu, s.seq_len, s.model_config);
-  if (s.spec_object) return load_spec_model(*s.spec_object, s.spec_label, s.cluster, s.mfu);
+  if (s.spec || s.spec_object) {
+    if (s.spec && s.cluster.empty())
+      throw InputError(fmt::format("{} needs --cluster cluster.json (device peak FLOP/s, memory and links)",
+                                   s.model_config ? "--model-config" : "--spec"));
+    model::TransformerSpec spec = s.spec ? model::load_spec(*s.spec, s.seq_len, s.model_config) : *s.spec_object;
+    if (s.framework) model::apply_framework_loss(spec, *s.framework, s.framework_source);
+    return load_spec_model(spec, s.spec ? *s.spec : s.spec_label, s.cluster, s.mfu);
+  }
   if (s.profile) return load_profile_model(*s.profile, s.cluster);
   auto cfg = *s.workload;
   cfg.device = workloads::resolve_device("auto");

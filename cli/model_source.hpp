@@ -34,6 +34,10 @@ struct ModelSource {
   bool model_config = false;                          // spec is a --model-config (HuggingFace only)
   Count seq_len = 0;                                  // --seq-len: a HuggingFace config's (0: its own)
   std::optional<double> mfu;                          // spec only
+  // The job's framework (spec only): the loss it computes where the spec does not say
+  // (model/spec_model.hpp apply_framework_loss); framework_source names the flag or file.
+  std::optional<Framework> framework;
+  std::string framework_source;
   std::optional<Bytes> device_memory;                 // profile-first only
   bool reprofile = false;                             // profile-first only
   Optimizer optimizer = Optimizer::adam;              // the optimizer whose state is profiled

@@ -218,6 +218,8 @@ std::unique_ptr<model::CostModel> make_model(const PredictOptions& o) {
   auto src = model_source_from_flags(o.source, Optimizer::adam, "");
   if (!o.precision.empty()) src.precision = parse_precision(o.precision, "--precision");
   if (!o.checkpointing.empty()) src.checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
+  src.framework = framework_of(o);
+  src.framework_source = "flag --framework";
   LoadedModel l = load_model_source(src);
   if (o.source.profile_first())
     std::cerr << fmt::format("gaccum-tune: profile {} {}\n",

@@ -11,14 +11,6 @@
 
 namespace gaccum::cli {
 
-LoadedModel load_spec_model(const std::string& spec_path, const std::string& cluster_path, std::optional<double> mfu,
-                            Count seq_len, bool model_config) {
-  if (cluster_path.empty())
-    throw InputError(fmt::format("{} needs --cluster cluster.json (device peak FLOP/s, memory and links)",
-                                 model_config ? "--model-config" : "--spec"));
-  return load_spec_model(model::load_spec(spec_path, seq_len, model_config), spec_path, cluster_path, mfu);
-}
-
 LoadedModel load_spec_model(const model::TransformerSpec& spec, const std::string& label,
                             const std::string& cluster_path, std::optional<double> mfu) {
   if (cluster_path.empty())

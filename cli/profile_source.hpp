@@ -30,11 +30,9 @@ struct LoadedModel {
   nlohmann::json source = nlohmann::json::object();  // {"kind", "path", ...}
 };
 
-// From a spec file or a HuggingFace config.json (model/spec_model.hpp load_spec: seq_len,
-// model_config): needs a cluster (InputError naming --spec otherwise); mfu default 0.4.
-LoadedModel load_spec_model(const std::string& spec_path, const std::string& cluster_path, std::optional<double> mfu,
-                            Count seq_len = 0, bool model_config = false);
-// The same from a spec in memory (a framework config's model); `label` names it in the source.
+// From a spec (model/spec_model.hpp load_spec: a spec file or a HuggingFace config.json, or a
+// framework config's model); `label` names it in the source. Needs a cluster (InputError naming
+// the label otherwise); mfu overrides the GPU compute model.
 LoadedModel load_spec_model(const model::TransformerSpec& spec, const std::string& label,
                             const std::string& cluster_path, std::optional<double> mfu);
 // From a profile file (ProfileError for a malformed file, another schema version, or, when

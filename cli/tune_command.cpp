@@ -167,6 +167,11 @@ void apply_framework_config(const TuneOptions& o, const check::FrameworkConfig& 
 // check: cli/model_source.hpp.
 
 LoadedModel load_model(const TuneOptions& o, const std::optional<check::FrameworkConfig>& fc = std::nullopt) {
+  // The job's framework prices the loss it computes (model/spec_model.hpp apply_framework_loss).
+  std::optional<Framework> fw;
+  std::string fw_from;
+  if (!o.framework.empty()) fw = parse_framework(o.framework, "--framework"), fw_from = "flag --framework";
+  else if (fc) fw = fc->framework, fw_from = fc->path;
   const bool no_source = o.source.spec_file().empty() && o.source.profile.empty() && o.source.workload.empty() && !o.source.ts.given();
   if (fc && no_source && fc->model) {
     // The model the framework config describes (Megatron arguments with --vocab-size, NeMo with
@@ -176,6 +181,8 @@ LoadedModel load_model(const TuneOptions& o, const std::optional<check::Framewor
     src.spec_label = fc->path;
     src.cluster = o.source.cluster;
     if (!o.source.mfu.empty()) src.mfu = parse_fraction(o.source.mfu, "--mfu");
+    src.framework = fw;
+    src.framework_source = fw_from;
     return load_model_source(src);
   }
   if (fc && no_source && !fc->builtin_model.empty()) {
@@ -183,11 +190,15 @@ LoadedModel load_model(const TuneOptions& o, const std::optional<check::Framewor
     src.spec = fc->builtin_model;
     src.cluster = o.source.cluster;
     if (!o.source.mfu.empty()) src.mfu = parse_fraction(o.source.mfu, "--mfu");
+    src.framework = fw;
+    src.framework_source = fw_from;
     return load_model_source(src);
   }
   auto src = model_source_from_flags(o.source, parse_optimizer(o.optimizer, "--optimizer"), kDefaultWorkload);
   if (o.precision != "auto") src.precision = parse_precision(o.precision, "--precision");
   if (o.checkpointing != "auto") src.checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
+  src.framework = fw;
+  src.framework_source = fw_from;
   return load_model_source(src);
 }
 

@@ -98,6 +98,7 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
                                    "Liger's fused cross-entropy)",
                                    f.child("loss"), *loss, loss_kind_names()));
     s.loss = *kind;
+    s.loss_source = f.child("loss");
   }
   if (auto att = f.opt_str("attention")) {
     if (*att == "flash") s.flash_attention = true;
@@ -144,6 +145,12 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
       throw InputError(fmt::format("{}: unknown field '{}': valid fields are {} (see examples/specs/)", what, k,
                                    fmt::join(spec_fields(), ", ")));
   return s;
+}
+
+void apply_framework_loss(TransformerSpec& spec, Framework framework, const std::string& from) {
+  if (!spec.loss_source.empty() || framework != Framework::megatron) return;
+  spec.loss = LossKind::vocab_parallel;
+  spec.loss_source = fmt::format("Megatron-LM, the job's framework: {}", from);
 }
 
 TransformerSpec builtin_spec(const std::string& name_seq) {
@@ -383,9 +390,9 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
     const double logits = double(spec.seq_len) * double(shape_.vocab);
     const auto& k = traits(shape_.loss);
     notes.push_back(fmt::format(
-        "spec: loss {}: {} holds {} bytes per logit at its peak (the softmax's backward) plus a {}-byte transient block: "
-        "{} per sample of {} tokens over the {}-token vocabulary (tensor parallelism divides it by tp){}",
-        k.name, k.what, loss_kept_bytes(shape_, e), logit_bytes(shape_, e), format_bytes(to_bytes((loss_kept_bytes(shape_, e) + logit_bytes(shape_, e)) * logits)),
+        "spec: loss {}{}: {} holds {} bytes per logit at its peak (the softmax's backward) plus a {}-byte transient "
+        "block: {} per sample of {} tokens over the {}-token vocabulary (tensor parallelism divides it by tp){}",
+        k.name, spec.loss_source.empty() ? std::string() : fmt::format(" (set by {})", spec.loss_source), k.what, loss_kept_bytes(shape_, e), logit_bytes(shape_, e), format_bytes(to_bytes((loss_kept_bytes(shape_, e) + logit_bytes(shape_, e)) * logits)),
         spec.seq_len, shape_.vocab,
         shape_.loss == LossKind::fused
             ? ""

@@ -47,6 +47,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/framework.hpp"
 #include "core/optimizer.hpp"
 #include "model/cluster.hpp"
 #include "model/cost_model.hpp"
@@ -77,6 +78,7 @@ struct TransformerSpec {
   Count positions = 0;
   Count experts = 0, active_experts = 0, shared_ffn = 0;
   LossKind loss = LossKind::fp32;       // "loss" (model/transformer.hpp LossKind)
+  std::string loss_source;              // where `loss` was set ("": the default, PyTorch's fp32)
   Count attention_window = 0;           // "sliding_window": tokens a query attends to (0: all)
   double windowed_layers = 1.0;         // "sliding_window_layers": the share of layers windowed
   double mean_tokens_per_sample = 0;    // real tokens per sample; 0: seq_len
@@ -98,6 +100,11 @@ TransformerSpec load_spec(const std::string& path, Count seq_len = 0, bool model
 // llama3-405b (Meta's "The Llama 3 Herd of Models", Table 3; sequence 8192 unless @SEQ_LEN).
 // InputError listing them for any other name.
 TransformerSpec builtin_spec(const std::string& name);
+// The loss the job's framework computes when the spec does not say (loss_source empty):
+// Megatron-LM (and NeMo, which runs it) its in-place vocab-parallel cross-entropy; every other
+// framework PyTorch's F.cross_entropy on fp32 logits, the default. `from` names where the framework
+// came from (a flag, a config file).
+void apply_framework_loss(TransformerSpec& spec, Framework framework, const std::string& from);
 
 // The flat MFU of a spec on a device the GPU compute model does not know.
 inline constexpr double kDefaultMfu = 0.4;

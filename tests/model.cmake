@@ -220,3 +220,7 @@ gaccum_cli_test(tune-selective-op-deepspeed 2 "--checkpointing selective-op on D
 # what a fused cross-entropy would hold (4096 x 128256 logits: 12 B each = 5.87 GiB, 4 B = 1.96 GiB).
 gaccum_cli_test(predict-loss-note 0 "spec: loss fp32: PyTorch's cross-entropy on fp32 logits holds 8 bytes per logit at its peak .*plus a 4-byte transient block: 5.87 GiB per sample of 4096 tokens over the 128256-token vocabulary.*holds 2 \\+ 2: 1.96 GiB"
                 -- ${G} predict --model-config ${X}/hf/llama-3.1-8b.json --seq-len 4096 --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8 -p 64 --sharding zero1)
+# The job's framework prices its own loss where the spec does not say: Megatron-LM's vocab-parallel
+# cross-entropy (4 + 4 bytes per logit: 3.91 GiB per sample of 4096 x 128256), named in the note.
+gaccum_cli_test(predict-loss-framework 0 "spec: loss vocab-parallel \\(set by Megatron-LM, the job's framework: flag --framework\\): Megatron-LM's vocab-parallel cross-entropy holds 4 bytes per logit .*3.91 GiB per sample of 4096 tokens"
+                -- ${G} predict --model-config ${X}/hf/llama-3.1-8b.json --seq-len 4096 --cluster ${X}/clusters/h100-8node-ib400.json -b 1 -k 8 -p 64 --sharding zero1 --framework megatron)

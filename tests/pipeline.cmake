@@ -53,6 +53,10 @@ gaccum_cli_test(pipeline-tune-auto 0 "layouts searched.*SEARCH-OK" -- sh -c
 set(FW ${CMAKE_CURRENT_SOURCE_DIR}/data/frameworks)
 gaccum_cli_test(check-megatron-args 0 "9 tensor / pipeline layout PASS tp 8 sp x pp 4 1f1b x dp 2: m = 32 microbatches, bubble [0-9.]+% of the schedule, peak memory on stage 0.*tp 8 megatron args .*--tensor-model-parallel-size.*verdict: PASS" -- sh -c
   "\"$0\" check --megatron-args \"$1/llama3-70b-megatron.sh\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64})
+# The spec given beside Megatron-LM arguments is priced with Megatron-LM's vocab-parallel loss
+# (the spec does not set "loss"), and the model notes say where it came from.
+gaccum_cli_test(check-megatron-loss 0 "loss vocab-parallel \\(set by Megatron-LM, the job's framework: megatron args [^)]*llama3-70b-megatron.sh\\)" -- sh -c
+  "\"$0\" check --megatron-args \"$1/llama3-70b-megatron.sh\" --spec builtin:llama3-70b@8192 --cluster \"$2\" --json" ${G} ${FW} ${C64})
 gaccum_cli_test(check-nemo-config 0 "2 peak memory PASS predicted peak [0-9.]+ GiB per rank on pipeline stage 0 of 4.*9 tensor / pipeline layout PASS tp 8 sp x pp 4 1f1b x dp 2: m = 32.*verdict: PASS" -- sh -c
   "\"$0\" check --nemo-config \"$1/llama3-70b-nemo.yaml\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64})
 gaccum_cli_test(check-torchtitan-config 0 "check: llama3-70b \\(spec builtin:llama3-70b@8192.*9 tensor / pipeline layout PASS tp 8 sp x pp 4 1f1b x dp 2: m = 32.*verdict: PASS" -- sh -c

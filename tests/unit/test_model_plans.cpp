@@ -289,6 +289,25 @@ TEST_CASE("the spec model prices every plan; unknown spec fields list the valid 
   CHECK(spec_from_json(j, "s.json").shape().loss == LossKind::fused);
   j["loss"] = "vocab-parallel";
   CHECK(spec_from_json(j, "s.json").shape().loss == LossKind::vocab_parallel);
+  // The job's framework sets the loss a spec leaves to the default: Megatron-LM its vocab-parallel
+  // one; every other framework keeps PyTorch's fp32; a spec's own "loss" is never overridden.
+  {
+    j.erase("loss");
+    TransformerSpec d = spec_from_json(j, "s.json");
+    CHECK(d.loss_source.empty());
+    TransformerSpec t = d;
+    apply_framework_loss(t, Framework::torchtitan, "flag --framework");
+    CHECK(t.loss == LossKind::fp32);
+    CHECK(t.loss_source.empty());
+    apply_framework_loss(d, Framework::megatron, "flag --framework");
+    CHECK(d.loss == LossKind::vocab_parallel);
+    CHECK(d.loss_source == "Megatron-LM, the job's framework: flag --framework");
+    j["loss"] = "fp32";
+    TransformerSpec own = spec_from_json(j, "s.json");
+    CHECK(own.loss_source == "s.json.loss");
+    apply_framework_loss(own, Framework::megatron, "flag --framework");
+    CHECK(own.loss == LossKind::fp32);
+  }
   j["loss"] = "bf16";
   CHECK_THROWS_WITH(spec_from_json(j, "s.json"), Catch::Contains("s.json.loss: 'bf16'") &&
                                                      Catch::Contains("expected fp32, vocab-parallel or fused"));
