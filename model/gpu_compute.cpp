@@ -136,6 +136,10 @@ GpuParts GpuComputeModel::parts(const TransformerShape& t, Count micro_batch, Ch
     bytes += 2.0 * double(hq + hkv) * e / double(tp);
     kernels += 1;
   }
+  if (t.qk_norm != QkNorm::none) {
+    bytes += 2.0 * double(hq + hkv) * e / double(tp);
+    kernels += 2;
+  }
   if (t.dropout) {
     bytes += 2.0 * (2.0 * double(h) * e + double(h)) / sp;
     kernels += 2;

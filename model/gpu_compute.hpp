@@ -22,7 +22,8 @@
 //     the score matrix's bytes, 3 e a s^2 b forward (write scores, read and write softmax).
 //   Memory-bound kernels per layer and token, forward bytes (backward twice):
 //     norms 2 x 2 h e, residual adds 2 x 3 h e, activation 2 f e (gated 3 f e),
-//     rotary 2 (h + h_kv) e (without learned positions), dropout 2 x (2 h e + h) (with dropout);
+//     rotary 2 (h + h_kv) e (without learned positions), q/k norms 2 (h + h_kv) e (Qwen3, Gemma 3,
+//     OLMo 2: two more kernels), dropout 2 x (2 h e + h) (with dropout);
 //     outside the layers per token: embedding 2 h e, loss over the vocabulary V (e + 8)
 //     forward and V (e + 8) backward (fp32 logits). time = bytes / (HBM x memory).
 //   Kernels (each pays `overhead`): per layer forward 4 GEMMs + 1 attention + 5 memory-bound

@@ -8,7 +8,21 @@
 //     gemma, gemma2   llama-style (gated GELU), tied embeddings (default true), head_dim from the
 //                     config (default 256; heads x head_dim may differ from hidden_size); gemma2:
 //                     four RMSNorms per layer (before and after attention and MLP)
+//     qwen3           llama-style with RMSNorm on q and k per head (head_dim weights each);
+//                     attention_bias true is refused (not modelled)
+//     gemma3_text     gemma2-style with RMSNorm on q and k per head; sliding window on all but
+//                     each sliding_window_pattern-th layer (default 6). model_type gemma3 (the
+//                     multimodal checkpoint) is refused, naming its text_config as the fix
 //     phi3            llama-style (fused qkv and gate_up: the same parameters)
+//     olmo2           llama-style with RMSNorm on the whole q and k projections (q_hidden +
+//                     kv_hidden weights); its two norms per layer follow attention and the MLP
+//     starcoder2      LayerNorm with biases, GELU MLP of intermediate_size, biases with use_bias
+//                     (default true), grouped-query attention, sliding_window on every layer,
+//                     tied head (default true)
+//     falcon          LayerNorm, GELU MLP of ffn_hidden_size (default 4 h), biases with bias
+//                     (default false), tied head; new_decoder_architecture false (7B): one
+//                     key/value head with multi_query, one LayerNorm per layer with parallel_attn;
+//                     true (40B, 180B): num_kv_heads, num_ln_in_parallel_attn LayerNorms (2)
 //     gpt2            n_embd, n_layer, n_head, n_inner (default 4 n_embd), learned positions
 //                     (n_positions x n_embd), biases everywhere, two LayerNorms per layer + a
 //                     final one, tied head
@@ -21,6 +35,9 @@
 //                     num_experts_per_tok active, a shared expert of
 //                     shared_expert_intermediate_size behind a hidden x 1 gate, a router; every
 //                     layer sparse (decoder_sparse_step 1, no mlp_only_layers)
+//     qwen3_moe       qwen3-style with qwen2_moe's experts and no shared expert
+//   layer_types     where a config lists each layer's attention (sliding_attention or
+//                   full_attention), the windowed share comes from that list
 //   sequence length max_position_embeddings (gpt2: n_positions) unless --seq-len N sets it.
 //   plan            bf16 (torch_dtype is the checkpoint's storage, not the training plan),
 //                   AdamW, no recompute, FlashAttention; dropout when the config's dropout

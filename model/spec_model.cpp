@@ -39,6 +39,7 @@ TransformerShape TransformerSpec::shape() const {
   t.head_dim = head_dim;
   t.qkv_bias = qkv_bias;
   t.layer_norms = layer_norms;
+  t.qk_norm = qk_norm;
   t.positions = positions;
   t.experts = experts;
   t.active_experts = active_experts;

@@ -75,6 +75,7 @@ struct TransformerSpec {
   Count head_dim = 0;
   bool qkv_bias = false;
   Count layer_norms = 2;
+  QkNorm qk_norm = QkNorm::none;
   Count positions = 0;
   Count experts = 0, active_experts = 0, shared_ffn = 0;
   LossKind loss = LossKind::fp32;       // "loss" (model/transformer.hpp LossKind)

@@ -39,6 +39,8 @@ std::vector<Count> layer_tensors(const TransformerShape& t, Count experts_counte
     linear(h, q, qkv_bias);        // q
     linear(h, 2 * hkv, qkv_bias);  // k and v (grouped-query)
   }
+  if (t.qk_norm == QkNorm::per_head) out.insert(out.end(), {t.head_width(), t.head_width()});
+  if (t.qk_norm == QkNorm::full) out.insert(out.end(), {q, hkv});
   linear(q, h, t.bias);  // output projection
   for (Count n = 1; n < t.layer_norms; ++n) norm();
   if (t.experts > 0) {
@@ -99,7 +101,9 @@ double layer_activation_bytes(const TransformerShape& t, Count micro_batch, doub
   // projection's input and the MLP's intermediates.
   const double norms = double(t.layer_norms);
   const double replicated = s * b * h * ((2.0 + norms) * e + 2.0 * m) / (split.sequence_parallel ? tp : 1.0);
-  const double attn = 2.0 * double(t.q_hidden()) / h + 2.0 * double(t.kv_hidden()) / h;
+  const double qk = double(t.q_hidden() + t.kv_hidden()) / h;
+  const double attn = 2.0 * double(t.q_hidden()) / h + 2.0 * double(t.kv_hidden()) / h +
+                      (t.qk_norm != QkNorm::none ? qk : 0.0);
   const double mlp = t.gated_mlp ? 3.0 * f : 2.0 * f;
   const double split_part = s * b * h * e * (attn + mlp) / tp;
   const double linear = (replicated + split_part) / cp;

@@ -22,7 +22,9 @@
 //                without dropout):
 //                  linear     s b h (e (attn + mlp + n) + 2m)
 //                             attn = 3 + 2r (qkv input, q, k, v, output-projection input;
-//                                    q and the projection input scale by heads head_dim / h)
+//                                    q and the projection input scale by heads head_dim / h;
+//                                    q/k norms (Qwen3, Gemma 3, OLMo 2) keep their inputs:
+//                                    + (q + k widths) / h)
 //                             mlp  = 1 + 2f (fc1 input, GELU input, fc2 input)
 //                                    gated: 1 + 3f (input, gate and up outputs, down input)
 //                             n    = the norms' inputs (2; Gemma 2: 4)
@@ -85,6 +87,8 @@ const LossKindTraits& traits(LossKind k);
 std::optional<LossKind> find_loss_kind(std::string_view name);
 std::string loss_kind_names();  // "fp32, vocab-parallel or fused"
 
+enum class QkNorm { none, per_head, full };
+
 struct TransformerShape {
   Count layers = 1, hidden = 64, heads = 1, seq_len = 64, vocab = 256;
   Count ffn_hidden = 0;          // 0: 4 x hidden (an expert's width with experts)
@@ -99,6 +103,9 @@ struct TransformerShape {
   Count head_dim = 0;            // 0: hidden / heads; q and the attention are heads x head_dim wide
   bool qkv_bias = false;         // biases on q, k and v only (Qwen2), when `bias` is false
   Count layer_norms = 2;         // norms per layer (Gemma 2: 4, before and after each block)
+  // RMSNorm on the queries and keys before rotary (Qwen3, Gemma 3: over each head, head_dim
+  // weights each for q and k; OLMo 2: over the whole projection, q_hidden + kv_hidden weights).
+  QkNorm qk_norm = QkNorm::none;
   Count positions = 0;           // rows of the learned position table; 0: seq_len (GPT-2: n_positions)
   // The loss over the vocabulary (LossKind: what it keeps per logit; loss_kept_bytes).
   LossKind loss = LossKind::fp32;

@@ -193,7 +193,12 @@ gaccum_cli_test(hf-check 0 "spec +.*llama-3.1-8b.json +flag --model-config.*verd
 gaccum_cli_test(hf-bad-kv-heads 2 "--model-config .*: num_key_value_heads 7 does not divide num_attention_heads 32$" --one-line-stderr -- sh -c
   "sed 's/\"num_key_value_heads\": 8/\"num_key_value_heads\": 7/' \"$1\" > \"$2/hf-kv7.json\" && \"$0\" predict --model-config \"$2/hf-kv7.json\" --cluster \"$3\" -b 1"
   ${G} ${HF}/llama-3.1-8b.json ${CMAKE_CURRENT_BINARY_DIR} ${X}/clusters/dgx-h100-1node.json)
-gaccum_cli_test(hf-unsupported-type 2 "model_type 'bert' is not supported: use one of llama, mistral, qwen2, gemma, gemma2, phi3, gpt2, gpt_neox, mixtral, qwen2_moe" --one-line-stderr -- sh -c
+# Qwen3 (q/k norms per head) read from its hub config.json: 8,190,735,360 parameters (by hand in
+# tests/unit/test_hf_config.cpp), priced on the GPU compute model.
+gaccum_cli_test(hf-qwen3-predict 0 "GPU compute +GEMM efficiency.*spec: 8190735360 parameters"
+                -- sh -c "\"$0\" predict --model-config \"$1\" --seq-len 4096 --cluster \"$2\" -b 1 -k 16 -p 8 --sharding zero3 | tr -s '\\n ' ' '"
+                ${G} ${HF}/qwen3-8b.json ${X}/clusters/dgx-h100-1node.json)
+gaccum_cli_test(hf-unsupported-type 2 "model_type 'bert' is not supported: use one of llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, phi3, olmo2, gpt2, gpt_neox, starcoder2, falcon, mixtral, qwen2_moe, qwen3_moe" --one-line-stderr -- sh -c
   "sed 's/\"model_type\": \"llama\"/\"model_type\": \"bert\"/' \"$1\" > \"$2/hf-bert.json\" && \"$0\" tune --model-config \"$2/hf-bert.json\" --cluster \"$3\" --global-batch 64 --force --out \"$2/hf-bert\""
   ${G} ${HF}/llama-3.1-8b.json ${CMAKE_CURRENT_BINARY_DIR} ${X}/clusters/dgx-h100-1node.json)
 gaccum_cli_test(hf-model-config-not-hf 2 "not a HuggingFace config.json \\(it has no model_type\\): pass a gaccum-tune spec with --spec" --one-line-stderr --

@@ -72,6 +72,95 @@ TEST_CASE("HF configs: parameters equal the published counts", "[model][hf]") {
     "max_position_embeddings": 2048, "tie_word_embeddings": false})")) == 162322944);
   // Mixtral-8x7B: 46,702,792,704 (every expert).
   CHECK(params_of(mixtral_8x7b()) == 46702792704);
+  // Qwen3-8B (q/k RMSNorm per head: 2 x 128 weights per layer), by hand: per layer q 4096 x 4096 +
+  // k, v 4096 x 2 x 1024 + q/k norms 256 + o 4096 x 4096 + MLP 3 x 4096 x 12288 + 2 norms 4096 =
+  // 192,946,432; x 36 + 2 x 151936 x 4096 (untied) + final 4096 = 8,190,735,360.
+  CHECK(params_of(json::parse(R"({"model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288,
+    "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": false,
+    "attention_bias": false, "use_sliding_window": false, "sliding_window": null})")) == 8190735360);
+  // Qwen3-30B-A3B (128 experts of 768, no shared expert), by hand: per layer q 2048 x 4096 + k, v
+  // 2048 x 1024 + norms 256 + o 4096 x 2048 + router 2048 x 128 + 128 x 3 x 2048 x 768 + 2 x 2048 =
+  // 623,120,640; x 48 + 2 x 151936 x 2048 + 2048 = 30,532,122,624.
+  CHECK(params_of(json::parse(R"({"model_type": "qwen3_moe", "hidden_size": 2048, "num_hidden_layers": 48,
+    "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "moe_intermediate_size": 768,
+    "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1, "mlp_only_layers": [],
+    "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": false})")) == 30532122624);
+  // Gemma-3-1B (gemma3_text: 4 norms and q/k norms per head, tied), by hand: per layer q 1152 x 1024 +
+  // k, v 1152 x 512 + norms 512 + o 1024 x 1152 + MLP 3 x 1152 x 6912 + 4 x 1152 = 26,842,112; x 26 +
+  // 262144 x 1152 + 1152 = 999,885,952.
+  CHECK(params_of(json::parse(R"({"model_type": "gemma3_text", "hidden_size": 1152, "num_hidden_layers": 26,
+    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 6912,
+    "vocab_size": 262144, "max_position_embeddings": 32768, "sliding_window": 512,
+    "sliding_window_pattern": 6})")) == 999885952);
+  // OLMo-2-7B (q/k norms over the whole projections: 4096 + 4096), by hand: per layer 4 x 4096^2 +
+  // 8192 + 3 x 4096 x 11008 + 2 x 4096 = 202,391,552; x 32 + 2 x 100352 x 4096 + 4096 = 7,298,617,344.
+  CHECK(params_of(json::parse(R"({"model_type": "olmo2", "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 100352,
+    "max_position_embeddings": 4096, "tie_word_embeddings": false, "attention_bias": false})")) == 7298617344);
+  // StarCoder2-3B (LayerNorm, biases, GQA 24/2, tied by default), by hand: per layer q 3072 x 3072 +
+  // 3072 + k, v 3072 x 512 + 512 + o 3072 x 3072 + 3072 + fc1 3072 x 12288 + 12288 + fc2 12288 x
+  // 3072 + 3072 + 2 LayerNorms 4 x 3072 = 95,979,008; x 30 + 49152 x 3072 + 6144 = 3,030,371,328.
+  CHECK(params_of(json::parse(R"({"model_type": "starcoder2", "hidden_size": 3072, "num_hidden_layers": 30,
+    "num_attention_heads": 24, "num_key_value_heads": 2, "intermediate_size": 12288, "vocab_size": 49152,
+    "max_position_embeddings": 16384, "sliding_window": 4096, "use_bias": true, "norm_type": "layer_norm"})")) ==
+        3030371328);
+  // Falcon-7B (one key/value head, one LayerNorm per layer, no biases, tied), by hand: per layer
+  // qkv 4544 x (4544 + 2 x 64) + dense 4544^2 + MLP 2 x 4544 x 18176 + LayerNorm 2 x 4544 =
+  // 207,070,080; x 32 + 65024 x 4544 + 9088 = 6,921,720,704.
+  CHECK(params_of(json::parse(R"({"model_type": "falcon", "hidden_size": 4544, "num_hidden_layers": 32,
+    "num_attention_heads": 71, "multi_query": true, "parallel_attn": true, "new_decoder_architecture": false,
+    "bias": false, "alibi": false, "vocab_size": 65024})")) == 6921720704);
+  // Its first config's spelling (n_layer, n_head) is the same model.
+  CHECK(params_of(json::parse(R"({"model_type": "falcon", "hidden_size": 4544, "n_layer": 32, "n_head": 71,
+    "vocab_size": 65024})")) == 6921720704);
+  // Falcon-40B layout (new_decoder_architecture: 8 key/value heads, two LayerNorms), by hand: per
+  // layer 8192 x (8192 + 2 x 8 x 64) + 8192^2 + 2 x 8192 x 32768 + 4 x 8192 = 679,510,016; x 60 +
+  // 65024 x 8192 + 16384 = 41,303,293,952.
+  CHECK(params_of(json::parse(R"({"model_type": "falcon", "hidden_size": 8192, "num_hidden_layers": 60,
+    "num_attention_heads": 128, "num_kv_heads": 8, "new_decoder_architecture": true, "vocab_size": 65024})")) ==
+        41303293952);
+}
+
+TEST_CASE("HF configs: windows and q/k norms of the newer families", "[model][hf][window]") {
+  // Gemma 3 1B: 26 layers, every 6th global: 22 windowed of 512.
+  const auto g3 = spec_from_hf_config(json::parse(R"({"model_type": "gemma3_text", "hidden_size": 1152,
+    "num_hidden_layers": 26, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256,
+    "intermediate_size": 6912, "vocab_size": 262144, "max_position_embeddings": 32768, "sliding_window": 512})"),
+                                      "test");
+  CHECK(g3.attention_window == 512);
+  CHECK(g3.windowed_layers == Approx(22.0 / 26.0));
+  CHECK(g3.qk_norm == QkNorm::per_head);
+  CHECK(g3.tied_embeddings);
+  // layer_types, where a config lists them, is the windowed share (here 1 of 4 layers).
+  auto q3 = json::parse(R"({"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100,
+    "max_position_embeddings": 256, "sliding_window": 32,
+    "layer_types": ["sliding_attention", "full_attention", "full_attention", "full_attention"]})");
+  const auto q = spec_from_hf_config(q3, "test");
+  CHECK(q.attention_window == 32);
+  CHECK(q.windowed_layers == Approx(0.25));
+  // All full: no window, whatever sliding_window says.
+  q3["layer_types"] = json::array({"full_attention", "full_attention", "full_attention", "full_attention"});
+  CHECK(spec_from_hf_config(q3, "test").attention_window == 0);
+  // The q/k norms keep their inputs for backward: q + k widths (64 + 32) per token more than without.
+  const auto with = spec_from_hf_config(q3, "test").shape();
+  auto without = with;
+  without.qk_norm = QkNorm::none;
+  CHECK(layer_activation_bytes(with, 1, 2, Checkpointing::none) -
+            layer_activation_bytes(without, 1, 2, Checkpointing::none) ==
+        Approx(2.0 * 256 * (64 + 32)));
+  // StarCoder2: LayerNorm, plain GELU MLP, biases, window on every layer.
+  const auto sc = spec_from_hf_config(json::parse(R"({"model_type": "starcoder2", "hidden_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 256,
+    "vocab_size": 100, "max_position_embeddings": 512, "sliding_window": 128, "tie_word_embeddings": false})"),
+                                      "test");
+  CHECK_FALSE(sc.rms_norm);
+  CHECK_FALSE(sc.gated_mlp);
+  CHECK(sc.bias);
+  CHECK(sc.attention_window == 128);
+  CHECK(sc.windowed_layers == 1.0);
+  CHECK_FALSE(sc.tied_embeddings);
 }
 
 TEST_CASE("HF configs: the implied architecture per model_type", "[model][hf]") {
@@ -235,6 +324,9 @@ TEST_CASE("HF configs: shipped examples load through load_spec", "[model][hf]") 
   CHECK(transformer_params(load_spec(d + "gpt2.json").shape()) == 124439808);
   CHECK(transformer_params(load_spec(d + "mixtral-8x7b.json", 4096).shape()) == 46702792704);
   CHECK(load_spec(d + "mixtral-8x7b.json", 4096).seq_len == 4096);
+  const auto qwen3 = load_spec(d + "qwen3-8b.json", 4096);
+  CHECK(transformer_params(qwen3.shape()) == 8190735360);
+  CHECK(qwen3.attention_window == 0);  // use_sliding_window false
 }
 
 TEST_CASE("HF configs: errors name the field and the fix", "[model][hf]") {
@@ -245,8 +337,27 @@ TEST_CASE("HF configs: errors name the field and the fix", "[model][hf]") {
   auto bert = llama31_8b();
   bert["model_type"] = "bert";
   CHECK_THROWS_WITH(spec_from_hf_config(bert, "w"),
-                    Catch::Contains("model_type 'bert' is not supported: use one of llama, mistral, qwen2, gemma, "
-                                    "gemma2, phi3, gpt2, gpt_neox, mixtral, qwen2_moe"));
+                    Catch::Contains("model_type 'bert' is not supported: use one of llama, mistral, qwen2, qwen3, "
+                                    "gemma, gemma2, gemma3_text, phi3, olmo2, gpt2, gpt_neox, starcoder2, falcon, "
+                                    "mixtral, qwen2_moe, qwen3_moe"));
+  // Gemma 3's multimodal checkpoint: its vision tower is not modelled; the fix is its text_config.
+  auto gemma3 = llama31_8b();
+  gemma3["model_type"] = "gemma3";
+  CHECK_THROWS_WITH(spec_from_hf_config(gemma3, "w"),
+                    Catch::Contains("w: model_type 'gemma3' is Gemma 3's multimodal checkpoint") &&
+                        Catch::Contains("text_config saved as a config.json of its own (model_type gemma3_text)"));
+  auto qwen3_bias = llama31_8b();
+  qwen3_bias["model_type"] = "qwen3";
+  qwen3_bias["attention_bias"] = true;
+  CHECK_THROWS_WITH(spec_from_hf_config(qwen3_bias, "w"),
+                    "w: attention_bias true (biases on q, k, v and o) is not modelled for qwen3: remove it or set it "
+                    "false");
+  auto types = mixtral_8x7b();
+  types["model_type"] = "mistral";
+  types["sliding_window"] = 4096;
+  types["layer_types"] = json::array({"sliding_attention", "full_attention"});
+  CHECK_THROWS_WITH(spec_from_hf_config(types, "w"),
+                    Catch::Contains("w: layer_types must list one attention kind per layer (32 layers)"));
   auto missing = llama31_8b();
   missing.erase("intermediate_size");
   CHECK_THROWS_WITH(spec_from_hf_config(missing, "w"), "w: intermediate_size is missing: a llama config.json gives it");
