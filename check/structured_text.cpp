@@ -16,6 +16,7 @@
 #include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
 
@@ -237,6 +238,11 @@ TextFormat format_of_path(const std::string& path) {
 }
 
 json parse_structured_text(const std::string& text, TextFormat format, const std::string& what) {
+  // Files come through read_text_file, which refuses what is not UTF-8; text from elsewhere is held
+  // to the same rule, so no value carries bytes that JSON output cannot write.
+  if (const std::size_t i = first_invalid_utf8(text); i != std::string_view::npos)
+    throw InputError(fmt::format("{}: not valid UTF-8 (byte {} is 0x{:02X}): save it as UTF-8", what, i,
+                                 static_cast<unsigned char>(text[i])));
   if (format == TextFormat::detect) {
     format = TextFormat::yaml;
     for (char c : text) {

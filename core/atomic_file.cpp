@@ -127,22 +127,36 @@ std::string read_file(const std::filesystem::path& path, std::string_view field,
   return out;
 }
 
+std::size_t first_invalid_utf8(std::string_view s) {
+  auto u8 = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = u8(i);
+    // RFC 3629: the lead byte fixes the length and the range of the second byte (no overlong
+    // forms, no UTF-16 surrogates D800-DFFF, nothing above U+10FFFF); later bytes are 80-BF.
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c < 0x80) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    bool ok = len > 0 && i + len <= s.size();
+    for (std::size_t k = 1; ok && k < len; ++k)
+      ok = k == 1 ? u8(i + 1) >= lo && u8(i + 1) <= hi : (u8(i + k) >> 6) == 0x2;
+    if (!ok) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
 std::string read_text_file(const std::filesystem::path& path, std::string_view field) {
   std::string s = read_file(path, field);
   auto u8 = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
   if (s.size() >= 2 && ((u8(0) == 0xFF && u8(1) == 0xFE) || (u8(0) == 0xFE && u8(1) == 0xFF)))
     throw InputError(fmt::format("{}: '{}' is UTF-16 (byte-order mark {:02X} {:02X}): save it as UTF-8", field,
                                  path.string(), u8(0), u8(1)));
-  for (std::size_t i = 0; i < s.size();) {
-    const unsigned char c = u8(i);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = len > 0 && i + len <= s.size() && !(len == 2 && c < 0xC2);
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (u8(i + k) >> 6) == 0x2;
-    if (!ok)
-      throw InputError(fmt::format("{}: '{}' is not valid UTF-8 (byte {} is 0x{:02X}): save it as UTF-8", field,
-                                   path.string(), i, c));
-    i += len;
-  }
+  if (const std::size_t i = first_invalid_utf8(s); i != std::string_view::npos)
+    throw InputError(fmt::format("{}: '{}' is not valid UTF-8 (byte {} is 0x{:02X}): save it as UTF-8", field,
+                                 path.string(), i, u8(i)));
   return s;
 }
 

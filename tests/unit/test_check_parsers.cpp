@@ -15,6 +15,7 @@
 #include "check/job.hpp"
 #include "check/profile_match.hpp"
 #include "check/structured_text.hpp"
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/profile.hpp"
 
@@ -82,6 +83,19 @@ TEST_CASE("malformed JSON and YAML, duplicate keys, deep nesting and several doc
   CHECK_THAT(input_error([&] { yaml(bomb); }), Contains("more than 100000 values"));
   // Numbers beyond double are bad input, not an internal error (found by tests/fuzz).
   CHECK_THAT(input_error([] { js(R"({"lr": 4.24e888})"); }), Contains("job.json: not valid JSON: number overflow"));
+  // Text that is not UTF-8 is bad input before any value can carry it into JSON output (found by
+  // tests/fuzz: a job's name with a stray 0x97 byte reached nlohmann's serializer and aborted).
+  CHECK_THAT(input_error([] { yaml("name: a\x97" "b\n"); }), Contains("job.yaml: not valid UTF-8 (byte 7 is 0x97)"));
+  // An escape that names no character (a lone UTF-16 surrogate) is refused by the YAML reader.
+  CHECK_THAT(input_error([] { yaml("name: \"\\ud800\"\n"); }), Contains("job.yaml: not valid YAML: invalid unicode"));
+  CHECK(yaml("name: caf\xC3\xA9\n")["name"] == "caf\xC3\xA9");
+  // RFC 3629 by hand: overlong, surrogate, above U+10FFFF and truncated sequences are refused.
+  CHECK(first_invalid_utf8("ab\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80") == std::string_view::npos);
+  CHECK(first_invalid_utf8("\xC0\x80") == 0);
+  CHECK(first_invalid_utf8("a\xE0\x80\x80") == 1);
+  CHECK(first_invalid_utf8("ab\xED\xA0\x80") == 2);
+  CHECK(first_invalid_utf8("\xF4\x90\x80\x80") == 0);
+  CHECK(first_invalid_utf8("abc\xE2\x82") == 3);
   CHECK(format_of_path("a/job.YML") == TextFormat::yaml);
   CHECK(format_of_path("job.json") == TextFormat::json);
   CHECK(parse_structured_text("  {\"a\": 1}", TextFormat::detect, "x")["a"] == 1);
