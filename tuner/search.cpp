@@ -1,6 +1,7 @@
 // What/why: the exhaustive search of search.hpp. Enumeration order is stable (global_batch,
 // world_size, micro_batch ascending, then strategy) so CSV output is reproducible; ties in the
-// objective prefer fewer ranks, then fewer accumulation steps, then enumeration order.
+// objective (to 12 significant digits) prefer fewer ranks, then fewer accumulation steps, then
+// enumeration order.
 #include "tuner/search.hpp"
 
 
@@ -30,6 +31,12 @@ double objective_value(Objective o, const model::Prediction& p, std::optional<do
       return noise_scale ? (1.0 + *noise_scale / B) * p.time.step_time : 0.0;
   }
   return 0;
+}
+
+double ranking_key(double score) {
+  if (score == 0 || !std::isfinite(score)) return score;
+  const double unit = std::pow(10.0, std::floor(std::log10(std::fabs(score))) - 11);  // the 12th digit
+  return std::round(score / unit) * unit;
 }
 
 double objective_score(Objective o, const model::Prediction& p, std::optional<double> noise_scale) {
@@ -240,9 +247,14 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
     if (c.feasible() && c.rankable && std::isfinite(c.score)) res.ranking.push_back(i);
   }
   const auto& cs = res.candidates;
+  // Scores equal to 12 significant digits tie: rounding noise from summing the same seconds in
+  // another order must not choose between plans the model prices the same (fused and overlap when
+  // overlapping hides nothing); the tie goes to fewer ranks, fewer accumulation steps, then
+  // enumeration order (overlap before fused).
+  auto key = [](double v) { return ranking_key(v); };
   std::sort(res.ranking.begin(), res.ranking.end(), [&](std::uint32_t a, std::uint32_t b) {
     const auto &x = cs[a], &y = cs[b];
-    if (x.score != y.score) return x.score < y.score;
+    if (key(x.score) != key(y.score)) return key(x.score) < key(y.score);
     if (x.config().world_size != y.config().world_size) return x.config().world_size < y.config().world_size;
     if (x.config().accum_steps != y.config().accum_steps) return x.config().accum_steps < y.config().accum_steps;
     return a < b;

@@ -58,6 +58,9 @@ struct SearchResult {
 double objective_value(Objective o, const model::Prediction& p, std::optional<double> noise_scale);
 // Lower-is-better key of objective_value (throughput is negated).
 double objective_score(Objective o, const model::Prediction& p, std::optional<double> noise_scale);
+// A score rounded to 12 significant digits: the ranking compares these, so scores that differ only
+// by floating-point rounding tie (and the tie-breaks decide).
+double ranking_key(double score);
 
 SearchResult search(const model::CostModel& model, const TuneRequest& request);
 SearchResult search(const model::CostModel& model, const TuneRequest& request, const Limits& limits);

@@ -63,6 +63,17 @@ TEST_CASE("divisors and the margin arithmetic", "[tuner]") {
   CHECK(apply_margin(~Bytes(0), 0.1) == (~Bytes(0) / 1000000) * 900000 + (~Bytes(0) % 1000000) * 900000 / 1000000);
 }
 
+TEST_CASE("ranking keys: rounding noise ties, a real difference does not", "[tuner]") {
+  // 0.1 + 0.2 = 0.30000000000000004 in doubles: the same score to 12 significant digits.
+  CHECK(0.1 + 0.2 != 0.3);
+  CHECK(ranking_key(0.1 + 0.2) == ranking_key(0.3));
+  CHECK(ranking_key(-5278.39 * (1 + 1e-15)) == ranking_key(-5278.39));
+  CHECK(ranking_key(-5278.39) < ranking_key(-5278.38));  // 1e-6 relative: not a tie
+  CHECK(ranking_key(0) == 0);
+  CHECK(ranking_key(1e-300) == Approx(1e-300));  // no overflow at the ends of the range
+  CHECK(ranking_key(-1e300) == Approx(-1e300));
+}
+
 TEST_CASE("the search finds the hand-computed optimum and explains it", "[tuner]") {
   FakeCostModel m;
   auto res = tune(m, base_request());
