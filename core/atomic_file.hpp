@@ -25,8 +25,9 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 // cannot be read, is not a regular file, or is larger.
 std::string read_file(const std::filesystem::path& path, std::string_view field,
                       std::uint64_t max_bytes = kMaxTextFileBytes);
-// The offset of the first byte that does not start a valid UTF-8 sequence (overlong 2-byte
-// forms included), or std::string_view::npos when all of `text` is UTF-8.
+// The offset of the first byte that does not start a valid UTF-8 sequence (RFC 3629: overlong
+// forms, UTF-16 surrogates and code points above U+10FFFF are invalid), or std::string_view::npos
+// when all of `text` is UTF-8.
 std::size_t first_invalid_utf8(std::string_view text);
 // read_file for text: also InputError on a UTF-16 byte-order mark or invalid UTF-8.
 std::string read_text_file(const std::filesystem::path& path, std::string_view field);

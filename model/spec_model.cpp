@@ -393,7 +393,9 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
     notes.push_back(fmt::format(
         "spec: loss {}{}: {} holds {} bytes per logit at its peak (the softmax's backward) plus a {}-byte transient "
         "block: {} per sample of {} tokens over the {}-token vocabulary (tensor parallelism divides it by tp){}",
-        k.name, spec.loss_source.empty() ? std::string() : fmt::format(" (set by {})", spec.loss_source), k.what, loss_kept_bytes(shape_, e), logit_bytes(shape_, e), format_bytes(to_bytes((loss_kept_bytes(shape_, e) + logit_bytes(shape_, e)) * logits)),
+        k.name, spec.loss_source.empty() ? std::string() : fmt::format(" (set by {})", spec.loss_source), k.what,
+        loss_kept_bytes(shape_, e), logit_bytes(shape_, e),
+        format_bytes(to_bytes((loss_kept_bytes(shape_, e) + logit_bytes(shape_, e)) * logits)),
         spec.seq_len, shape_.vocab,
         shape_.loss == LossKind::fused
             ? ""

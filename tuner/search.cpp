@@ -251,10 +251,11 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
   // another order must not choose between plans the model prices the same (fused and overlap when
   // overlapping hides nothing); the tie goes to fewer ranks, fewer accumulation steps, then
   // enumeration order (overlap before fused).
-  auto key = [](double v) { return ranking_key(v); };
+  std::vector<double> key(cs.size());  // once per candidate, not per comparison
+  for (std::uint32_t i : res.ranking) key[i] = ranking_key(cs[i].score);
   std::sort(res.ranking.begin(), res.ranking.end(), [&](std::uint32_t a, std::uint32_t b) {
     const auto &x = cs[a], &y = cs[b];
-    if (key(x.score) != key(y.score)) return key(x.score) < key(y.score);
+    if (key[a] != key[b]) return key[a] < key[b];
     if (x.config().world_size != y.config().world_size) return x.config().world_size < y.config().world_size;
     if (x.config().accum_steps != y.config().accum_steps) return x.config().accum_steps < y.config().accum_steps;
     return a < b;
