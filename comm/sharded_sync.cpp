@@ -45,7 +45,8 @@ struct Exposed {
 }  // namespace
 
 ShardedSync::ShardedSync(Communicator* comm, std::vector<torch::Tensor> params, ShardingChoice choice,
-                         Strategy strategy, ShardFault fault, const std::vector<Count>& unit_tensors)
+                         Strategy strategy, Count accum_steps, ShardFault fault,
+                         const std::vector<Count>& unit_tensors)
     : comm_(comm),
       timer_(comm ? comm->device() : torch::Device(torch::kCPU)),
       params_(std::move(params)),
@@ -78,7 +79,9 @@ ShardedSync::ShardedSync(Communicator* comm, std::vector<torch::Tensor> params, 
   world_ = group_->world_size();
   divisor_ = comm_->world_size();
   shards_params_ = traits(sharding).shards_parameters;
-  keep_full_grad_ = !traits(strategy).every_micro_step;
+  if (accum_steps < 1) throw InputError("sharded sync: accum_steps must be at least 1");
+  accum_steps_ = accum_steps;
+  keep_full_grad_ = holds_whole_gradient(strategy, accum_steps);
   const auto dtype = params_.front().scalar_type();
   const auto device = params_.front().device();
   for (const auto& p : params_)
@@ -203,6 +206,10 @@ void ShardedSync::zero_grad() {
 
 void ShardedSync::begin_step(Count accum_steps) {
   if (accum_steps < 1) throw InputError("sharded sync: accum_steps must be at least 1");
+  if (holds_whole_gradient(strategy_, accum_steps) != keep_full_grad_)
+    throw InputError(fmt::format("sharded sync: built for windows of {} micro-step(s), stepped with {}: whether the "
+                                 "whole gradient is held differs (construct one per accum_steps)",
+                                 accum_steps_, accum_steps));
   accum_steps_ = accum_steps;
   stats_ = GradSyncStats{};
   stats_.collectives_per_micro.assign(static_cast<std::size_t>(accum_steps), 0);

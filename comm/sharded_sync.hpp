@@ -34,12 +34,13 @@
 //                 overlap / fused (FSDP no_sync): .grad accumulates the full local gradient
 //                 over the window; in the last micro-step each unit is copied into the fill
 //                 buffer and reduce-scattered, from the hooks during the backward (overlap) or
-//                 after it (fused). Either way the shards are divided by world_size after the
+//                 after it (fused). Overlap at accum_steps 1 has no no_sync() window: it runs
+//                 as every-step (core/strategy.hpp holds_whole_gradient). Either way the shards are divided by world_size after the
 //                 window's last reduction, units in order on every rank.
 //   Memory contract (model/plan_cost.hpp prices exactly these, CPU bytes):
 //     weights     zero1/2: sum P_u (padded flat buffers); zero3: sum s_u at rest, + sum P_u
 //                 gathered during a forward or a backward
-//     gradients   shards sum s_u; + the full .grad (sum S_u) under overlap / fused
+//     gradients   shards sum s_u; + the full .grad (sum S_u) under fused, and overlap at k > 1
 //     optimizer   state of the shard tensors (sum s_u elements per slot)
 //     buffers     2 P_max: the fill buffer, and the all-to-all receive buffer of the
 //                 reduce-scatter that also stages the all-gathers (comm/communicator.hpp:
@@ -92,8 +93,10 @@ class ShardedSync final : public WindowSync {
   // not divide world_size or is not below it.
   // unit_tensors: a staged model's parameter tensors per unit in forward order (consecutive in
   // params), or empty; used by zero3/hsdp only (zero1/zero2 keep the buckets).
+  // accum_steps: the window the run steps with (begin_step refuses another whose gradient holding
+  // differs: overlap holds the whole gradient only when k > 1, core/strategy.hpp).
   ShardedSync(Communicator* comm, std::vector<torch::Tensor> params, ShardingChoice sharding, Strategy strategy,
-              ShardFault fault = ShardFault::none, const std::vector<Count>& unit_tensors = {});
+              Count accum_steps, ShardFault fault = ShardFault::none, const std::vector<Count>& unit_tensors = {});
   ~ShardedSync() override;
   ShardedSync(const ShardedSync&) = delete;
   ShardedSync& operator=(const ShardedSync&) = delete;

@@ -41,6 +41,16 @@ constexpr const StrategyTraits& traits(Strategy s) { return kStrategyTraits[stat
 // Whether micro-step m (0-based) of a window of k reduces gradients, at world_size > 1.
 constexpr bool syncs_in_micro_step(Strategy s, Count m, Count k) { return traits(s).every_micro_step || m == k - 1; }
 
+// Whether a rank holds its whole local gradient until the window's reduction (no_sync()'s
+// accumulation, or one fused reduction after the backward), where a sharded plan (zero2, zero3,
+// hsdp) would otherwise keep only its shard: not when it reduces on every micro-step, and not in a
+// window of one micro-step reduced bucket by bucket during its only backward (overlap at
+// accum_steps 1 is every-step's run: FSDP and DeepSpeed reduce-scatter each unit as its gradient
+// is ready and free it).
+constexpr bool holds_whole_gradient(Strategy s, Count k) {
+  return !traits(s).every_micro_step && !(traits(s).bucketed && k <= 1);
+}
+
 // "overlap", "fused", "every-step" (the spelling used in flags, CSV and JSON).
 std::string_view to_string(Strategy s);
 // Accepts "every-step" and "every_step"; InputError naming `field` otherwise.

@@ -121,8 +121,9 @@ MemoryBreakdown plan_memory(const Config& c, const StateSizes& s) {
   m.weights = !sharded ? s.weights : t.shards_parameters ? shard(s.weights) : padded(s.weights);
   m.gradients = s.gradients;
   if (sharded)
-    m.gradients = t.shards_gradients && traits(c.strategy).every_micro_step ? shard(s.gradients)
-                                                                             : s.gradients + shard(s.gradients);
+    m.gradients = t.shards_gradients && !holds_whole_gradient(c.strategy, c.accum_steps)
+                      ? shard(s.gradients)
+                      : s.gradients + shard(s.gradients);
   m.optimizer_state = sharded && t.shards_optimizer ? shard(s.optimizer) : s.optimizer;
   m.gathered = sharded && t.shards_parameters ? std::min(padded(s.weights), Bytes(kPrefetchUnits) * unit_w) : 0;
   // Offloaded state lives in host memory: not on the device (its transfer time is not modelled).

@@ -67,7 +67,7 @@ inline constexpr Bytes kMaxPredictedBytes = Bytes(1) << 60;
 
 struct MemoryBreakdown {
   Bytes weights = 0;         // this rank's parameters (a 1/N shard under zero3/hsdp)
-  Bytes gradients = 0;       // this rank's gradients (a shard when reduce-scattered every micro-step)
+  Bytes gradients = 0;       // this rank's gradients (a shard when reduce-scattered in every backward)
   Bytes optimizer_state = 0; // optimizer state + fp32 master weights (mixed precision), sharded from zero1
   Bytes gathered = 0;        // zero3/hsdp: all-gathered parameters of the units in use (prefetch included)
   Bytes comm_buffers = 0;    // gradient buckets / fusion buffer (0 when world_size == 1)

@@ -749,7 +749,8 @@ int run_pipeline_rank(const RunSpec& spec_in, const comm::RankContext& ctx, cons
   // all-gathered), the plans a pipeline stage runs with.
   std::unique_ptr<comm::WindowSync> sync_owner;
   if (spec.sharding.sharding == Sharding::zero1)
-    sync_owner = std::make_unique<comm::ShardedSync>(dp_group.get(), params, spec.sharding, Strategy::fused);
+    sync_owner = std::make_unique<comm::ShardedSync>(dp_group.get(), params, spec.sharding, Strategy::fused,
+                                                    spec.accum_steps);
   else
     sync_owner = std::make_unique<comm::GradSync>(dp_group.get(), params, Strategy::fused);
   comm::WindowSync& sync = *sync_owner;

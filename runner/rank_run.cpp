@@ -171,7 +171,7 @@ std::unique_ptr<comm::WindowSync> make_sync(const RunSpec& spec, comm::Communica
                                             const std::vector<torch::Tensor>& params, const Faults& faults,
                                             const WorkloadIdentity& id) {
   if (spec.sharding.sharding == Sharding::none) return std::make_unique<comm::GradSync>(comm, params, spec.strategy);
-  return std::make_unique<comm::ShardedSync>(comm, params, spec.sharding, spec.strategy, faults.shard,
+  return std::make_unique<comm::ShardedSync>(comm, params, spec.sharding, spec.strategy, spec.accum_steps, faults.shard,
                                              id.unit_tensors);
 }
 

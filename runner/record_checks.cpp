@@ -69,7 +69,8 @@ void gradient_checks(std::vector<CheckRecord>& out, const RunFacts& f, const Win
     out.push_back(check_record(RunCheck::gradient_equivalence, verdict(c0.equivalence.within()), summary, numbers));
 
   const std::string held = spec.model_parallel() ? "every stage's gradient (gathered from the stages)"
-                           : spec.sharding.sharding != Sharding::none && traits(spec.strategy).every_micro_step
+                           : spec.sharding.sharding != Sharding::none &&
+                                     !holds_whole_gradient(spec.strategy, spec.accum_steps)
                                ? "the reduced gradient (all-gathered shards)"
                                : "rank 0's gradient";
   const json control{{"comparison", c0.negative.to_json()}, {"last_micro_step_samples", c0.last_micro_samples}};

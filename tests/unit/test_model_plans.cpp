@@ -76,6 +76,31 @@ TEST_CASE("no_sync under zero2/zero3 keeps the unsharded gradient across the win
   CHECK(plan_memory(plan(Sharding::zero1, Strategy::fused, 8), s).gradients == 2 * P + 2 * P / 8);
 }
 
+TEST_CASE("overlap at accum_steps 1 has no no_sync() window: its sharded gradient is every-step's", "[model][plans]") {
+  const Count psi = 1000000;
+  const Bytes P = Bytes(psi);
+  const StateSizes s = model_state_sizes(psi, Precision::bf16, 2);
+  auto one = [](Sharding sh, Strategy st) {
+    Config c = plan(sh, st, 8, sh == Sharding::hsdp ? 4 : 0);
+    c.accum_steps = 1;
+    return c;
+  };
+  // bf16 gradients: 2 bytes x 1,000,000, sharded over 8 (zero2, zero3) or the hsdp group of 4.
+  CHECK(plan_memory(one(Sharding::zero2, Strategy::overlap), s).gradients == 2 * P / 8);
+  CHECK(plan_memory(one(Sharding::zero3, Strategy::overlap), s).gradients == 2 * P / 8);
+  CHECK(plan_memory(one(Sharding::hsdp, Strategy::overlap), s).gradients == 2 * P / 4);
+  CHECK(plan_memory(one(Sharding::zero3, Strategy::overlap), s).gradients ==
+        plan_memory(one(Sharding::zero3, Strategy::every_step), s).gradients);
+  // fused reduces once after the backward: the whole gradient exists first, k = 1 or not.
+  CHECK(plan_memory(one(Sharding::zero3, Strategy::fused), s).gradients == 2 * P + 2 * P / 8);
+  // zero1 keeps the whole gradient whatever the strategy.
+  CHECK(plan_memory(one(Sharding::zero1, Strategy::overlap), s).gradients == 2 * P + 2 * P / 8);
+  CHECK_FALSE(holds_whole_gradient(Strategy::overlap, 1));
+  CHECK(holds_whole_gradient(Strategy::overlap, 2));
+  CHECK(holds_whole_gradient(Strategy::fused, 1));
+  CHECK_FALSE(holds_whole_gradient(Strategy::every_step, 4));
+}
+
 TEST_CASE("zero3 working set, buffers, padding and offload", "[model][plans]") {
   StateSizes s = model_state_sizes(1000, Precision::bf16, 2);  // W = G = 2000, O = 12000
   s.largest_unit = 300;
