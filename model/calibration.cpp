@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "core/parse.hpp"
+#include "model/hf_config.hpp"
 
 namespace gaccum::model {
 
@@ -205,12 +207,57 @@ CalibrationRun parallel_row(const nlohmann::json& row, const std::string& what, 
   return r;
 }
 
+// A run's model: a gaccum-tune spec or a HuggingFace config.json, inline or as a path (relative
+// to the runs file's folder); a config.json needs the run's seq_len (its max_position_embeddings
+// is what the model can take, not what the run trained at).
+TransformerSpec run_model(JsonFields& f, const std::string& runs_path) {
+  const std::optional<Count> seq = f.opt_positive("seq_len");
+  const nlohmann::json& m = f.any("model");
+  std::string what = f.child("model");
+  nlohmann::json loaded;
+  std::string stem;
+  if (m.is_string()) {
+    std::filesystem::path file = m.get<std::string>();
+    if (file.empty())
+      throw InputError(fmt::format("{}: an empty path: give a spec or config.json file, or the object inline", what));
+    if (file.is_relative()) file = std::filesystem::path(runs_path).parent_path() / file;
+    loaded = parse_json_text(read_text_file(file, what), file.string());
+    what = fmt::format("{} ({})", what, file.string());
+    stem = file.stem().string();
+  } else if (!m.is_object()) {
+    throw InputError(fmt::format("{}: expected a gaccum-tune spec object, a HuggingFace config.json object, or a "
+                                 "path to either",
+                                 what));
+  }
+  const nlohmann::json& j = m.is_string() ? loaded : m;
+  if (is_hf_config(j)) {
+    if (!seq)
+      throw InputError(fmt::format("{}: a HuggingFace config.json needs the run's sequence length: add \"seq_len\": N "
+                                   "to the run",
+                                   f.child("seq_len")));
+    return spec_from_hf_config(j, what, *seq, stem);
+  }
+  if (seq)
+    throw InputError(fmt::format("{}: applies to a HuggingFace config.json; a gaccum-tune spec sets its own seq_len "
+                                 "(remove it here)",
+                                 f.child("seq_len")));
+  return spec_from_json(j, what);
+}
+
 CalibrationRun own_run(const nlohmann::json& row, const std::string& what, const std::string& path) {
   JsonFields f(row, what);
+  static const std::set<std::string> kFields{"id",   "model", "seq_len", "device", "gpus", "gpus_per_node",
+                                             "plan", "measured"};
+  if (row.is_object())
+    for (auto it = row.begin(); it != row.end(); ++it)
+      if (!kFields.count(it.key()) && it.key().rfind('_', 0) != 0)  // "_source", "_note": comments
+        throw InputError(fmt::format("{}: unknown field '{}' (id, model, seq_len, device, gpus, gpus_per_node, plan, "
+                                     "measured; a leading _ marks a comment)",
+                                     what, it.key()));
   CalibrationRun r;
   r.file = path;
   r.id = f.str("id");
-  r.spec = spec_from_json(f.object("model"), f.child("model"));
+  r.spec = run_model(f, path);
   r.model = r.spec.name;
   const std::string dev = f.str("device");
   const GpuDevice* d = find_gpu(dev);
@@ -234,12 +281,18 @@ CalibrationRun own_run(const nlohmann::json& row, const std::string& what, const
   for (const auto& k : plan.unknown_keys()) throw InputError(fmt::format("{}: unknown field '{}'", plan.path(), k));
   JsonFields meas(f.object("measured"), f.child("measured"));
   const double tokens_per_step = double(r.config.micro_batch * r.config.accum_steps) * r.spec.mean_tokens_per_sample;
-  if (auto t = meas.opt_num("tokens_per_s_per_gpu")) r.published = *t;
-  else if (auto st = meas.opt_num("step_time_s")) r.published = *st > 0 ? tokens_per_step / *st : 0;
+  const auto tokens_s = meas.opt_num("tokens_per_s_per_gpu");
+  const auto step_s = meas.opt_num("step_time_s");
+  if (tokens_s && step_s)
+    throw InputError(fmt::format("{}: give tokens_per_s_per_gpu or step_time_s, not both", meas.path()));
+  if (tokens_s) r.published = *tokens_s;
+  else if (step_s) r.published = *step_s > 0 ? tokens_per_step / *step_s : 0;
   else
     throw InputError(fmt::format("{}: give tokens_per_s_per_gpu or step_time_s", meas.path()));
   if (!(r.published > 0)) throw InputError(fmt::format("{}: must be positive", meas.path()));
   if (auto m = meas.opt_str("peak_memory")) r.published_memory = parse_bytes(*m, meas.child("peak_memory"));
+  for (const auto& k : meas.unknown_keys())
+    throw InputError(fmt::format("{}: unknown field '{}' (tokens_per_s_per_gpu, step_time_s, peak_memory)", meas.path(), k));
   r.group = fmt::format("{} {} n{} {} {} {}", r.gpu_id, r.model, gpus, to_string(r.config.sharding),
                         to_string(*r.config.precision), to_string(*r.config.checkpointing));
   return r;

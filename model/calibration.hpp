@@ -12,7 +12,9 @@
 //       micro_batch gets the best predicted micro_batch (1..16) and virtual stage count that
 //       fits the device (predict_run), as a tuned run would;
 //     - the user's own runs: {"schema": "gaccum-tune/runs", "runs": [{"id": "r1",
-//       "model": {a gaccum-tune/spec object}, "device": "h100-sxm-80gb", "gpus": 8,
+//       "model": {a gaccum-tune/spec object} or {a HuggingFace config.json} or a path to either
+//                (relative to the runs file's folder), "seq_len": 4096 (a config.json's only:
+//                required with one, refused with a spec), "device": "h100-sxm-80gb", "gpus": 8,
 //       "gpus_per_node": 8 (optional, default min(8, gpus)),
 //       "plan": {"micro_batch": 4, "accum_steps": 8, "sharding": "zero3", "precision": "bf16",
 //                "checkpointing": "full", "strategy": "every-step"},

@@ -115,6 +115,15 @@ gaccum_cli_test(calibrate-bad-cv 2 "--cross-validate: 'size': expected model, gp
 gaccum_cli_test(calibrate-bad-device 2 "runs\\[0\\].device: 'v100' is not in the GPU catalogue" --one-line-stderr -- sh -c
   "sed 's/\"h100-sxm-80gb\"/\"v100\"/' \"$1\" > \"$2/runs-bad-device.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-bad-device.json\""
   ${G} ${RUNS} ${CMAKE_CURRENT_BINARY_DIR})
+# Runs whose model is a HuggingFace config.json (a path relative to the runs file, and inline).
+gaccum_cli_test(calibrate-hf-runs 0 "runs: 2 read, 2 priced, 0 not priced.*llama31-8b-path .*tiny-llama-inline " --
+                ${FL} ${G} calibrate --evaluate --rows --runs ${D}/own-runs-hf.json)
+gaccum_cli_test(calibrate-hf-no-seq 2 "runs\\[0\\].seq_len: a HuggingFace config.json needs the run's sequence length" --one-line-stderr -- sh -c
+  "sed 's/, \"seq_len\": 4096//' \"$1\" > \"$2/runs-hf-no-seq.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-hf-no-seq.json\""
+  ${G} ${D}/own-runs-hf.json ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(calibrate-unknown-field 2 "runs\\[1\\]: unknown field 'seqlen'" --one-line-stderr -- sh -c
+  "sed 's/\"seq_len\": 2048/\"seqlen\": 2048/' \"$1\" > \"$2/runs-hf-typo.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-hf-typo.json\""
+  ${G} ${D}/own-runs-hf.json ${CMAKE_CURRENT_BINARY_DIR})
 gaccum_cli_test(calibrate-no-measure 2 "measured: give tokens_per_s_per_gpu or step_time_s" --one-line-stderr -- sh -c
   "sed 's/\"step_time_s\": 0.19/\"steps\": 3/' \"$1\" > \"$2/runs-no-measure.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-no-measure.json\""
   ${G} ${RUNS} ${CMAKE_CURRENT_BINARY_DIR})
