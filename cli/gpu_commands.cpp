@@ -96,7 +96,8 @@ nlohmann::json row_json(const model::RunResult& x) {
                       {"predicted_tokens_per_s_per_gpu", x.predicted},
                       {"error_pct", pct(x.predicted, r.published)},
                       {"gemm_efficiency", x.gemm_efficiency},
-                      {"mfu", x.mfu}};
+                      {"mfu", x.mfu},
+                      {"held_out", r.held_out}};
   j["predicted_peak_memory_bytes"] = x.peak_memory;
   j["device_memory_bytes"] = r.cluster.device_memory;
   if (!c.layout.data_parallel_only()) {
@@ -171,13 +172,15 @@ int run_calibrate(const CalibrateOptions& o) {
   const std::string now = utc_now();
   for (auto& c : rep.calibrations)
     if (c.fitted && !o.evaluate) c.fitted_utc = now;
-  // Summaries over all priced runs.
-  std::vector<double> in, cv;
+  // Summaries over all priced runs; a fit's held-out runs (tensor/pipeline layouts, never fitted)
+  // apart from its in-sample ones.
+  std::vector<double> in, held, cv;
   for (const auto& x : rep.results) {
-    in.push_back(x.predicted / x.run->published - 1);
+    (x.run->held_out && !o.evaluate ? held : in).push_back(x.predicted / x.run->published - 1);
     if (x.cross_validated > 0) cv.push_back(x.cross_validated / x.run->published - 1);
   }
-  const auto in_sum = model::summarise_errors(in), cv_sum = model::summarise_errors(cv);
+  const auto in_sum = model::summarise_errors(in), held_sum = model::summarise_errors(held),
+             cv_sum = model::summarise_errors(cv);
   std::map<std::string, int> reasons;
   for (const auto& r : runs)
     if (!r.not_priced.empty()) reasons[r.not_priced]++;
@@ -204,6 +207,7 @@ int run_calibrate(const CalibrateOptions& o) {
                         {"rows", nlohmann::json::array()},
                         {"not_priced", nlohmann::json::array()}};
     if (!cv.empty()) j["cross_validated"] = model::to_json(cv_sum);
+    if (!held.empty()) j["held_out"] = model::to_json(held_sum);
     j["warnings"] = nlohmann::json::array();
     if (!o.evaluate)
       for (const auto& c : rep.calibrations)
@@ -226,10 +230,11 @@ int run_calibrate(const CalibrateOptions& o) {
                  x.cross_validated > 0 ? fmt::format("{:.1f}%", pct(x.cross_validated, x.run->published)) : "-",
                  100 * x.gemm_efficiency);
       if (!x.config.layout.data_parallel_only())
-        fmt::print("{:<64} {} x dp {}, micro_batch {} x m {}{}, bubble {:.1f}%, peak {}\n", "", to_string(x.config.layout),
+        fmt::print("{:<64} {} x dp {}, micro_batch {} x m {}{}, bubble {:.1f}%, peak {}{}\n", "", to_string(x.config.layout),
                    x.config.data_parallel(), x.config.micro_batch, x.config.accum_steps,
                    x.run->choose_layout ? " (not published: the best predicted that fits)" : "",
-                   100 * x.bubble_fraction, format_bytes(x.peak_memory));
+                   100 * x.bubble_fraction, format_bytes(x.peak_memory),
+                   x.run->held_out && !o.evaluate ? "; never fitted (a layout's run tests the fit)" : "");
       if (x.run->published_memory > 0)
         fmt::print("{:<64} peak memory published {}, predicted {} ({:+.1f}%)\n", "", format_bytes(x.run->published_memory),
                    format_bytes(x.peak_memory), pct(double(x.peak_memory), double(x.run->published_memory)));
@@ -256,6 +261,11 @@ int run_calibrate(const CalibrateOptions& o) {
   fmt::print("  all       {}: {} runs, |error| median {:.1f}%, p90 {:.1f}%, max {:.1f}%, mean {:+.1f}%\n",
              o.evaluate ? "evaluated" : "in-sample", in_sum.rows, 100 * in_sum.median_abs, 100 * in_sum.p90_abs,
              100 * in_sum.max_abs, 100 * in_sum.signed_mean);
+  if (!held.empty())
+    fmt::print("  all       held out (tensor/pipeline runs, never fitted): {} runs, |error| median {:.1f}%, p90 {:.1f}%, "
+               "max {:.1f}%, mean {:+.1f}%\n",
+               held_sum.rows, 100 * held_sum.median_abs, 100 * held_sum.p90_abs, 100 * held_sum.max_abs,
+               100 * held_sum.signed_mean);
   if (!cv.empty())
     fmt::print("  all       cross-validated by {}: median {:.1f}%, p90 {:.1f}%, max {:.1f}%, mean {:+.1f}%\n",
                o.cross_validate, 100 * cv_sum.median_abs, 100 * cv_sum.p90_abs, 100 * cv_sum.max_abs,

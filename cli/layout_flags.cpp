@@ -47,30 +47,7 @@ ParallelLayout parse_layout(const LayoutFlags& f, bool allow_auto) {
     throw InputError("--stage-layers: give --pp N with it (a searched pp has no fixed stage count)");
   if (!f.stage_layers.empty() && l.virtual_stages > 1)
     throw InputError("--stage-layers with --virtual-stages: give one or the other (an interleaved split is even here)");
-  if (!f.stage_layers.empty()) {
-    // "7,8,8,7" one count per rank, or "7,...,7": the first and last stage, the middle even.
-    const std::string& text = f.stage_layers;
-    auto layers = [](const std::string& part) { return parse_count_at_most(part, "--stage-layers", Count(1) << 16, "65536"); };
-    if (const auto dots = text.find(",...,"); dots != std::string::npos) {
-      l.first_stage_layers = layers(text.substr(0, dots));
-      l.last_stage_layers = layers(text.substr(dots + 5));
-      return l;
-    }
-    const std::vector<Count> n = parse_count_list(text, "--stage-layers");
-    for (Count v : n) (void)layers(std::to_string(v));  // at most 65536 each
-    if (static_cast<Count>(n.size()) != l.pp)
-      throw InputError(fmt::format("--stage-layers: {} values for --pp {}: give one layer count per pipeline rank, or "
-                                   "FIRST,...,LAST",
-                                   n.size(), l.pp));
-    for (std::size_t i = 1; i + 1 < n.size(); ++i)
-      if (n[i] != n[1])
-        throw InputError(fmt::format("--stage-layers: the middle ranks must hold the same number of layers ({} and {}): "
-                                     "only the first and last stage may differ",
-                                     n[1], n[i]));
-    const Count middle = n.size() > 2 ? n[1] : 0;
-    if (n.size() > 2 ? n.front() != middle : true) l.first_stage_layers = n.front();
-    if (n.size() > 2 ? n.back() != middle : true) l.last_stage_layers = n.back();
-  }
+  if (!f.stage_layers.empty()) set_stage_layers(l, f.stage_layers, "--stage-layers");
   return l;
 }
 

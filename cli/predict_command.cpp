@@ -248,9 +248,10 @@ void print_stages(const model::Prediction& p, const model::ModelInfo& info) {
                format_seconds(d.tp_comm), l.cp > 1 ? fmt::format(", context-parallel K/V {} beyond attention",
                                                                format_seconds(d.cp_comm))
                                                    : "");
-  if (c.data_parallel() > 1)
-    fmt::print("  dp reduction   {} exposed after the schedule (over {} ranks {} apart)\n", format_seconds(d.dp_comm),
-               c.data_parallel(), l.tp * l.cp);
+  if (c.data_parallel() * l.cp > 1)
+    fmt::print("  dp reduction   {} exposed after the schedule (over {} ranks {} apart{})\n", format_seconds(d.dp_comm),
+               c.data_parallel() * l.cp, l.tp,
+               l.cp > 1 ? fmt::format(": dp {} x cp {}, whose ranks hold the same weights", c.data_parallel(), l.cp) : "");
   if (l.pp <= 1) return;  // one stage: the peak memory and step time above are its row
   fmt::print("  {:<6} {:>6} {:>10} {:>10} {:>9} {:>11} {:>11} {:>11} {:>11}\n", "stage", "layers", "busy", "idle",
              "in flight", "weights", "grads+opt", "activations", "peak");

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
+#include "core/parse.hpp"
 
 namespace gaccum {
 namespace {
@@ -158,6 +160,28 @@ Checkpointing parse_checkpointing(std::string_view text, std::string_view field)
   throw InputError(fmt::format(
       "{}: unknown activation checkpointing '{}': expected none, selective, selective-op (torchtitan's per-op) or full",
       field, text));
+}
+
+void set_stage_layers(ParallelLayout& l, std::string_view text, std::string_view field) {
+  auto layers = [&](std::string_view part) { return parse_count_at_most(part, field, Count(1) << 16, "65536"); };
+  if (const auto dots = text.find(",...,"); dots != std::string_view::npos) {
+    l.first_stage_layers = layers(text.substr(0, dots));
+    l.last_stage_layers = layers(text.substr(dots + 5));
+    return;
+  }
+  const std::vector<Count> n = parse_count_list(text, field);
+  for (Count v : n) (void)layers(std::to_string(v));  // at most 65536 each
+  if (static_cast<Count>(n.size()) != l.pp)
+    throw InputError(fmt::format("{}: {} values for pp {}: give one layer count per pipeline rank, or FIRST,...,LAST",
+                                 field, n.size(), l.pp));
+  for (std::size_t i = 1; i + 1 < n.size(); ++i)
+    if (n[i] != n[1])
+      throw InputError(fmt::format("{}: the middle ranks must hold the same number of layers ({} and {}): only the "
+                                   "first and last stage may differ",
+                                   field, n[1], n[i]));
+  const Count middle = n.size() > 2 ? n[1] : 0;
+  if (n.size() > 2 ? n.front() != middle : true) l.first_stage_layers = n.front();
+  if (n.size() > 2 ? n.back() != middle : true) l.last_stage_layers = n.back();
 }
 
 }  // namespace gaccum

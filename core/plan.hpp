@@ -153,6 +153,12 @@ Checkpointing parse_checkpointing(std::string_view text, std::string_view field 
 // gpipe, 1f1b | 1F1B, interleaved-1f1b | interleaved | Interleaved1F1B, zb-h1 | zbh1 | zb1p.
 Schedule parse_schedule(std::string_view text, std::string_view field = "--schedule");
 
+// An uneven pipeline split into l (whose pp is set): "7,8,8,7", one layer count per pipeline rank
+// (the middle ranks equal: only the first and last stage may differ), or "7,...,7", the first and
+// last stage with the middle even. InputError naming `field` otherwise (a count above 65536, a
+// count per rank that does not match pp, unequal middle ranks).
+void set_stage_layers(ParallelLayout& l, std::string_view text, std::string_view field = "--stage-layers");
+
 // The shard group size of a choice at world_size p: p for zero1/2/3, G for hsdp, 1 for none.
 inline Count shard_group_size(const ShardingChoice& s, Count world_size) {
   switch (s.sharding) {

@@ -278,9 +278,44 @@ CalibrationRun own_run(const nlohmann::json& row, const std::string& what, const
   r.config.checkpointing = parse_checkpointing(
       plan.opt_str("checkpointing").value_or(std::string(to_string(r.spec.activation_checkpointing))),
       plan.child("checkpointing"));
-  for (const auto& k : plan.unknown_keys()) throw InputError(fmt::format("{}: unknown field '{}'", plan.path(), k));
+  // A tensor/pipeline/context-parallel run: priced with its layout, never fitted (as Megatron-LM's
+  // rows: the fit learns kernels from data-parallel runs, these test it); accum_steps is then the
+  // pipeline's microbatch count per step.
+  ParallelLayout& l = r.config.layout;
+  l.tp = plan.opt_positive("tp").value_or(1);
+  l.pp = plan.opt_positive("pp").value_or(1);
+  l.cp = plan.opt_positive("cp").value_or(1);
+  l.virtual_stages = plan.opt_positive("virtual_stages").value_or(1);
+  l.sequence_parallel = plan.opt_boolean("sequence_parallel").value_or(false);
+  if (auto sched = plan.opt_str("schedule")) {
+    if (l.pp < 2)
+      throw InputError(fmt::format("{}: a schedule needs \"pp\": 2 or more (one stage has nothing to schedule)",
+                                   plan.child("schedule")));
+    l.schedule = parse_schedule(*sched, plan.child("schedule"));
+  } else {
+    l.schedule = l.virtual_stages > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+  }
+  if (auto split = plan.opt_str("stage_layers")) {
+    if (l.pp < 2)
+      throw InputError(fmt::format("{}: an uneven split needs \"pp\": 2 or more", plan.child("stage_layers")));
+    if (l.virtual_stages > 1)
+      throw InputError(fmt::format("{}: give it or virtual_stages, not both (an interleaved split is even here)",
+                                   plan.child("stage_layers")));
+    set_stage_layers(l, *split, plan.child("stage_layers"));
+  }
+  if (gpus % l.model_parallel() != 0)
+    throw InputError(fmt::format("{}: {} GPUs are not whole replicas of tp {} x pp {} x cp {} = {}: make gpus a "
+                                 "multiple of it",
+                                 f.child("gpus"), gpus, l.tp, l.pp, l.cp, l.model_parallel()));
+  r.held_out = !l.data_parallel_only();
+  for (const auto& k : plan.unknown_keys())
+    throw InputError(fmt::format("{}: unknown field '{}' (micro_batch, accum_steps, sharding, precision, checkpointing, "
+                                 "strategy, tp, pp, cp, virtual_stages, schedule, stage_layers, sequence_parallel)",
+                                 plan.path(), k));
   JsonFields meas(f.object("measured"), f.child("measured"));
-  const double tokens_per_step = double(r.config.micro_batch * r.config.accum_steps) * r.spec.mean_tokens_per_sample;
+  // Tokens one data-parallel replica trains per step, over the model_parallel GPUs it spans.
+  const double tokens_per_step = double(r.config.micro_batch * r.config.accum_steps) * r.spec.mean_tokens_per_sample /
+                                 double(l.model_parallel());
   const auto tokens_s = meas.opt_num("tokens_per_s_per_gpu");
   const auto step_s = meas.opt_num("step_time_s");
   if (tokens_s && step_s)
@@ -293,8 +328,9 @@ CalibrationRun own_run(const nlohmann::json& row, const std::string& what, const
   if (auto m = meas.opt_str("peak_memory")) r.published_memory = parse_bytes(*m, meas.child("peak_memory"));
   for (const auto& k : meas.unknown_keys())
     throw InputError(fmt::format("{}: unknown field '{}' (tokens_per_s_per_gpu, step_time_s, peak_memory)", meas.path(), k));
-  r.group = fmt::format("{} {} n{} {} {} {}", r.gpu_id, r.model, gpus, to_string(r.config.sharding),
-                        to_string(*r.config.precision), to_string(*r.config.checkpointing));
+  r.group = fmt::format("{} {} n{} {} {} {}{}", r.gpu_id, r.model, gpus, to_string(r.config.sharding),
+                        to_string(*r.config.precision), to_string(*r.config.checkpointing),
+                        l.data_parallel_only() ? std::string() : " " + to_string(l));
   return r;
 }
 

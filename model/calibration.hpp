@@ -17,7 +17,10 @@
 //                required with one, refused with a spec), "device": "h100-sxm-80gb", "gpus": 8,
 //       "gpus_per_node": 8 (optional, default min(8, gpus)),
 //       "plan": {"micro_batch": 4, "accum_steps": 8, "sharding": "zero3", "precision": "bf16",
-//                "checkpointing": "full", "strategy": "every-step"},
+//                "checkpointing": "full", "strategy": "every-step", optional "tp", "pp", "cp",
+//                "virtual_stages", "schedule", "stage_layers" ("15,...,15" as --stage-layers),
+//                "sequence_parallel": a layout's run is priced with
+//                it and never fitted, as Megatron's rows; accum_steps is then the microbatch count},
 //       "measured": {"tokens_per_s_per_gpu": 3500} or {"step_time_s": 1.25},
 //                   optional "peak_memory": "82.4GiB" (what the run reports, e.g.
 //                   torch.cuda.max_memory_reserved: compared, never fitted)}]}

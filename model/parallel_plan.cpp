@@ -11,7 +11,7 @@ namespace gaccum::model {
 
 Config data_parallel_view(const Config& c) {
   Config d = c;
-  d.world_size = c.data_parallel();
+  d.world_size = c.data_parallel() * c.layout.cp;
   d.layout = ParallelLayout{};
   return d;
 }
@@ -137,8 +137,11 @@ std::optional<std::string> layout_rejection(const Config& c, const TransformerSh
   if (c.offload_optimizer || c.offload_params)
     return std::string("DeepSpeed offload is priced for data-parallel plans only: drop the offload, or tp/pp/cp");
   if (auto why = plan_rejection(data_parallel_view(c)))
-    return fmt::format("the data-parallel part is dp = world_size {} / (tp x pp x cp = {}) = {} ranks: {}", c.world_size,
-                       mp, c.data_parallel(), *why);
+    return l.cp > 1 ? fmt::format("the gradient group is dp x cp = {} x {} = {} ranks (world_size {} / (tp x pp = {})): "
+                                  "{}",
+                                  c.data_parallel(), l.cp, c.data_parallel() * l.cp, c.world_size, l.tp * l.pp, *why)
+                    : fmt::format("the data-parallel part is dp = world_size {} / (tp x pp x cp = {}) = {} ranks: {}",
+                                  c.world_size, mp, c.data_parallel(), *why);
   return std::nullopt;
 }
 

@@ -58,8 +58,11 @@ inline Count memory_accum_steps(const ParallelLayout& l, Count m) {
   return l.schedule == Schedule::gpipe ? std::max<Count>(1, m) : l.pp;
 }
 
-// The data-parallel view of a layout's configuration: world_size = dp, layout dp only (what
-// plan_cost.hpp prices for one model part).
+// The gradient group's view of a layout's configuration (what plan_cost.hpp prices for one model
+// part): world_size = dp x cp, layout dp only. Context-parallel ranks hold the same weights and
+// split the sequence, so their gradients are reduced, and a sharded plan's state sharded, over dp
+// x cp ranks (Megatron-Core's data-parallel group with context parallelism; torchtitan's FSDP
+// over its dp_shard_cp mesh). Its global_batch() is not the job's: samples come from dp ranks.
 Config data_parallel_view(const Config& c);
 
 }  // namespace gaccum::model

@@ -544,9 +544,9 @@ Prediction SpecModel::predict(const Config& config) const {
 // parallelism a reduce-scatter and an all-gather of the same volume each; on the critical path),
 // the context-parallel K/V exchange beyond the attention it overlaps, and one P2P send per stage
 // boundary (b s h / cp / tp elements: Megatron's scatter/gather); the schedule replayed by
-// model/pipeline.hpp; after it, each rank's data-parallel gradient reduction over dp ranks tp cp
-// apart (overlap: hidden behind its last backward at the calibrated efficiency; fused: exposed)
-// and its optimizer step over its (dp-sharded) parameters. The step ends with the slowest rank.
+// model/pipeline.hpp; after it, each rank's gradient reduction over the dp x cp ranks that hold
+// its weights, tp apart (overlap: hidden behind its last backward at the calibrated efficiency;
+// fused: exposed) and its optimizer step over its (dp x cp-sharded) parameters. The step ends with the slowest rank.
 Prediction SpecModel::predict_parallel(const Config& c) const {
   const ParallelLayout& l = c.layout;
   const Precision prec = *c.precision;
@@ -655,8 +655,9 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
   const double embed_params = V * h / double(tp) + double(shape_.position_rows()) * h;
   const double head_params = (pp > 1 || !shape_.tied_embeddings ? V * h / double(tp) : 0) + h;
   const Config dpc = data_parallel_view(c);
-  const Count n_shard = dp > 1 ? shard_group(dpc) : 1;
-  const bool sharded = dpc.sharding.sharding != Sharding::none && dp > 1;
+  const Count grad_group = dpc.world_size;  // dp x cp ranks reduce each gradient (stride tp)
+  const Count n_shard = grad_group > 1 ? shard_group(dpc) : 1;
+  const bool sharded = dpc.sharding.sharding != Sharding::none && grad_group > 1;
   const bool held_unsharded = pp > 1 && (dpc.sharding.sharding == Sharding::zero2 ||
                                          dpc.sharding.sharding == Sharding::zero3 || dpc.sharding.sharding == Sharding::hsdp);
   const double per_param = 2 * e + 8 + 8.0 * spec_.optimizer_slots() + (traits(prec).mixed ? e : 0);
@@ -691,14 +692,14 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     sd.busy = run.busy[ru];
     sd.idle = run.idle[ru];
     sd.in_flight = run.peak_in_flight[ru];
-    // Model states of this rank's parameters, sharded over dp as plan_cost.hpp prices them.
+    // Model states of this rank's parameters, sharded over dp x cp as plan_cost.hpp prices them.
     StateSizes states = model_state_sizes(static_cast<Count>(std::ceil(params)), prec, spec_.optimizer_slots());
     states.largest_unit = static_cast<Bytes>(std::max(per_layer, sd.embedding ? embed_params : 0.0) * e);
     states.largest_unit_grad = states.largest_unit;
     states.units = sd.layers + (sd.embedding ? 1 : 0) + (sd.head ? 1 : 0);
     Config mem_view = dpc;
     if (held_unsharded) mem_view.sharding = {Sharding::zero1, 0};
-    if (dp < 2) mem_view.sharding = {Sharding::none, 0};
+    if (grad_group < 2) mem_view.sharding = {Sharding::none, 0};
     MemoryBreakdown mem = plan_memory(mem_view, states);
     if (held_unsharded) mem.weights += states.weights / static_cast<Bytes>(std::max<Count>(1, n_shard));
     double act = run.peak_activations[ru];
@@ -713,17 +714,17 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     mem.peak = mem.weights + mem.gradients + mem.optimizer_state + mem.gathered + mem.comm_buffers + mem.activations +
                mem.allocator_reserve;
     sd.memory = mem;
-    // After the schedule: the gradient reduction over dp (sharded: reduce-scatter + all-gather,
+    // After the schedule: the gradient reduction over dp x cp (sharded: reduce-scatter + all-gather,
     // the same volume) and the optimizer step. every-step (no pipeline): one reduction per
     // microbatch, each behind that microbatch's backward. zero3/hsdp without a pipeline: each
     // microbatch all-gathers the rank's parameters for its forward and again for its backward,
     // unit by unit behind the compute (plan_cost.hpp pipelined_exposure); with a pipeline they
     // stay gathered over the schedule (torch pipelining): one all-gather before it.
     Seconds reduce = 0, gather = 0;
-    if (dp > 1) {
+    if (grad_group > 1) {
       const Bytes grad_bytes = static_cast<Bytes>(params * e);
-      const AffineCost group = cluster_.allreduce_group(n_shard > 1 ? n_shard : dp, tp * cp);
-      reduce = cluster_.allreduce_group(dp, tp * cp).at(grad_bytes);
+      const AffineCost group = cluster_.allreduce_group(n_shard > 1 ? n_shard : grad_group, tp);
+      reduce = cluster_.allreduce_group(grad_group, tp).at(grad_bytes);
       if (traits(dpc.sharding.sharding).shards_parameters) gather = group.at(grad_bytes) / 2;
     }
     const Seconds f_mb = st.forward[static_cast<std::size_t>(r)], b_mb = last_backward;
@@ -759,7 +760,7 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
   const Seconds comm_in_schedule = par.tp_comm + par.cp_comm;
   par.dp_comm = dp_exposed[cu];
   out.time.compute = std::max(0.0, crit.busy - comm_in_schedule);
-  out.time.comm_total = comm_in_schedule + (dp > 1 ? dp_exposed[cu] : 0);
+  out.time.comm_total = comm_in_schedule + (grad_group > 1 ? dp_exposed[cu] : 0);
   out.time.comm_exposed = std::min(crit.busy, comm_in_schedule) + dp_exposed[cu];
   out.time.bubble = crit.idle;
   out.time.optimizer = opt_time[cu];
@@ -768,8 +769,8 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
   out.memory = par.stages[static_cast<std::size_t>(par.peak_stage)].memory;
   out.throughput = out.time.step_time > 0 ? double(c.global_batch()) / out.time.step_time : 0;
   out.tokens_per_s = out.throughput * spec_.mean_tokens_per_sample;
-  out.collectives_per_step = (tp > 1 ? m * (4 * (shape_.layers / pp) + 2) : 0) + (dp > 1 ? 1 : 0);
-  out.gradient_syncs = dp > 1 ? 1 : 0;
+  out.collectives_per_step = (tp > 1 ? m * (4 * (shape_.layers / pp) + 2) : 0) + (grad_group > 1 ? 1 : 0);
+  out.gradient_syncs = grad_group > 1 ? 1 : 0;
   out.comm_source = c.world_size > 1 ? CommSource::hierarchical : CommSource::none;
   std::tie(out.intra_link, out.inter_link) = link_sources(cluster_, c.world_size);
   out.overlap_efficiency = overlap_eff;

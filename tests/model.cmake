@@ -116,8 +116,14 @@ gaccum_cli_test(calibrate-bad-device 2 "runs\\[0\\].device: 'v100' is not in the
   "sed 's/\"h100-sxm-80gb\"/\"v100\"/' \"$1\" > \"$2/runs-bad-device.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-bad-device.json\""
   ${G} ${RUNS} ${CMAKE_CURRENT_BINARY_DIR})
 # Runs whose model is a HuggingFace config.json (a path relative to the runs file, and inline).
-gaccum_cli_test(calibrate-hf-runs 0 "runs: 2 read, 2 priced, 0 not priced.*llama31-8b-path .*tiny-llama-inline " --
+# The third is a tensor x pipeline run: priced with its layout, never fitted.
+gaccum_cli_test(calibrate-hf-runs 0 "runs: 3 read, 3 priced, 0 not priced.*llama31-8b-path .*tiny-llama-inline .*llama31-8b-tp2-pp2 .*tp 2 sp x pp 2 1f1b x dp 4, micro_batch 1 x m 16" --
                 ${FL} ${G} calibrate --evaluate --rows --runs ${D}/own-runs-hf.json)
+gaccum_cli_test(calibrate-layout-held-out 0 "in-sample: 2 runs.*held out \\(tensor/pipeline runs, never fitted\\): 1 runs" --
+                ${FL} ${G} calibrate --quick --runs ${D}/own-runs-hf.json)
+gaccum_cli_test(calibrate-layout-gpus 2 "runs\\[2\\].gpus: 10 GPUs are not whole replicas of tp 2 x pp 2 x cp 1 = 4" --one-line-stderr -- sh -c
+  "sed 's/\"gpus\": 16/\"gpus\": 10/' \"$1\" > \"$2/runs-layout-gpus.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-layout-gpus.json\""
+  ${G} ${D}/own-runs-hf.json ${CMAKE_CURRENT_BINARY_DIR})
 gaccum_cli_test(calibrate-hf-no-seq 2 "runs\\[0\\].seq_len: a HuggingFace config.json needs the run's sequence length" --one-line-stderr -- sh -c
   "sed 's/, \"seq_len\": 4096//' \"$1\" > \"$2/runs-hf-no-seq.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-hf-no-seq.json\""
   ${G} ${D}/own-runs-hf.json ${CMAKE_CURRENT_BINARY_DIR})

@@ -325,6 +325,38 @@ TEST_CASE("a pipeline plan on a spec: per-stage memory, in flight, bubble and th
   CHECK(pb.parallel.stages[3].busy > pb.parallel.stages[0].busy);
 }
 
+TEST_CASE("context parallelism: the cp ranks hold the same weights, so gradients and a sharded plan's state span dp x cp",
+          "[pipeline][spec]") {
+  const auto m = make_spec_model(spec_8l(1024), h100_nodes(1));
+  auto cp_config = [](Count cp, Sharding sh) {
+    Config c(1, 1, 8, Strategy::overlap);
+    c.layout.cp = cp;
+    c.sharding = {sh, 0};
+    c.precision = Precision::bf16;
+    c.checkpointing = Checkpointing::none;
+    return c;
+  };
+  // Model states: bf16 weights and gradients (2 + 2 bytes), fp32 master + Adam (12 bytes) per
+  // parameter. zero3 over dp x cp = 8 ranks at every split of the 8 GPUs: 16 P / 8 each.
+  const Prediction dp8 = m->predict(cp_config(1, Sharding::zero3));
+  const Prediction cp8 = m->predict(cp_config(8, Sharding::zero3));
+  const Prediction cp2 = m->predict(cp_config(2, Sharding::zero3));
+  const auto states = [](const Prediction& p) {
+    return p.memory.weights + p.memory.gradients + p.memory.optimizer_state;
+  };
+  CHECK(double(states(cp8)) == Approx(double(states(cp2))).epsilon(0.001));
+  // ... and about what dp 8 holds (the data-parallel path pads units; this one does not).
+  CHECK(double(states(cp8)) == Approx(double(states(dp8))).epsilon(0.05));
+  // cp 8 x dp 1 still reduces its gradients: across the 8 cp ranks, one sync per step.
+  CHECK(cp8.gradient_syncs == 1);
+  CHECK(cp8.parallel.dp_comm > 0);
+  // Unsharded, every cp rank keeps all 16 bytes per parameter: 8x the sharded states.
+  const Prediction cp8_ddp = m->predict(cp_config(8, Sharding::none));
+  CHECK(double(states(cp8_ddp)) == Approx(8.0 * double(states(cp8))).epsilon(0.01));
+  // zero3 at dp 1 is a plan now (it shards over the cp ranks), not "nothing to shard".
+  CHECK_FALSE(layout_rejection(cp_config(8, Sharding::zero3), llama_like(), 8).has_value());
+}
+
 TEST_CASE("frameworks and layouts", "[pipeline][framework]") {
   FrameworkPlan fp;
   fp.strategy = Strategy::fused;
