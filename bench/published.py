@@ -239,8 +239,9 @@ def main(argv):
         print("  file %-32s %s" % (f, fmt_summary(per_file[f]["shipped"])))
     for r in rows:
         if r.get("pp") is not None:
-            print("    %-44s tp %d x pp %d %s v %d, micro_batch %d x m %d%s: bubble %.1f%%, %.0f vs %.0f tokens/s/GPU "
+            print("    %-44s tp %d x pp %d %s v %d%s, micro_batch %d x m %d%s: bubble %.1f%%, %.0f vs %.0f tokens/s/GPU "
                   "(%+.1f%%)" % (r["id"][:44], r["tp"], r["pp"], r["schedule"] or "-", r["virtual_stages"],
+                                 " x cp %d" % r["cp"] if (r.get("cp") or 1) > 1 else "",
                                  r["micro_batch"], r["accum_steps"], " (chosen)" if r.get("layout_chosen") else "",
                                  100 * r["bubble_fraction"], r["shipped_tokens_per_s_per_gpu"],
                                  r["published_tokens_per_s_per_gpu"], r["shipped_error_pct"]))
@@ -272,7 +273,7 @@ def main(argv):
             "cross_validated_tokens_per_s_per_gpu", "cross_validated_error_pct", "gemm_efficiency", "mfu",
             "published_mfu_pct", "predicted_peak_memory_bytes", "device_memory_bytes", "published_peak_memory_bytes",
             "memory_error_pct",
-            "tp", "pp", "virtual_stages", "schedule", "bubble_fraction", "layout_chosen"]
+            "tp", "pp", "cp", "virtual_stages", "schedule", "bubble_fraction", "layout_chosen"]
     benchlib.write_csv(os.path.join(a.out_dir, "published.csv"), cols,
                        [{c: (r.get(c) if r.get(c) is not None else "") for c in cols} for r in rows])
     benchlib.write_atomic(os.path.join(a.out_dir, "published.json"), json.dumps({
