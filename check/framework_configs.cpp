@@ -455,12 +455,19 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
   if (auto v = count("parallelism.data_parallel_replicate_degree")) replicate = static_cast<long long>(*v);
   const Count mp = (in.tp ? *in.tp : 1) * (in.pp ? *in.pp : 1) * (in.cp ? *in.cp : 1);
   if (shard > 0) in.world_size.set(mp * static_cast<Count>(shard * replicate), src + " tp x pp x cp x dp degrees");
-  if (shard == 1 && replicate == 1) in.sharding.set(ShardingChoice{}, src + " (data_parallel_shard_degree 1)");
-  else if (replicate > 1 && shard != 1)
-    in.sharding.set(ShardingChoice{Sharding::hsdp, shard > 0 ? static_cast<Count>(shard) : 0},
-                    src + " data_parallel_shard_degree x data_parallel_replicate_degree");
+  // torchtitan applies FSDP over its dp_shard_cp mesh: the context-parallel ranks hold the same
+  // weights, so with cp > 1 it shards over dp_shard x cp even at data_parallel_shard_degree 1.
+  const Count cp = in.cp ? *in.cp : 1;
+  const std::string over_cp = cp > 1 ? fmt::format(" x context_parallel_degree {} (FSDP over dp_shard_cp)", cp) : "";
+  if (shard == 1 && replicate == 1 && cp == 1)
+    in.sharding.set(ShardingChoice{}, src + " (data_parallel_shard_degree 1)");
+  else if (replicate > 1 && (shard != 1 || cp > 1))
+    in.sharding.set(ShardingChoice{Sharding::hsdp, shard > 0 ? static_cast<Count>(shard) * cp : 0},
+                    src + " data_parallel_shard_degree" + over_cp + " x data_parallel_replicate_degree");
   else if (replicate > 1)
     in.sharding.set(ShardingChoice{}, src + " data_parallel_replicate_degree (DDP)");
+  else if (shard == 1)
+    in.sharding.set(ShardingChoice{Sharding::zero3, 0}, src + " data_parallel_shard_degree 1" + over_cp);
   else if (get("parallelism.fsdp_reshard_after_forward") && get("parallelism.fsdp_reshard_after_forward")->is_string() &&
            get("parallelism.fsdp_reshard_after_forward")->get<std::string>() == "never")
     in.sharding.set(ShardingChoice{Sharding::zero2, 0},
@@ -1044,10 +1051,11 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
       set_toml(t, "parallelism", "tensor_parallel_degree", n(l.tp));
       set_toml(t, "parallelism", "pipeline_parallel_degree", n(l.pp));
       {
-        // The data-parallel degrees follow the pick's dp = world_size / (tp pp cp).
+        // The data-parallel degrees follow the pick's dp = world_size / (tp pp cp); an hsdp group
+        // counts dp x cp ranks (FSDP over dp_shard_cp), so the replicas are dp cp / G.
         const Count dp = pick.data_parallel();
         const Count replicate = pick.sharding.sharding == Sharding::hsdp && pick.sharding.group > 0
-                                    ? dp / pick.sharding.group
+                                    ? dp * l.cp / pick.sharding.group
                                     : pick.sharding.sharding == Sharding::none ? dp : 1;
         set_toml(t, "parallelism", "data_parallel_replicate_degree", n(std::max<Count>(1, replicate)));
         set_toml(t, "parallelism", "data_parallel_shard_degree", n(std::max<Count>(1, dp / std::max<Count>(1, replicate))));

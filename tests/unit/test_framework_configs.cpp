@@ -98,6 +98,19 @@ TEST_CASE("NeMo YAML and torchtitan TOML fields", "[check][nemo][torchtitan]") {
   CHECK(*t.inputs.accum_steps == 4);  // local_batch_size / microbatch size
   CHECK(*t.inputs.strategy == Strategy::overlap);
   CHECK(t.builtin_model == "builtin:llama3-8b@4096");
+  // Context parallelism: FSDP shards over dp_shard x cp (torchtitan's dp_shard_cp mesh), so a
+  // shard degree of 1 with cp 8 is FSDP over the 8 cp ranks, and HSDP's shard group is shard x cp.
+  const FrameworkConfig cp8 = load_torchtitan_config(write_temp(
+      "cp8.toml", "[parallelism]\ndata_parallel_shard_degree = 1\ncontext_parallel_degree = 8\n"));
+  CHECK(*cp8.inputs.world_size == 8);
+  CHECK(cp8.inputs.sharding->sharding == Sharding::zero3);
+  CHECK_THAT(cp8.inputs.sharding.source, Catch::Contains("dp_shard_cp"));
+  const FrameworkConfig cp_hsdp = load_torchtitan_config(write_temp(
+      "cph.toml", "[parallelism]\ndata_parallel_shard_degree = 2\ndata_parallel_replicate_degree = 2\n"
+                  "context_parallel_degree = 2\n"));
+  CHECK(*cp_hsdp.inputs.world_size == 8);
+  CHECK(cp_hsdp.inputs.sharding->sharding == Sharding::hsdp);
+  CHECK(cp_hsdp.inputs.sharding->group == 4);
   const auto odd = write_temp("odd.toml", "[training]\nlocal_batch_size = 6\n[parallelism]\npipeline_parallel_degree = 2\n"
                                           "pipeline_parallel_microbatch_size = 4\n");
   CHECK_THROWS_WITH(load_torchtitan_config(odd), Catch::Contains("local_batch_size 6 is not a multiple"));
