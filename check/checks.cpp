@@ -450,20 +450,21 @@ CheckResult check_efficiency(const ResolvedJob& j, const model::CostModel* m) {
   const std::string over_text = over ? "; the job's own setting is over the memory limit (check 2)" : "";
   if (gap <= j.tolerance) {
     r.status = Status::pass;
-    r.reason = gap <= 0 ? fmt::format("predicted {:.1f} samples/s: at least as fast as the best setting for global_batch {} "
-                                      "on {} ranks within the memory limit ({}, {:.1f} samples/s)",
-                                      t_mine, j.product, j.world_size, best_text, t_best)
-                        : fmt::format("predicted {:.1f} samples/s is {} below the best ({}, {:.1f} samples/s), within "
+    r.reason = gap <= 0 ? fmt::format("predicted {} samples/s: at least as fast as the best setting for global_batch {} "
+                                      "on {} ranks within the memory limit ({}, {} samples/s)",
+                                      format_rate(t_mine), j.product, j.world_size, best_text, format_rate(t_best))
+                        : fmt::format("predicted {} samples/s is {} below the best ({}, {} samples/s), within "
                                       "the {} tolerance",
-                                      t_mine, pct(gap), best_text, t_best, pct(j.tolerance));
+                                      format_rate(t_mine), pct(gap), best_text, format_rate(t_best), pct(j.tolerance));
     r.reason += over_text;
     return r;
   }
   r.status = Status::warn;
   r.reason = fmt::format(
-      "predicted {:.1f} samples/s ({}/step) is {} below the best setting for global_batch {} on {} ranks: {} at {:.1f} "
+      "predicted {} samples/s ({}/step) is {} below the best setting for global_batch {} on {} ranks: {} at {} "
       "samples/s ({}/step), {:.2f}x faster",
-      t_mine, format_seconds(mine.time.step_time), pct(gap), j.product, j.world_size, best_text, t_best,
+      format_rate(t_mine), format_seconds(mine.time.step_time), pct(gap), j.product, j.world_size, best_text,
+      format_rate(t_best),
       format_seconds(best.time.step_time), t_best / t_mine);
   r.reason += over_text;
   const auto fw = job_framework(j);

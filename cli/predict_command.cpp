@@ -330,9 +330,9 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info, 
                format_seconds(p.compute.attention), format_seconds(p.compute.memory_bound),
                format_seconds(p.compute.overhead));
   if (p.tokens_per_s > 0)
-    fmt::print("  throughput     {:.1f} samples/s, {}\n", p.throughput, reports::llm_units_text(p));
+    fmt::print("  throughput     {} samples/s, {}\n", format_rate(p.throughput), reports::llm_units_text(p));
   else
-    fmt::print("  throughput     {:.1f} samples/s\n", p.throughput);
+    fmt::print("  throughput     {} samples/s\n", format_rate(p.throughput));
   fmt::print("  peak memory    {} per rank{}\n", format_bytes(m.peak),
              info.device_memory > 0 ? fmt::format(" ({:.1f}% of {})", 100.0 * double(m.peak) / double(info.device_memory),
                                                   format_bytes(info.device_memory))

@@ -19,6 +19,11 @@ std::string format_bytes(Bytes b) {
   return fmt::format("{:.{}f} {}", v, v < 10 ? 2 : (v < 100 ? 1 : 0), names[i]);
 }
 
+std::string format_rate(double per_s) {
+  if (per_s > 0 && per_s < 0.05) return fmt::format("{:.3g}", per_s);
+  return fmt::format("{:.1f}", per_s);
+}
+
 std::string format_seconds(Seconds s) {
   // Below a nanosecond is rounding residue of a difference of sums, not a time: print 0.
   if (std::fabs(s) < 1e-9) s = 0;

@@ -22,4 +22,7 @@ inline constexpr Bytes GiB = 1024 * MiB;
 std::string format_bytes(Bytes b);
 // "12.3 ms", "1.20 s", "850 us".
 std::string format_seconds(Seconds s);
+// A rate per second (samples/s): "254.4", "4.8"; below 0.05, where one decimal would print 0.0,
+// 3 significant digits ("0.0164").
+std::string format_rate(double per_s);
 }  // namespace gaccum

@@ -27,7 +27,7 @@ std::string objective_value_text(const tuner::TuneResult& r, const tuner::Candid
   const auto& l = r.search.limits;
   switch (r.search.objective) {
     case tuner::Objective::throughput:
-      return fmt::format("{:.1f} samples/s", c.prediction.throughput);
+      return fmt::format("{} samples/s", format_rate(c.prediction.throughput));
     case tuner::Objective::cost: {
       double v = tuner::objective_value(tuner::Objective::cost, c.prediction, std::nullopt);
       std::string s = fmt::format("{:.4g} GPU-s per sample", v);
@@ -97,10 +97,10 @@ std::string recommendation(const tuner::TuneResult& r) {
   const auto& p = best.prediction;
   const auto& e = r.picks.front();
   std::string s = fmt::format(
-      "Use micro_batch {} with accum_steps {} on {} rank{} ({}), global_batch {}: predicted {:.1f} samples/s{} at {} "
+      "Use micro_batch {} with accum_steps {} on {} rank{} ({}), global_batch {}: predicted {} samples/s{} at {} "
       "per step{}, peak memory {} per rank with {} headroom under the {} limit.",
       cfg.micro_batch, cfg.accum_steps, cfg.world_size, cfg.world_size == 1 ? "" : "s", to_string(cfg.strategy),
-      cfg.global_batch(), p.throughput, llm_units_text(p).empty() ? std::string() : " (" + llm_units_text(p) + ")",
+      cfg.global_batch(), format_rate(p.throughput), llm_units_text(p).empty() ? std::string() : " (" + llm_units_text(p) + ")",
       format_seconds(p.time.step_time),
       // A band only where measurements give one (a spec's is a point: nothing to print).
       format_seconds(p.step_time_lo) == format_seconds(p.step_time_hi)

@@ -442,9 +442,9 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
       why = fmt::format("mostly optimizer {}{}", signed_seconds(d_opt), unit);
     }
     e.runner_up_text =
-        fmt::format("next: #{} {} ({}): {:+.1f}% throughput ({:.1f} vs {:.1f} samples/s), {}", r.rank, short_config(rc),
+        fmt::format("next: #{} {} ({}): {:+.1f}% throughput ({} vs {} samples/s), {}", r.rank, short_config(rc),
                     changed.empty() ? "same config" : fmt::format("{}", fmt::join(changed, ", ")),
-                    e.runner_up_delta * 100, r.prediction.throughput, pr.throughput, why);
+                    e.runner_up_delta * 100, format_rate(r.prediction.throughput), format_rate(pr.throughput), why);
     if (res.objective != Objective::throughput)
       e.runner_up_text +=
           fmt::format("; {} {} vs {}", to_string(res.objective),
@@ -466,8 +466,8 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
   } else if (larger) {
     const double d = pr.throughput > 0 ? (larger->throughput - pr.throughput) / pr.throughput : 0;
     e.world_size_text =
-        fmt::format("world_size {} would reach at best {:.1f} samples/s ({:+.1f}%) with {}", larger->world_size,
-                    larger->throughput, d * 100, short_config(res.candidates[*larger->best].config()));
+        fmt::format("world_size {} would reach at best {} samples/s ({:+.1f}%) with {}", larger->world_size,
+                    format_rate(larger->throughput), d * 100, short_config(res.candidates[*larger->best].config()));
   } else {
     e.world_size_text = fmt::format("no larger allowed world_size has a feasible config for this target");
   }

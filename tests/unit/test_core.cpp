@@ -348,6 +348,14 @@ TEST_CASE("DDP bucket assignment: reverse order, 1 MiB first cap, 25 MiB after",
   CHECK(assign_buckets({}).empty());
 }
 
+TEST_CASE("format_rate: one decimal, or 3 significant digits where one decimal would print 0.0", "[units]") {
+  CHECK(gaccum::format_rate(254.44) == "254.4");
+  CHECK(gaccum::format_rate(4.8) == "4.8");
+  CHECK(gaccum::format_rate(0.05) == "0.1");  // one decimal from 0.05 on (printf rounding)
+  CHECK(gaccum::format_rate(1.0 / 61.1) == "0.0164");  // one 262144-token sample every 61.1 s
+  CHECK(gaccum::format_rate(0) == "0.0");
+}
+
 TEST_CASE("format_seconds: units, and no rounding residue printed as a time", "[units]") {
   CHECK(gaccum::format_seconds(1.5) == "1.5 s");
   CHECK(gaccum::format_seconds(0.0123) == "12.3 ms");
