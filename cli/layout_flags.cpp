@@ -40,13 +40,11 @@ ParallelLayout parse_layout(const LayoutFlags& f, bool allow_auto) {
   if (!f.schedule.empty())
     l.schedule = parse_schedule(f.schedule, "--schedule");
   else
-    l.schedule = l.virtual_stages > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+    l.schedule = default_schedule(l.virtual_stages);
   if (!f.schedule.empty() && l.pp < 2 && f.pp != "auto")
     throw InputError("--schedule: a schedule needs --pp 2 or more (one stage has nothing to schedule)");
   if (!f.stage_layers.empty() && f.pp == "auto")
     throw InputError("--stage-layers: give --pp N with it (a searched pp has no fixed stage count)");
-  if (!f.stage_layers.empty() && l.virtual_stages > 1)
-    throw InputError("--stage-layers with --virtual-stages: give one or the other (an interleaved split is even here)");
   if (!f.stage_layers.empty()) set_stage_layers(l, f.stage_layers, "--stage-layers");
   return l;
 }

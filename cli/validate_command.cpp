@@ -120,9 +120,7 @@ int run_validate(const ValidateCliOptions& c, const GivenFlags& given) {
   s.tp = parse_count_at_most(c.tp, "--tp");
   s.sequence_parallel = c.sequence_parallel;
   s.virtual_stages = parse_count_at_most(c.virtual_stages, "--virtual-stages");
-  s.schedule = !c.schedule.empty()       ? parse_schedule(c.schedule, "--schedule")
-               : s.virtual_stages > 1 ? Schedule::interleaved_1f1b
-                                      : Schedule::one_f_one_b;
+  s.schedule = !c.schedule.empty() ? parse_schedule(c.schedule, "--schedule") : default_schedule(s.virtual_stages);
   if (s.model_parallel() && !given.strategy) s.strategy = Strategy::fused;  // one reduction per step
   if (s.model_parallel() && !c.profile.empty())
     throw InputError("--profile: a profile's cost model prices data-parallel plans; a tensor/pipeline run (--pp, --tp) "

@@ -163,6 +163,8 @@ Checkpointing parse_checkpointing(std::string_view text, std::string_view field)
 }
 
 void set_stage_layers(ParallelLayout& l, std::string_view text, std::string_view field) {
+  if (l.virtual_stages > 1)
+    throw InputError(fmt::format("{}: give it or virtual stages, not both (an interleaved split is even here)", field));
   auto layers = [&](std::string_view part) { return parse_count_at_most(part, field, Count(1) << 16, "65536"); };
   if (const auto dots = text.find(",...,"); dots != std::string_view::npos) {
     l.first_stage_layers = layers(text.substr(0, dots));

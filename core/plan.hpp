@@ -153,10 +153,17 @@ Checkpointing parse_checkpointing(std::string_view text, std::string_view field 
 // gpipe, 1f1b | 1F1B, interleaved-1f1b | interleaved | Interleaved1F1B, zb-h1 | zbh1 | zb1p.
 Schedule parse_schedule(std::string_view text, std::string_view field = "--schedule");
 
+// The schedule a layout runs when none is named: interleaved 1F1B with more than one chunk per
+// rank, 1F1B otherwise (Megatron-LM's and torchtitan's defaults).
+constexpr Schedule default_schedule(Count virtual_stages) {
+  return virtual_stages > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+}
+
 // An uneven pipeline split into l (whose pp is set): "7,8,8,7", one layer count per pipeline rank
 // (the middle ranks equal: only the first and last stage may differ), or "7,...,7", the first and
 // last stage with the middle even. InputError naming `field` otherwise (a count above 65536, a
-// count per rank that does not match pp, unequal middle ranks).
+// count per rank that does not match pp, unequal middle ranks, l.virtual_stages above 1: an
+// interleaved split is even here).
 void set_stage_layers(ParallelLayout& l, std::string_view text, std::string_view field = "--stage-layers");
 
 // The shard group size of a choice at world_size p: p for zero1/2/3, G for hsdp, 1 for none.

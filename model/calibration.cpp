@@ -293,14 +293,11 @@ CalibrationRun own_run(const nlohmann::json& row, const std::string& what, const
                                    plan.child("schedule")));
     l.schedule = parse_schedule(*sched, plan.child("schedule"));
   } else {
-    l.schedule = l.virtual_stages > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+    l.schedule = default_schedule(l.virtual_stages);
   }
   if (auto split = plan.opt_str("stage_layers")) {
     if (l.pp < 2)
       throw InputError(fmt::format("{}: an uneven split needs \"pp\": 2 or more", plan.child("stage_layers")));
-    if (l.virtual_stages > 1)
-      throw InputError(fmt::format("{}: give it or virtual_stages, not both (an interleaved split is even here)",
-                                   plan.child("stage_layers")));
     set_stage_layers(l, *split, plan.child("stage_layers"));
   }
   if (gpus % l.model_parallel() != 0)

@@ -75,7 +75,7 @@ std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count g
         l.tp = tp;
         l.pp = pp;
         l.virtual_stages = v;
-        l.schedule = v > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+        l.schedule = default_schedule(v);
         l.sequence_parallel = tp > 1;
         if (t.layers % S != 0) {
           // Layers that do not divide pp: ceil(L / pp) on the middle stages, the rest shared by the

@@ -364,6 +364,33 @@ TEST_CASE("format_seconds: units, and no rounding residue printed as a time", "[
   CHECK(gaccum::format_seconds(-0.002) == "-2 ms");
 }
 
+#include "core/plan.hpp"
+
+TEST_CASE("a pipeline layout: the default schedule and the stage split, one rule for flags and run files", "[core]") {
+  using gaccum::ParallelLayout;
+  using gaccum::Schedule;
+  CHECK(gaccum::default_schedule(1) == Schedule::one_f_one_b);
+  CHECK(gaccum::default_schedule(2) == Schedule::interleaved_1f1b);
+  ParallelLayout l;
+  l.pp = 4;
+  gaccum::set_stage_layers(l, "7,8,8,7", "x");  // Llama 3 405B-like: only the ends differ
+  CHECK(l.first_stage_layers == 7);
+  CHECK(l.last_stage_layers == 7);
+  ParallelLayout m;
+  m.pp = 4;
+  gaccum::set_stage_layers(m, "3,...,5", "x");
+  CHECK(m.first_stage_layers == 3);
+  CHECK(m.last_stage_layers == 5);
+  ParallelLayout v;
+  v.pp = 4;
+  v.virtual_stages = 2;
+  CHECK_THROWS_WITH(gaccum::set_stage_layers(v, "7,8,8,7", "--stage-layers"),
+                    Catch::Contains("--stage-layers: give it or virtual stages, not both"));
+  CHECK_THROWS_WITH(gaccum::set_stage_layers(l, "7,8,7", "plan.stage_layers"),
+                    Catch::Contains("plan.stage_layers: 3 values for pp 4"));
+  CHECK_THROWS_WITH(gaccum::set_stage_layers(l, "7,8,9,7", "x"), Catch::Contains("middle ranks must hold the same"));
+}
+
 TEST_CASE("optimizer and backend names: one table each, parsed at the boundary", "[core]") {
   for (const auto& t : kOptimizerTraits) {
     CHECK(parse_optimizer(t.name) == t.optimizer);
