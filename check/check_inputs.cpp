@@ -52,6 +52,7 @@ void overlay(CheckInputs& b, const CheckInputs& t) {
   take(b.recomputed_fraction, t.recomputed_fraction);
   take(b.offload_optimizer, t.offload_optimizer);
   take(b.offload_params, t.offload_params);
+  take(b.grad_reduce_in_fp32, t.grad_reduce_in_fp32);
   take(b.tp, t.tp);
   take(b.pp, t.pp);
   take(b.cp, t.cp);
@@ -303,6 +304,7 @@ nlohmann::ordered_json inputs_json(const CheckInputs& in) {
   add("recomputed_fraction", in.recomputed_fraction, real);
   add("offload_optimizer", in.offload_optimizer, same);
   add("offload_param", in.offload_params, same);
+  add("grad_reduce_in_fp32", in.grad_reduce_in_fp32, same);
   add("tp", in.tp, same);
   add("pp", in.pp, same);
   add("cp", in.cp, same);

@@ -55,6 +55,11 @@ struct CheckInputs {
   // rest keep all their activations. Unset: every layer.
   Sourced<double> recomputed_fraction;
   Sourced<bool> offload_optimizer, offload_params;  // DeepSpeed offload: state kept off the device
+  // Gradients accumulated and reduced in fp32 under a half precision, as a framework's file says
+  // (Megatron-LM --grad-reduce-in-bf16 false, --accumulate-allreduce-grads-in-fp32 true;
+  // torchtitan training.mixed_precision_reduce); unset: the framework's default
+  // (model/spec_model.hpp GradDtype).
+  Sourced<bool> grad_reduce_in_fp32;
   // The tensor/pipeline/context-parallel layout, field by field (a flag overrides one field of a
   // Megatron-LM, NeMo or torchtitan config): world_size = tp pp cp dp, accum_steps = microbatches.
   Sourced<Count> tp, pp, cp, virtual_stages;

@@ -210,6 +210,11 @@ FrameworkConfig load_megatron_args(const std::string& path) {
                   has("overlap-grad-reduce") ? src + " --overlap-grad-reduce" : src + " (no --overlap-grad-reduce)");
   in.precision.set(has("bf16") ? Precision::bf16 : has("fp16") ? Precision::fp16 : Precision::fp32,
                    has("bf16") ? src + " --bf16" : has("fp16") ? src + " --fp16" : src + " (neither --bf16 nor --fp16)");
+  // Its gradient buffers: fp32 under --bf16 unless --grad-reduce-in-bf16 (the framework's default,
+  // model/spec_model.hpp GradDtype); --accumulate-allreduce-grads-in-fp32 asks for fp32 under fp16 too.
+  if (has("grad-reduce-in-bf16")) in.grad_reduce_in_fp32.set(false, src + " --grad-reduce-in-bf16");
+  else if (has("accumulate-allreduce-grads-in-fp32"))
+    in.grad_reduce_in_fp32.set(true, src + " --accumulate-allreduce-grads-in-fp32");
   // The model, when the arguments describe it whole.
   const auto hidden = count("hidden-size"), heads = count("num-attention-heads");
   const auto seq = count("seq-length"), vocab = count("vocab-size");
@@ -512,6 +517,13 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
     in.precision.set(p == "float32" ? Precision::fp32 : Precision::bf16, src + " training.mixed_precision_param");
   } else {
     in.precision.set(Precision::bf16, src + " (mixed_precision_param default bfloat16)");
+  }
+  // FSDP2's reduce dtype: float32 (the default, model/spec_model.hpp GradDtype) or bfloat16.
+  if (auto v = get("training.mixed_precision_reduce")) {
+    const std::string p = v->is_string() ? v->get<std::string>() : "";
+    if (p != "float32" && p != "bfloat16")
+      throw InputError(fmt::format("{}: training.mixed_precision_reduce '{}': expected float32 or bfloat16", path, p));
+    in.grad_reduce_in_fp32.set(p == "float32", src + " training.mixed_precision_reduce");
   }
   if (auto v = get("optimizer.lr"); v && v->is_number() && v->get<double>() > 0)
     in.lr.set(v->get<double>(), src + " optimizer.lr");

@@ -192,8 +192,11 @@ std::string print_table(const Verdict& v) {
                      to_string(jb.layout), jb.data_parallel(), jb.world_size, to_string(jb.strategy)));
   if (v.prediction) {
     const auto& p = *v.prediction;
-    line(fmt::format("  model  {} per step, {} samples/s, peak memory {} per rank{}", format_seconds(p.time.step_time),
-                     format_rate(p.throughput), format_bytes(p.memory.peak), p.extrapolated ? " (extrapolated)" : ""));
+    line(fmt::format("  model  {} per step, {} samples/s, peak memory {} per rank{}{}", format_seconds(p.time.step_time),
+                     format_rate(p.throughput), format_bytes(p.memory.peak), p.extrapolated ? " (extrapolated)" : "",
+                     p.priced_as ? fmt::format(" (priced as {} runs it, the framework that runs this plan)",
+                                               traits(*p.priced_as).display)
+                                 : ""));
   }
   if (v.ctx.rank.is_object())
     line(fmt::format("  rank   {} of {} ({})", value_text(v.ctx.rank["rank"]), value_text(v.ctx.rank["world_size"]),

@@ -352,6 +352,10 @@ Prepared prepare(const CheckOptions& o, const RankContext& ctx) {
     src.framework = *in.framework;
     src.framework_source = in.framework.source;
   }
+  if (in.grad_reduce_in_fp32) {
+    src.grad_reduce_in_fp32 = *in.grad_reduce_in_fp32;
+    src.grad_source = in.grad_reduce_in_fp32.source;
+  }
   if (src.spec || src.spec_object || src.profile || src.workload) {
     LoadedModel l = load_model_source(src);
     if (in.profile) {

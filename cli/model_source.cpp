@@ -21,8 +21,12 @@ LoadedModel load_model_source(const ModelSource& s) {
       throw InputError(fmt::format("{} needs --cluster cluster.json (device peak FLOP/s, memory and links)",
                                    s.model_config ? "--model-config" : "--spec"));
     model::TransformerSpec spec = s.spec ? model::load_spec(*s.spec, s.seq_len, s.model_config) : *s.spec_object;
-    if (s.framework) model::apply_framework_loss(spec, *s.framework, s.framework_source);
-    return load_spec_model(spec, s.spec ? *s.spec : s.spec_label, s.cluster, s.mfu);
+    if (s.framework) model::apply_framework_defaults(spec, *s.framework, s.framework_source);
+    if (s.grad_reduce_in_fp32) {
+      spec.grad_dtype = *s.grad_reduce_in_fp32 ? model::GradDtype::fp32 : model::GradDtype::param;
+      spec.grad_source = s.grad_source;
+    }
+    return load_spec_model(spec, s.spec ? *s.spec : s.spec_label, s.cluster, s.mfu, s.framework.has_value());
   }
   if (s.profile) return load_profile_model(*s.profile, s.cluster);
   auto cfg = *s.workload;

@@ -34,10 +34,14 @@ struct ModelSource {
   bool model_config = false;                          // spec is a --model-config (HuggingFace only)
   Count seq_len = 0;                                  // --seq-len: a HuggingFace config's (0: its own)
   std::optional<double> mfu;                          // spec only
-  // The job's framework (spec only): the loss it computes where the spec does not say
-  // (model/spec_model.hpp apply_framework_loss); framework_source names the flag or file.
+  // The job's framework (spec only): the loss and gradient dtype it uses where the spec does not
+  // say (model/spec_model.hpp apply_framework_defaults); framework_source names the flag or file.
   std::optional<Framework> framework;
   std::string framework_source;
+  // The gradient dtype a framework's file sets (spec only; over the spec and the framework's
+  // default): true fp32, false the plan's precision.
+  std::optional<bool> grad_reduce_in_fp32;
+  std::string grad_source;
   std::optional<Bytes> device_memory;                 // profile-first only
   bool reprofile = false;                             // profile-first only
   Optimizer optimizer = Optimizer::adam;              // the optimizer whose state is profiled

@@ -342,6 +342,9 @@ void print_prediction(const model::Prediction& p, const model::ModelInfo& info, 
              m.gathered > 0 ? fmt::format(", gathered parameters {}", format_bytes(m.gathered)) : "",
              format_bytes(m.comm_buffers), format_bytes(m.activations));
   if (!m.peak_phase.empty()) fmt::print("    peak phase   {}\n", m.peak_phase);
+  if (p.priced_as)
+    fmt::print("    priced as {} runs it (no --framework: the framework here that runs this plan)\n",
+               traits(*p.priced_as).display);
   if (m.allocator_reserve > 0)
     fmt::print("    allocated {} + caching allocator reserve {} (the peak compares with torch.cuda.max_memory_reserved)\n",
                format_bytes(m.allocated()), format_bytes(m.allocator_reserve));

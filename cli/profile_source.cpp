@@ -12,7 +12,7 @@
 namespace gaccum::cli {
 
 LoadedModel load_spec_model(const model::TransformerSpec& spec, const std::string& label,
-                            const std::string& cluster_path, std::optional<double> mfu) {
+                            const std::string& cluster_path, std::optional<double> mfu, bool framework_named) {
   if (cluster_path.empty())
     throw InputError(fmt::format("{}: pricing its model needs --cluster cluster.json (device peak FLOP/s, memory and "
                                  "links)",
@@ -20,7 +20,8 @@ LoadedModel load_spec_model(const model::TransformerSpec& spec, const std::strin
   LoadedModel l;
   l.cluster = model::load_cluster(cluster_path);
   if (mfu && !(*mfu > 0)) throw InputError("--mfu: must be above 0 (a fraction such as 0.4 or 40%)");
-  l.model = model::make_spec_model(spec, *l.cluster, mfu);
+  l.model = framework_named ? model::make_spec_model(spec, *l.cluster, mfu)
+                            : model::make_spec_model_any_framework(spec, *l.cluster, mfu);
   l.source = {{"kind", "spec"}, {"path", label}, {"cluster", cluster_path}};
   if (mfu) l.source["mfu"] = *mfu;
   else if (const auto* g = l.cluster->gpu()) l.source["compute_model"] = "gpu:" + g->id;

@@ -32,9 +32,11 @@ struct LoadedModel {
 
 // From a spec (model/spec_model.hpp load_spec: a spec file or a HuggingFace config.json, or a
 // framework config's model); `label` names it in the source. Needs a cluster (InputError naming
-// the label otherwise); mfu overrides the GPU compute model.
+// the label otherwise); mfu overrides the GPU compute model. framework_named false: the job's
+// framework is not known, each plan priced as the frameworks that run it
+// (model/spec_model.hpp make_spec_model_any_framework).
 LoadedModel load_spec_model(const model::TransformerSpec& spec, const std::string& label,
-                            const std::string& cluster_path, std::optional<double> mfu);
+                            const std::string& cluster_path, std::optional<double> mfu, bool framework_named = true);
 // From a profile file (ProfileError for a malformed file, another schema version, or, when
 // expected_workload_hash is given, another workload).
 LoadedModel load_profile_model(const std::string& profile_path, const std::string& cluster_path,

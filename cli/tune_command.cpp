@@ -26,6 +26,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -45,6 +46,7 @@
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "core/profile.hpp"
+#include "core/text_lines.hpp"
 #include "core/version.hpp"
 #include "core/utc_time.hpp"
 #include "reports/csv_printer.hpp"
@@ -166,8 +168,16 @@ void apply_framework_config(const TuneOptions& o, const check::FrameworkConfig& 
 // The source resolution (profile / spec / cached profile of a workload) is shared with predict and
 // check: cli/model_source.hpp.
 
+// The gradient dtype a framework's file sets (Megatron-LM --grad-reduce-in-bf16, torchtitan
+// mixed_precision_reduce), over its framework's default.
+void set_grad_dtype(ModelSource& src, const std::optional<check::FrameworkConfig>& fc) {
+  if (!fc || !fc->inputs.grad_reduce_in_fp32) return;
+  src.grad_reduce_in_fp32 = *fc->inputs.grad_reduce_in_fp32;
+  src.grad_source = fc->inputs.grad_reduce_in_fp32.source;
+}
+
 LoadedModel load_model(const TuneOptions& o, const std::optional<check::FrameworkConfig>& fc = std::nullopt) {
-  // The job's framework prices the loss it computes (model/spec_model.hpp apply_framework_loss).
+  // The job's framework prices the loss it computes (model/spec_model.hpp apply_framework_defaults).
   std::optional<Framework> fw;
   std::string fw_from;
   if (!o.framework.empty()) fw = parse_framework(o.framework, "--framework"), fw_from = "flag --framework";
@@ -183,6 +193,7 @@ LoadedModel load_model(const TuneOptions& o, const std::optional<check::Framewor
     if (!o.source.mfu.empty()) src.mfu = parse_fraction(o.source.mfu, "--mfu");
     src.framework = fw;
     src.framework_source = fw_from;
+    set_grad_dtype(src, fc);
     return load_model_source(src);
   }
   if (fc && no_source && !fc->builtin_model.empty()) {
@@ -192,6 +203,7 @@ LoadedModel load_model(const TuneOptions& o, const std::optional<check::Framewor
     if (!o.source.mfu.empty()) src.mfu = parse_fraction(o.source.mfu, "--mfu");
     src.framework = fw;
     src.framework_source = fw_from;
+    set_grad_dtype(src, fc);
     return load_model_source(src);
   }
   auto src = model_source_from_flags(o.source, parse_optimizer(o.optimizer, "--optimizer"), kDefaultWorkload);
@@ -199,6 +211,7 @@ LoadedModel load_model(const TuneOptions& o, const std::optional<check::Framewor
   if (o.checkpointing != "auto") src.checkpointing = parse_checkpointing(o.checkpointing, "--checkpointing");
   src.framework = fw;
   src.framework_source = fw_from;
+  set_grad_dtype(src, fc);
   return load_model_source(src);
 }
 
@@ -507,13 +520,39 @@ std::string check_model_flags(const TuneOptions& o) {
 struct EmitChoice {
   check::EmitFormat format;
   check::EmitPlan plan;
-  std::size_t position = 0;  // in the ranking (0: the pick)
-  std::string pick_refusal;  // why the pick itself does not run there
+  const tuner::TuneResult* from = nullptr;  // the ranking it came from (tune's, or its framework's own)
+  std::size_t position = 0;                 // in that ranking (0: its pick)
+  std::string pick_refusal;                 // why tune's pick itself does not run there
 };
+
+// The search whose ranking a format's file takes its plan from: tune's own, or, for a framework
+// that prices a plan differently from plain PyTorch (Megatron-LM's vocab-parallel loss and fp32
+// gradients, torchtitan's fp32 gradient reduction: model/spec_model.hpp apply_framework_defaults)
+// when --framework did not name one, the same search run as that framework: the file then holds
+// the best plan under the costs the job will have, and `check` of it prices what tune priced.
+struct EmitSearches {
+  const tuner::TuneResult* tune = nullptr;
+  std::map<Framework, tuner::TuneResult> own;
+  std::map<Framework, std::string> refused;  // the framework's search found no plan: why
+};
+std::optional<Framework> own_search_framework(check::EmitFormat f, const TuneOptions& o) {
+  if (!o.framework.empty() || o.source.spec_file().empty()) return std::nullopt;
+  if (f == check::EmitFormat::megatron) return Framework::megatron;
+  if (f == check::EmitFormat::torchtitan) return Framework::torchtitan;
+  return std::nullopt;
+}
+
+// What a framework's own search prices that plain PyTorch does not (apply_framework_defaults).
+std::string framework_cost_words(Framework f) {
+  if (f == Framework::megatron) return "its vocab-parallel loss, gradients held and reduced in fp32 under bf16";
+  if (f == Framework::torchtitan) return "FSDP2 reducing (and, across pipeline microbatches, holding) gradients in fp32";
+  return "its plans";
+}
+
 // `skipped`: with --emit all, the formats no ranked plan runs on and why (named formats are an
 // InputError instead).
 std::vector<EmitChoice> choose_emit_plans(const std::vector<check::EmitFormat>& formats, const TuneOptions& o,
-                                          const tuner::TuneResult& r, const LoadedModel& l,
+                                          const EmitSearches& searches, const LoadedModel& l,
                                           std::vector<std::string>& skipped) {
   std::string emit_words = o.emit;
   for (auto& ch : emit_words) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -534,6 +573,24 @@ std::vector<EmitChoice> choose_emit_plans(const std::vector<check::EmitFormat>& 
     std::optional<EmitChoice> got;
     std::string first_why;
     check::EmitPlan p = base;
+    const std::optional<Framework> own = own_search_framework(f, o);
+    if (own && searches.refused.count(*own)) {
+      const std::string why = fmt::format("{}: not written: no plan fits as {} runs it ({})", check::traits(f).file,
+                                          traits(*own).display, searches.refused.at(*own));
+      if (!all) throw InputError(fmt::format("--emit {}: {}", check::traits(f).name, why));
+      skipped.push_back(why);
+      continue;
+    }
+    const tuner::TuneResult& r = own ? searches.own.at(*own) : *searches.tune;
+    {
+      // Why tune's own pick is not the file's (its framework refuses it, or prices it otherwise).
+      const model::Config& c = searches.tune->best().config();
+      check::EmitPlan q = base;
+      q.pick = c;
+      q.precision = c.precision.value_or(searches.tune->info.plans.own_precision());
+      q.checkpointing = c.checkpointing.value_or(searches.tune->info.plans.own_checkpointing());
+      check::emit_framework(f, q, &first_why);
+    }
     for (std::size_t at = 0; at < r.search.ranking.size() && !got; ++at) {
       const model::Config& c = r.search.candidates[r.search.ranking[at]].config();
       p.pick = c;
@@ -541,13 +598,13 @@ std::vector<EmitChoice> choose_emit_plans(const std::vector<check::EmitFormat>& 
       p.checkpointing = c.checkpointing.value_or(r.info.plans.own_checkpointing());
       std::string why;
       if (!check::emit_framework(f, p, &why)) {
-        if (at == 0) first_why = why;
+        if (at == 0 && first_why.empty()) first_why = why;
         continue;
       }
       const tuner::LrAdvice lr = tuner::recommend_lr(r.request.lr_reference, r.request.optimizer, c.global_batch(),
                                                      r.request.dataset_size);
       if (lr.available) p.lr = lr.lr;
-      got = EmitChoice{f, p, at, first_why};
+      got = EmitChoice{f, p, &r, at, first_why};
     }
     if (!got && all) {
       skipped.push_back(fmt::format("{}: not written: no plan tune ranked runs there ({})", check::traits(f).file, first_why));
@@ -627,8 +684,26 @@ int run_tune(const TuneOptions& o) {
                                    result.best().config().world_size);
   }
   // Every emitted file is made before any is written (a refusal leaves --out untouched).
+  EmitSearches searches;
+  searches.tune = &result;
+  for (const check::EmitFormat f : emit) {
+    const std::optional<Framework> fw = own_search_framework(f, o);
+    if (!fw || searches.own.count(*fw) || searches.refused.count(*fw)) continue;
+    TuneOptions as = o;
+    as.framework = std::string(to_string(*fw));
+    const LoadedModel fl = load_model(as, fwc);
+    tuner::TuneRequest fr = make_request(as, fl);
+    fr.noise_scale = req.noise_scale;
+    fr.noise_scale_source = req.noise_scale_source;
+    fr.noise_scale_hint = req.noise_scale_hint;
+    try {
+      searches.own.emplace(*fw, tuner::tune(*fl.model, fr));
+    } catch (const InfeasibleError& e) {
+      searches.refused.emplace(*fw, first_line(e.what()));
+    }
+  }
   std::vector<std::string> emit_skipped;
-  const std::vector<EmitChoice> emitted = choose_emit_plans(emit, o, result, l, emit_skipped);
+  const std::vector<EmitChoice> emitted = choose_emit_plans(emit, o, searches, l, emit_skipped);
   const std::string model_flags = emitted.empty() ? std::string() : check_model_flags(o);
   const std::string json = reports::print_json(result, ctx);
   std::vector<reports::OutputFile> files = {
@@ -668,11 +743,26 @@ int run_tune(const TuneOptions& o) {
     fmt::print("\nFramework files (launch.sh runs each; check reads each back before the launch):\n");
     const double best = result.best().prediction.throughput;
     for (const EmitChoice& e : emitted) {
-      const auto& pred = result.search.candidates[result.search.ranking[e.position]].prediction;
+      const auto& pred = e.from->search.candidates[e.from->search.ranking[e.position]].prediction;
+      const double below = best > 0 ? 100.0 * (1.0 - pred.throughput / best) : 0.0;
       std::string which = "the pick";
-      if (e.position > 0)
+      if (e.from != &result) {
+        const std::optional<Framework> fw = own_search_framework(e.format, o);
+        const bool same = tuner::short_config(pred.config) == tuner::short_config(result.best().config());
+        which = fmt::format("{} plan of the same search run as {} (its own costs: {}): {}, {} per rank{}",
+                            e.position == 0 ? "the best" : fmt::format("plan #{} of the", e.position + 1),
+                            traits(*fw).display, framework_cost_words(*fw),
+                            same ? "tune's pick"
+                            : below >= 0 ? fmt::format("{:.1f}% below tune's pick", below)
+                                         : fmt::format("{:.1f}% above tune's pick (a setting only its own search "
+                                                       "tries, such as torchtitan's per-op recompute)",
+                                                       -below),
+                            format_bytes(pred.memory.peak),
+                            same || e.pick_refusal.empty() ? "" : fmt::format(" (the pick: {})", e.pick_refusal));
+      } else if (e.position > 0) {
         which = fmt::format("plan #{} of the ranking, {:.1f}% below the pick's throughput (the pick: {})", e.position + 1,
-                            best > 0 ? 100.0 * (1.0 - pred.throughput / best) : 0.0, e.pick_refusal);
+                            below, e.pick_refusal);
+      }
       fmt::print("  {:<24} {}\n    {}\n", check::traits(e.format).file, which,
                  check::check_command(e.format, e.plan, o.out, model_flags));
     }

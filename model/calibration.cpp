@@ -12,6 +12,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/framework.hpp"
 #include "core/json_fields.hpp"
 #include "core/parse.hpp"
 #include "model/hf_config.hpp"
@@ -155,6 +156,8 @@ CalibrationRun parallel_row(const nlohmann::json& row, const std::string& what, 
   s.dropout = true;
   s.flash_attention = false;
   s.loss = LossKind::vocab_parallel;  // its own cross-entropy over the tp-split vocabulary
+  s.grad_dtype = GradDtype::fp32_for_bf16;  // its fp32 main_grad buffers under bf16
+  s.grad_source = "Megatron-LM";
   s.optimizer = Optimizer::adam;
   s.mean_tokens_per_sample = double(s.seq_len);
   const std::string prec = f.opt_str("precision").value_or("bf16");
@@ -246,18 +249,22 @@ TransformerSpec run_model(JsonFields& f, const std::string& runs_path) {
 
 CalibrationRun own_run(const nlohmann::json& row, const std::string& what, const std::string& path) {
   JsonFields f(row, what);
-  static const std::set<std::string> kFields{"id",   "model", "seq_len", "device", "gpus", "gpus_per_node",
-                                             "plan", "measured"};
+  static const std::set<std::string> kFields{"id",   "model",    "seq_len",  "device", "gpus", "gpus_per_node",
+                                             "plan", "measured", "framework"};
   if (row.is_object())
     for (auto it = row.begin(); it != row.end(); ++it)
       if (!kFields.count(it.key()) && it.key().rfind('_', 0) != 0)  // "_source", "_note": comments
         throw InputError(fmt::format("{}: unknown field '{}' (id, model, seq_len, device, gpus, gpus_per_node, plan, "
-                                     "measured; a leading _ marks a comment)",
+                                     "measured, framework; a leading _ marks a comment)",
                                      what, it.key()));
   CalibrationRun r;
   r.file = path;
   r.id = f.str("id");
   r.spec = run_model(f, path);
+  // The framework the run trained with: what it sets that the model does not say (its loss,
+  // the gradients' dtype: model/spec_model.hpp apply_framework_defaults).
+  if (auto fw = f.opt_str("framework"))
+    apply_framework_defaults(r.spec, parse_framework(*fw, f.child("framework")), f.child("framework"));
   r.model = r.spec.name;
   const std::string dev = f.str("device");
   const GpuDevice* d = find_gpu(dev);

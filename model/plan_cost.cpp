@@ -5,13 +5,13 @@
 
 namespace gaccum::model {
 
-StateSizes model_state_sizes(Count params, Precision precision, int slots) {
+StateSizes model_state_sizes(Count params, Precision precision, int slots, int grad_element_bytes) {
   const auto& t = traits(precision);
   const Bytes psi = static_cast<Bytes>(params);
   const Bytes e = static_cast<Bytes>(t.element_bytes);
   StateSizes s;
   s.weights = e * psi;
-  s.gradients = e * psi;
+  s.gradients = (grad_element_bytes > 0 ? static_cast<Bytes>(grad_element_bytes) : e) * psi;
   s.optimizer = (4 * static_cast<Bytes>(slots) + (t.mixed ? 4 : 0)) * psi;
   s.largest_unit = s.weights;
   s.largest_unit_grad = s.gradients;

@@ -85,8 +85,10 @@ struct StateSizes {
 };
 
 // Model-state bytes for Psi parameters at a precision with `slots` fp32 optimizer-state slots
-// per parameter (adam 2, sgd momentum 1): W = e Psi, G = e Psi, O = (4 slots + 4 [mixed]) Psi.
-StateSizes model_state_sizes(Count params, Precision precision, int slots);
+// per parameter (adam 2, sgd momentum 1): W = e Psi, G = g Psi, O = (4 slots + 4 [mixed]) Psi,
+// g the gradient's element bytes (0: e; 4 where a framework accumulates bf16 gradients in fp32,
+// model/spec_model.hpp GradDtype).
+StateSizes model_state_sizes(Count params, Precision precision, int slots, int grad_element_bytes = 0);
 
 enum class CollectiveOp { allreduce, reduce_scatter, all_gather };
 enum class CommGroup { world, shard, replica };  // p ranks; N consecutive ranks; R ranks N apart

@@ -185,6 +185,9 @@ struct Prediction {
   // Empty: every number it rests on was confirmed (or it is an analytic prediction).
   std::vector<std::string> unconfirmed;
   bool own_module = false;  // priced from a module of the user's own (PlanSupport::own_module)
+  // No framework named: the framework whose costs priced a plan only it runs (a tensor/pipeline
+  // layout Megatron-LM or torchtitan runs: model/spec_model.hpp make_spec_model_any_framework).
+  std::optional<Framework> priced_as;
 };
 
 // The plan a prediction priced, as the framework table sees it (with the model's kind).

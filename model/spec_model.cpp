@@ -66,7 +66,8 @@ const std::vector<std::string>& spec_fields() {
   static const std::vector<std::string> f = {
       "schema", "name", "layers", "hidden", "heads", "kv_heads", "seq_len", "vocab", "ffn_hidden", "gated_mlp",
       "attention", "bias", "norm", "dtype", "optimizer", "activation_checkpointing", "tied_embeddings",
-      "learned_positions", "dropout", "loss", "sliding_window", "sliding_window_layers", "mean_tokens_per_sample"};
+      "learned_positions", "dropout", "loss", "sliding_window", "sliding_window_layers", "mean_tokens_per_sample",
+      "grad_reduce_in_fp32"};
   return f;
 }
 
@@ -100,6 +101,10 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
                                    f.child("loss"), *loss, loss_kind_names()));
     s.loss = *kind;
     s.loss_source = f.child("loss");
+  }
+  if (auto fp32 = f.opt_boolean("grad_reduce_in_fp32")) {
+    s.grad_dtype = *fp32 ? GradDtype::fp32 : GradDtype::param;
+    s.grad_source = f.child("grad_reduce_in_fp32");
   }
   if (auto att = f.opt_str("attention")) {
     if (*att == "flash") s.flash_attention = true;
@@ -148,10 +153,31 @@ TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what)
   return s;
 }
 
-void apply_framework_loss(TransformerSpec& spec, Framework framework, const std::string& from) {
-  if (!spec.loss_source.empty() || framework != Framework::megatron) return;
-  spec.loss = LossKind::vocab_parallel;
-  spec.loss_source = fmt::format("Megatron-LM, the job's framework: {}", from);
+const char* to_string(GradDtype g) {
+  switch (g) {
+    case GradDtype::param: return "the plan's precision";
+    case GradDtype::fp32_for_bf16: return "fp32 under bf16";
+    case GradDtype::fp32: return "fp32";
+  }
+  return "?";
+}
+
+int gradient_element_bytes(GradDtype g, Precision p) {
+  const int e = static_cast<int>(traits(p).element_bytes);
+  if (p == Precision::fp32 || g == GradDtype::param) return e;
+  if (g == GradDtype::fp32_for_bf16 && p == Precision::fp16) return e;
+  return 4;
+}
+
+void apply_framework_defaults(TransformerSpec& spec, Framework framework, const std::string& from) {
+  if (spec.loss_source.empty() && framework == Framework::megatron) {
+    spec.loss = LossKind::vocab_parallel;
+    spec.loss_source = fmt::format("Megatron-LM, the job's framework: {}", from);
+  }
+  if (spec.grad_source.empty() && (framework == Framework::megatron || framework == Framework::torchtitan)) {
+    spec.grad_dtype = GradDtype::fp32_for_bf16;
+    spec.grad_source = fmt::format("{}, the job's framework: {}", traits(framework).display, from);
+  }
 }
 
 TransformerSpec builtin_spec(const std::string& name_seq) {
@@ -293,16 +319,17 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
     auto& t = terms_[static_cast<int>(p)];
     const auto& tr = traits(p);
     const double e = tr.element_bytes;
-    t.states = model_state_sizes(params_, p, spec.optimizer_slots());
+    const int g = gradient_element_bytes(spec.grad_dtype, p);
+    t.states = model_state_sizes(params_, p, spec.optimizer_slots(), g);
     t.states.largest_unit = static_cast<Bytes>(largest_unit_params_) * static_cast<Bytes>(e);
-    t.states.largest_unit_grad = t.states.largest_unit;
+    t.states.largest_unit_grad = static_cast<Bytes>(largest_unit_params_) * static_cast<Bytes>(g);
     t.states.units = units_;
-    std::vector<Bytes> tb;
-    for (Count n : tensors) tb.push_back(static_cast<Bytes>(n) * static_cast<Bytes>(e));
+    std::vector<Bytes> tb;  // the gradient tensors, in the reduction's dtype
+    for (Count n : tensors) tb.push_back(static_cast<Bytes>(n) * static_cast<Bytes>(g));
     for (const auto& b : assign_buckets(tb)) t.bucket_bytes.push_back(b.bytes);
     t.ready = ready_fractions(t.bucket_bytes);
     t.flops_per_s = (p == Precision::fp32 ? fp32_flops : *cluster.device_peak_flops) * mfu;
-    const double per_param = 2 * e + 8 + 8.0 * spec.optimizer_slots() + (tr.mixed ? e : 0);
+    const double per_param = e + g + 8 + 8.0 * spec.optimizer_slots() + (tr.mixed ? e : 0);
     if (gpu_) {
       t.optimizer = gpu_->optimizer_step(double(params_), per_param);
       t.copies = gpu_->memory_time(double(kSyncCopyPasses) * double(t.states.gradients));
@@ -660,7 +687,8 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
   const bool sharded = dpc.sharding.sharding != Sharding::none && grad_group > 1;
   const bool held_unsharded = pp > 1 && (dpc.sharding.sharding == Sharding::zero2 ||
                                          dpc.sharding.sharding == Sharding::zero3 || dpc.sharding.sharding == Sharding::hsdp);
-  const double per_param = 2 * e + 8 + 8.0 * spec_.optimizer_slots() + (traits(prec).mixed ? e : 0);
+  const double g = gradient_element_bytes(spec_.grad_dtype, prec);  // bytes per gradient element
+  const double per_param = e + g + 8 + 8.0 * spec_.optimizer_slots() + (traits(prec).mixed ? e : 0);
   const double overlap_eff = gpu_ ? gpu_->efficiency().overlap : 1.0;
 
   Prediction out;
@@ -693,9 +721,9 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     sd.idle = run.idle[ru];
     sd.in_flight = run.peak_in_flight[ru];
     // Model states of this rank's parameters, sharded over dp x cp as plan_cost.hpp prices them.
-    StateSizes states = model_state_sizes(static_cast<Count>(std::ceil(params)), prec, spec_.optimizer_slots());
+    StateSizes states = model_state_sizes(static_cast<Count>(std::ceil(params)), prec, spec_.optimizer_slots(), g);
     states.largest_unit = static_cast<Bytes>(std::max(per_layer, sd.embedding ? embed_params : 0.0) * e);
-    states.largest_unit_grad = states.largest_unit;
+    states.largest_unit_grad = static_cast<Bytes>(std::max(per_layer, sd.embedding ? embed_params : 0.0) * g);
     states.units = sd.layers + (sd.embedding ? 1 : 0) + (sd.head ? 1 : 0);
     Config mem_view = dpc;
     if (held_unsharded) mem_view.sharding = {Sharding::zero1, 0};
@@ -720,12 +748,15 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     // microbatch all-gathers the rank's parameters for its forward and again for its backward,
     // unit by unit behind the compute (plan_cost.hpp pipelined_exposure); with a pipeline they
     // stay gathered over the schedule (torch pipelining): one all-gather before it.
+    // Gradients travel in their own dtype (GradDtype: fp32 under Megatron-LM's bf16), parameters
+    // in the plan's.
     Seconds reduce = 0, gather = 0;
     if (grad_group > 1) {
-      const Bytes grad_bytes = static_cast<Bytes>(params * e);
+      const Bytes grad_bytes = static_cast<Bytes>(params * g), weight_bytes = static_cast<Bytes>(params * e);
       const AffineCost group = cluster_.allreduce_group(n_shard > 1 ? n_shard : grad_group, tp);
-      reduce = cluster_.allreduce_group(grad_group, tp).at(grad_bytes);
-      if (traits(dpc.sharding.sharding).shards_parameters) gather = group.at(grad_bytes) / 2;
+      const AffineCost all = cluster_.allreduce_group(grad_group, tp);
+      reduce = sharded ? (all.at(grad_bytes) + all.at(weight_bytes)) / 2 : all.at(grad_bytes);
+      if (traits(dpc.sharding.sharding).shards_parameters) gather = group.at(weight_bytes) / 2;
     }
     const Seconds f_mb = st.forward[static_cast<std::size_t>(r)], b_mb = last_backward;
     if (traits(c.strategy).every_micro_step) {
@@ -791,6 +822,67 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
 
 std::unique_ptr<CostModel> make_spec_model(const TransformerSpec& spec, const Cluster& cluster, std::optional<double> mfu) {
   return std::make_unique<SpecModel>(spec, cluster, mfu);
+}
+
+namespace {
+
+class AnyFrameworkSpecModel final : public CostModel {
+ public:
+  AnyFrameworkSpecModel(const TransformerSpec& spec, const Cluster& cluster, std::optional<double> mfu)
+      : generic_(spec, cluster, mfu), info_(generic_.info()) {
+    std::vector<std::string> changed;
+    for (Framework f : {Framework::megatron, Framework::torchtitan}) {
+      TransformerSpec s = spec;
+      apply_framework_defaults(s, f, "the only framework that runs the plan");
+      if (s.loss == spec.loss && s.grad_dtype == spec.grad_dtype) continue;
+      own_.emplace_back(f, std::make_unique<SpecModel>(s, cluster, mfu));
+      changed.push_back(fmt::format("{} ({}{}{})", traits(f).display,
+                                    s.loss != spec.loss ? fmt::format("loss {}", traits(s.loss).name) : "",
+                                    s.loss != spec.loss && s.grad_dtype != spec.grad_dtype ? ", " : "",
+                                    s.grad_dtype != spec.grad_dtype ? fmt::format("gradients {}", to_string(s.grad_dtype))
+                                                                    : ""));
+    }
+    if (!changed.empty())
+      info_.notes.push_back(fmt::format(
+          "spec: no --framework: a plan only {} runs is priced as it runs it: {}; the plans plain PyTorch, DeepSpeed "
+          "or Horovod run with the spec as it is",
+          changed.size() > 1 ? "Megatron-LM or torchtitan" : own_.front().first == Framework::megatron ? "Megatron-LM" : "torchtitan",
+          fmt::join(changed, ", ")));
+  }
+
+  Prediction predict(const Config& config) const override {
+    Config r = config;
+    if (!r.precision) r.precision = info_.plans.own_precision();
+    if (!r.checkpointing) r.checkpointing = info_.plans.own_checkpointing();
+    const std::vector<Framework> running = frameworks_running(framework_plan(r));
+    std::vector<std::pair<Framework, const SpecModel*>> models;
+    for (Framework f : running) {
+      const auto it = std::find_if(own_.begin(), own_.end(), [&](const auto& o) { return o.first == f; });
+      if (it == own_.end()) return generic_.predict(config);  // a framework with the spec's own costs runs it
+      models.emplace_back(f, it->second.get());
+    }
+    if (models.empty()) return generic_.predict(config);
+    std::optional<Prediction> best;
+    for (const auto& [f, m] : models) {
+      Prediction p = m->predict(config);
+      p.priced_as = f;
+      if (!best || p.memory.peak < best->memory.peak) best = std::move(p);
+    }
+    return *best;
+  }
+  const ModelInfo& info() const override { return info_; }
+
+ private:
+  SpecModel generic_;
+  std::vector<std::pair<Framework, std::unique_ptr<SpecModel>>> own_;
+  ModelInfo info_;
+};
+
+}  // namespace
+
+std::unique_ptr<CostModel> make_spec_model_any_framework(const TransformerSpec& spec, const Cluster& cluster,
+                                                         std::optional<double> mfu) {
+  return std::make_unique<AnyFrameworkSpecModel>(spec, cluster, mfu);
 }
 
 }  // namespace gaccum::model

@@ -55,6 +55,22 @@
 
 namespace gaccum::model {
 
+// The dtype in which gradients are accumulated over micro-batches, held and reduced:
+//   param          the plan's precision (PyTorch DDP and FSDP without a reduce dtype): 2 bytes
+//                  per parameter in bf16
+//   fp32_for_bf16  fp32 under bf16 (and fp8, whose weights are bf16), the plan's precision under
+//                  fp16: Megatron-LM forces accumulate_allreduce_grads_in_fp32 for bf16 (unless
+//                  --grad-reduce-in-bf16), NeMo's bf16 plugin sets grad_reduce_in_fp32,
+//                  torchtitan's FSDP2 reduces in mixed_precision_reduce = float32
+//   fp32           fp32 under every half precision ("grad_reduce_in_fp32": true in a spec,
+//                  --accumulate-allreduce-grads-in-fp32 in Megatron-LM arguments)
+// fp32 gradients are 4 bytes per parameter held (whole or sharded, as the plan holds them) and on
+// the wire of the gradient reduction.
+enum class GradDtype { param, fp32_for_bf16, fp32 };
+const char* to_string(GradDtype g);
+// Bytes per gradient element of a plan in precision p.
+int gradient_element_bytes(GradDtype g, Precision p);
+
 struct TransformerSpec {
   std::string name;
   Count layers = 0, hidden = 0, heads = 0, seq_len = 0, vocab = 0;
@@ -80,6 +96,8 @@ struct TransformerSpec {
   Count experts = 0, active_experts = 0, shared_ffn = 0;
   LossKind loss = LossKind::fp32;       // "loss" (model/transformer.hpp LossKind)
   std::string loss_source;              // where `loss` was set ("": the default, PyTorch's fp32)
+  GradDtype grad_dtype = GradDtype::param;  // "grad_reduce_in_fp32" (GradDtype below)
+  std::string grad_source;              // where grad_dtype was set ("": the default)
   Count attention_window = 0;           // "sliding_window": tokens a query attends to (0: all)
   double windowed_layers = 1.0;         // "sliding_window_layers": the share of layers windowed
   double mean_tokens_per_sample = 0;    // real tokens per sample; 0: seq_len
@@ -90,6 +108,7 @@ struct TransformerSpec {
 };
 
 // The spec file's fields, for the "unknown field" error.
+// (GradDtype is declared above TransformerSpec.)
 const std::vector<std::string>& spec_fields();
 TransformerSpec spec_from_json(const nlohmann::json& j, const std::string& what);
 // A spec file, "builtin:NAME[@SEQ_LEN]" for a model this tool knows (builtin_spec), or a
@@ -101,11 +120,21 @@ TransformerSpec load_spec(const std::string& path, Count seq_len = 0, bool model
 // llama3-405b (Meta's "The Llama 3 Herd of Models", Table 3; sequence 8192 unless @SEQ_LEN).
 // InputError listing them for any other name.
 TransformerSpec builtin_spec(const std::string& name);
-// The loss the job's framework computes when the spec does not say (loss_source empty):
-// Megatron-LM (and NeMo, which runs it) its in-place vocab-parallel cross-entropy; every other
-// framework PyTorch's F.cross_entropy on fp32 logits, the default. `from` names where the framework
-// came from (a flag, a config file).
-void apply_framework_loss(TransformerSpec& spec, Framework framework, const std::string& from);
+// What the job's framework sets where the spec does not say (loss_source, grad_source empty):
+// the loss, Megatron-LM's (and NeMo's, which runs it) in-place vocab-parallel cross-entropy, every
+// other framework PyTorch's F.cross_entropy on fp32 logits (the default); the gradient dtype,
+// fp32_for_bf16 for Megatron-LM and torchtitan (GradDtype), the plan's precision otherwise.
+// `from` names where the framework came from (a flag, a config file).
+void apply_framework_defaults(TransformerSpec& spec, Framework framework, const std::string& from);
+
+// A job whose framework is not named (tune and check without --framework): a plan plain PyTorch
+// (DDP, FSDP, FSDP2), DeepSpeed or Horovod runs is priced with the spec as it is; a plan only
+// Megatron-LM or torchtitan runs (their tensor/pipeline layouts) as that framework runs it
+// (apply_framework_defaults: Megatron-LM's fp32 gradients and vocab-parallel loss, torchtitan's
+// fp32 gradient reduction; of two that run it, the lower peak memory), and says so
+// (Prediction::priced_as). A plan is never priced cheaper than the framework that runs it.
+std::unique_ptr<CostModel> make_spec_model_any_framework(const TransformerSpec& spec, const Cluster& cluster,
+                                                         std::optional<double> mfu = std::nullopt);
 
 // The flat MFU of a spec on a device the GPU compute model does not know.
 inline constexpr double kDefaultMfu = 0.4;

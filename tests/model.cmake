@@ -130,6 +130,10 @@ gaccum_cli_test(calibrate-hf-no-seq 2 "runs\\[0\\].seq_len: a HuggingFace config
 gaccum_cli_test(calibrate-unknown-field 2 "runs\\[1\\]: unknown field 'seqlen'" --one-line-stderr -- sh -c
   "sed 's/\"seq_len\": 2048/\"seqlen\": 2048/' \"$1\" > \"$2/runs-hf-typo.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-hf-typo.json\""
   ${G} ${D}/own-runs-hf.json ${CMAKE_CURRENT_BINARY_DIR})
+# A run's "framework" prices it as that framework trains; an unknown one is named.
+gaccum_cli_test(calibrate-run-framework 2 "runs\\[1\\]\\.framework.*keras" --one-line-stderr -- sh -c
+  "sed 's/\"id\": \"tiny-llama-inline\",/\"id\": \"tiny-llama-inline\", \"framework\": \"keras\",/' \"$1\" > \"$2/runs-hf-fw.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-hf-fw.json\""
+  ${G} ${D}/own-runs-hf.json ${CMAKE_CURRENT_BINARY_DIR})
 gaccum_cli_test(calibrate-no-measure 2 "measured: give tokens_per_s_per_gpu or step_time_s" --one-line-stderr -- sh -c
   "sed 's/\"step_time_s\": 0.19/\"steps\": 3/' \"$1\" > \"$2/runs-no-measure.json\" && \"$0\" calibrate --evaluate --runs \"$2/runs-no-measure.json\""
   ${G} ${RUNS} ${CMAKE_CURRENT_BINARY_DIR})

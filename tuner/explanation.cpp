@@ -88,9 +88,11 @@ std::string runs_on_text(const model::Prediction& p, std::optional<Framework> fr
 StrategyPrice price_every_step(const model::CostModel& model, const model::Config& config, Bytes limit) {
   StrategyPrice sp;
   sp.sharding = config.sharding.sharding;
-  if (!config.layout.data_parallel_only()) {
-    sp.text = "a tensor or pipeline plan reduces gradients once per step, after its last microbatch (Megatron-LM, DeepSpeed and torch "
-              "all disable the sync on the others): every-step is not a choice";
+  if (config.layout.pp > 1) {
+    // (A tensor/context-parallel plan without a pipeline is priced both ways below: torchtitan's
+    // FSDP with tp reduces on every micro-batch, Megatron-LM once per batch.)
+    sp.text = "a pipeline plan reduces gradients once per step, after its last microbatch (Megatron-LM, DeepSpeed and torch "
+              "pipelining all disable the sync on the others): every-step is not a choice";
     return sp;
   }
   auto exists = [&](Strategy s) {

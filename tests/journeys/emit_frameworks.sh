@@ -59,7 +59,11 @@ run_checks fsdp.txt
 
 "$G" tune --spec builtin:llama3-70b --cluster "$X/clusters/h100-2048node-ib400.json" --global-batch 1024 \
   --world-sizes 256 --tp auto --pp auto --emit all --out big > big.txt 2>&1 || fail "tune 70b exit $?" big.txt
-grep -q -- '--tensor-model-parallel-size 4' big/megatron_args.sh || fail "no tp in the Megatron arguments" big/megatron_args.sh
+grep -qE -- '--tensor-model-parallel-size (2|4|8)( |$)' big/megatron_args.sh || fail "no tp in the Megatron arguments" big/megatron_args.sh
+# Megatron-LM's and torchtitan's files come from the search run as each (their fp32 gradients,
+# Megatron-LM's loss), so each file's check prices what tune priced (run_checks below passes).
+grep -q 'megatron_args.sh *the best plan of the same search run as Megatron-LM' big.txt ||
+  fail "megatron_args.sh not from Megatron-LM's own search" big.txt
 grep -q 'hf_training_args.json: not written: no plan tune ranked runs there' big.txt || fail "hf not refused with a reason" big.txt
 run_checks big.txt
 

@@ -69,6 +69,15 @@ TEST_CASE("Megatron-LM arguments: layout, batch, plan and the model", "[check][m
   const auto bad = write_temp("bad.sh", "--pipeline-model-parallel-size 4 --num-layers 10 "
                                         "--num-layers-per-virtual-pipeline-stage 2\n");
   CHECK_THROWS_WITH(load_megatron_args(bad), Catch::Contains("--num-layers divisible by pp x 2"));
+  // The gradient dtype: unset leaves Megatron-LM's default (fp32 under bf16); the file's own flags win.
+  CHECK_FALSE(in.grad_reduce_in_fp32);
+  const FrameworkConfig b16 = load_megatron_args(write_temp("b16.sh", "--bf16 --grad-reduce-in-bf16\n"));
+  REQUIRE(b16.inputs.grad_reduce_in_fp32);
+  CHECK_FALSE(*b16.inputs.grad_reduce_in_fp32);
+  CHECK_THAT(b16.inputs.grad_reduce_in_fp32.source, Catch::Contains("--grad-reduce-in-bf16"));
+  const FrameworkConfig f32 = load_megatron_args(write_temp("f32.sh", "--fp16 --accumulate-allreduce-grads-in-fp32\n"));
+  REQUIRE(f32.inputs.grad_reduce_in_fp32);
+  CHECK(*f32.inputs.grad_reduce_in_fp32);
 }
 
 TEST_CASE("NeMo YAML and torchtitan TOML fields", "[check][nemo][torchtitan]") {
@@ -114,6 +123,13 @@ TEST_CASE("NeMo YAML and torchtitan TOML fields", "[check][nemo][torchtitan]") {
   const auto odd = write_temp("odd.toml", "[training]\nlocal_batch_size = 6\n[parallelism]\npipeline_parallel_degree = 2\n"
                                           "pipeline_parallel_microbatch_size = 4\n");
   CHECK_THROWS_WITH(load_torchtitan_config(odd), Catch::Contains("local_batch_size 6 is not a multiple"));
+  // FSDP2's reduce dtype: float32 (torchtitan's default: unset here, the framework's default applies) or bfloat16.
+  CHECK_FALSE(t.inputs.grad_reduce_in_fp32);
+  const FrameworkConfig rb = load_torchtitan_config(write_temp("rb.toml", "[training]\nmixed_precision_reduce = \"bfloat16\"\n"));
+  REQUIRE(rb.inputs.grad_reduce_in_fp32);
+  CHECK_FALSE(*rb.inputs.grad_reduce_in_fp32);
+  CHECK_THROWS_WITH(load_torchtitan_config(write_temp("rx.toml", "[training]\nmixed_precision_reduce = \"fp8\"\n")),
+                    Catch::Contains("training.mixed_precision_reduce 'fp8': expected float32 or bfloat16"));
 }
 
 TEST_CASE("partial recompute: the fraction of the layers each framework's config recomputes", "[check][recompute]") {

@@ -321,21 +321,105 @@ TEST_CASE("the spec model prices every plan; unknown spec fields list the valid 
     TransformerSpec d = spec_from_json(j, "s.json");
     CHECK(d.loss_source.empty());
     TransformerSpec t = d;
-    apply_framework_loss(t, Framework::torchtitan, "flag --framework");
+    apply_framework_defaults(t, Framework::torchtitan, "flag --framework");
     CHECK(t.loss == LossKind::fp32);
     CHECK(t.loss_source.empty());
-    apply_framework_loss(d, Framework::megatron, "flag --framework");
+    apply_framework_defaults(d, Framework::megatron, "flag --framework");
     CHECK(d.loss == LossKind::vocab_parallel);
     CHECK(d.loss_source == "Megatron-LM, the job's framework: flag --framework");
     j["loss"] = "fp32";
     TransformerSpec own = spec_from_json(j, "s.json");
     CHECK(own.loss_source == "s.json.loss");
-    apply_framework_loss(own, Framework::megatron, "flag --framework");
+    apply_framework_defaults(own, Framework::megatron, "flag --framework");
     CHECK(own.loss == LossKind::fp32);
   }
   j["loss"] = "bf16";
   CHECK_THROWS_WITH(spec_from_json(j, "s.json"), Catch::Contains("s.json.loss: 'bf16'") &&
                                                      Catch::Contains("expected fp32, vocab-parallel or fused"));
+}
+
+TEST_CASE("gradients in fp32 under bf16: Megatron-LM's and torchtitan's, held and reduced as the plan holds them", "[model][plans]") {
+  // The element bytes of a gradient: fp32_for_bf16 is 4 under bf16 and fp8 (bf16 weights), the
+  // plan's own under fp16 and fp32; fp32 is 4 under every half precision.
+  CHECK(gradient_element_bytes(GradDtype::param, Precision::bf16) == 2);
+  CHECK(gradient_element_bytes(GradDtype::fp32_for_bf16, Precision::bf16) == 4);
+  CHECK(gradient_element_bytes(GradDtype::fp32_for_bf16, Precision::fp8) == 4);
+  CHECK(gradient_element_bytes(GradDtype::fp32_for_bf16, Precision::fp16) == 2);
+  CHECK(gradient_element_bytes(GradDtype::fp32, Precision::fp16) == 4);
+  CHECK(gradient_element_bytes(GradDtype::fp32, Precision::fp32) == 4);
+  CHECK(model_state_sizes(1000, Precision::bf16, 2, 4).gradients == 4000);
+  CHECK(model_state_sizes(1000, Precision::bf16, 2).gradients == 2000);
+
+  const std::string src = GACCUM_SOURCE_DIR;
+  const auto spec = load_spec(src + "/examples/specs/llama2-7b.json");
+  const auto cluster = load_cluster(src + "/examples/clusters/h100-8node-ib400.json");
+  const Bytes psi = 6738415616;
+  TransformerSpec mega = spec, titan = spec, own = spec;
+  apply_framework_defaults(mega, Framework::megatron, "flag --framework");
+  apply_framework_defaults(titan, Framework::torchtitan, "flag --framework");
+  CHECK(mega.grad_dtype == GradDtype::fp32_for_bf16);
+  CHECK(mega.grad_source == "Megatron-LM, the job's framework: flag --framework");
+  CHECK(titan.grad_dtype == GradDtype::fp32_for_bf16);
+  CHECK(titan.loss == LossKind::fp32);
+  own.grad_dtype = GradDtype::param;  // a spec's "grad_reduce_in_fp32": false is never overridden
+  own.grad_source = "s.json.grad_reduce_in_fp32";
+  apply_framework_defaults(own, Framework::megatron, "flag --framework");
+  CHECK(own.grad_dtype == GradDtype::param);
+  TransformerSpec ddp = spec;
+  apply_framework_defaults(ddp, Framework::ddp, "flag --framework");
+  CHECK(ddp.grad_dtype == GradDtype::param);
+  CHECK(ddp.grad_source.empty());
+
+  // DDP on 8 ranks, bf16: Megatron-LM holds 4 psi bytes of gradients (its main_grad buffer), PyTorch 2 psi.
+  Config c{1, 4, 8, Strategy::overlap};
+  c.precision = Precision::bf16;
+  const auto plain = make_spec_model(spec, cluster);
+  const auto megatron = make_spec_model(mega, cluster);
+  CHECK(plain->predict(c).memory.gradients == 2 * psi);
+  CHECK(megatron->predict(c).memory.gradients == 4 * psi);
+  // ... and reduces them in fp32: twice the bytes of the one allreduce after the backward.
+  Config fused = c;
+  fused.strategy = Strategy::fused;
+  CHECK(megatron->predict(fused).time.comm_total > 1.9 * plain->predict(fused).time.comm_total);
+  // zero2 (torchtitan's FSDP2 without reshard) every-step: the fp32 gradient shard, 4 psi / 8 (+ unit padding).
+  Config z2{1, 4, 8, Strategy::every_step};
+  z2.precision = Precision::bf16;
+  z2.sharding = {Sharding::zero2, 0};
+  const Bytes shard = make_spec_model(titan, cluster)->predict(z2).memory.gradients;
+  CHECK(shard >= 4 * psi / 8);
+  CHECK(shard < 4 * psi / 8 + 4 * 8 * 1000000);
+  // fp16 under Megatron-LM keeps fp16 gradients (it forces fp32 for bf16 only).
+  Config h = c;
+  h.precision = Precision::fp16;
+  CHECK(megatron->predict(h).memory.gradients == 2 * psi);
+
+  // No framework named: a plan only Megatron-LM runs (tp 2 x pp 2, ZeRO-1 = its distributed
+  // optimizer) is priced as Megatron-LM runs it; a data-parallel plan as the spec says.
+  const auto any = make_spec_model_any_framework(spec, cluster);
+  Config l{1, 8, 8, Strategy::overlap};
+  l.precision = Precision::bf16;
+  l.sharding = {Sharding::zero1, 0};
+  l.layout.tp = 2;
+  l.layout.pp = 2;
+  l.layout.sequence_parallel = true;
+  const Prediction lp = any->predict(l);
+  REQUIRE(lp.priced_as.has_value());
+  CHECK(*lp.priced_as == Framework::megatron);
+  CHECK(lp.memory.peak == megatron->predict(l).memory.peak);
+  CHECK(lp.memory.peak > plain->predict(l).memory.peak);
+  const Prediction dp = any->predict(c);
+  CHECK_FALSE(dp.priced_as.has_value());
+  CHECK(dp.memory.peak == plain->predict(c).memory.peak);
+  // A spec that says its own loss and gradients is priced as it is everywhere.
+  TransformerSpec fixed = spec;
+  fixed.loss = LossKind::vocab_parallel, fixed.loss_source = "s.json.loss";
+  fixed.grad_dtype = GradDtype::param, fixed.grad_source = "s.json.grad_reduce_in_fp32";
+  CHECK_FALSE(make_spec_model_any_framework(fixed, cluster)->predict(l).priced_as.has_value());
+  // The spec field.
+  nlohmann::json j = {{"name", "x"}, {"layers", 1}, {"hidden", 8}, {"heads", 2}, {"seq_len", 4}, {"vocab", 4},
+                      {"grad_reduce_in_fp32", true}};
+  CHECK(spec_from_json(j, "s.json").grad_dtype == GradDtype::fp32);
+  CHECK(spec_from_json(j, "s.json").grad_source == "s.json.grad_reduce_in_fp32");
 }
 
 TEST_CASE("plan names: FSDP and DeepSpeed aliases, hsdp groups, errors listing the valid values", "[model][plans]") {
