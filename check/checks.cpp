@@ -295,8 +295,8 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
   if (kept) plan_fix += plan_fix.empty() ? "" : ", with every layer recomputed";
   if (fit == 0) {
     r.fix = plan_fix.empty()
-                ? fmt::format("even micro_batch 1 needs {} > {}: shard the model (ZeRO / FSDP) across more ranks, use "
-                              "activation checkpointing or bf16, or a device with more memory{}",
+                ? fmt::format("even micro_batch 1 needs {} > {}: shard the model (ZeRO / FSDP) across more ranks{}, "
+                              "or a device with more memory{}",
                               format_bytes([&] {
                                 model::Config c = job_config(j);
                                 c.micro_batch = 1;
@@ -304,6 +304,16 @@ CheckResult check_memory(const ResolvedJob& j, const model::CostModel* m) {
                                 return m->predict(c).memory.peak;
                               }()),
                               format_bytes(limit),
+                              [&] {
+                                // What the job does not use yet (a job in bf16 with full recompute has neither).
+                                const Precision pr = job_config(j).precision.value_or(m->info().plans.own_precision());
+                                const Checkpointing ck =
+                                    job_config(j).checkpointing.value_or(m->info().plans.own_checkpointing());
+                                std::string s;
+                                if (ck != Checkpointing::full) s += ", use full activation checkpointing";
+                                if (pr == Precision::fp32) s += ", train in bf16";
+                                return s;
+                              }(),
                               info.device_memory == 0 || hard < info.device_memory
                                   ? ", or raise --memory-cap (up to the device memory)"
                                   : "")
@@ -518,7 +528,7 @@ CheckResult check_strategy(const ResolvedJob& j, const model::CostModel* m) {
                                          framework_setting(others.front(), fp));
     return r;
   }
-  if (!j.layout.data_parallel_only()) {
+  if (j.layout.pp > 1) {
     r.status = Status::pass;
     r.reason = fmt::format("{}: gradients are reduced over dp once per step, after the last microbatch ({}); "
                            "every-step is not a choice",

@@ -51,11 +51,19 @@ std::vector<Count> stage_layers(const ParallelLayout& l, Count layers);
 std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count gpus_per_node, Count max_gpus);
 
 // The microbatch count at which a plan's peak memory is priced for a given m: 1 without a pipeline
-// (memory does not depend on accumulation), pp for every schedule but gpipe (in flight saturates
-// at m >= pp), m itself for gpipe (every microbatch held).
+// (memory does not depend on accumulation); pp for 1F1B and ZB-H1 (in flight saturates at m >=
+// pp); for interleaved 1F1B the least multiple of pp whose m v chunks cover rank 0's warm-up, 2
+// (pp - 1) + (v - 1) pp chunks + 1 (at m = pp they do not: pp 4, v 5 holds 20 chunks at m 4, 23
+// from m 8), and m if smaller; m itself for gpipe (every microbatch held).
 inline Count memory_accum_steps(const ParallelLayout& l, Count m) {
   if (l.pp < 2) return 1;
-  return l.schedule == Schedule::gpipe ? std::max<Count>(1, m) : l.pp;
+  if (l.schedule == Schedule::gpipe) return std::max<Count>(1, m);
+  if (l.schedule == Schedule::interleaved_1f1b && l.virtual_stages > 1) {
+    const Count v = l.virtual_stages, chunks = 2 * (l.pp - 1) + (v - 1) * l.pp + 1;
+    const Count saturated = ((chunks + v - 1) / v + l.pp - 1) / l.pp * l.pp;
+    return std::max(l.pp, std::min(std::max<Count>(1, m), saturated));
+  }
+  return l.pp;
 }
 
 // The gradient group's view of a layout's configuration (what plan_cost.hpp prices for one model

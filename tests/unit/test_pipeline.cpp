@@ -306,6 +306,25 @@ TEST_CASE("a pipeline plan on a spec: per-stage memory, in flight, bubble and th
   const Prediction il = m->predict(layout_config(2, 32, 16, 2, 4, Schedule::interleaved_1f1b, 2));
   CHECK(il.parallel.bubble_fraction < p32.parallel.bubble_fraction);
   CHECK(il.parallel.stages[0].in_flight == 2 * 3 + 4 + 1);
+  // Memory is priced at the m where in flight saturates (memory_accum_steps): pp for 1F1B; for
+  // interleaved pp 4 x v 5 rank 0's warm-up is 2 x 3 + 4 x 4 = 22 chunks + 1, which 20 chunks (m 4)
+  // cannot hold: m 8 (the next multiple of pp) holds them, as m 64 does.
+  ParallelLayout five;
+  five.pp = 4, five.virtual_stages = 5, five.schedule = Schedule::interleaved_1f1b;
+  CHECK(memory_accum_steps(five, 64) == 8);
+  CHECK(memory_accum_steps(five, 4) == 4);
+  ParallelLayout two = five;
+  two.virtual_stages = 2;  // 2 x 3 + 4 + 1 = 11 chunks: m 8 (16 chunks; m 4 has 8)
+  CHECK(memory_accum_steps(two, 32) == 8);
+  ParallelLayout plain;
+  plain.pp = 4;
+  CHECK(memory_accum_steps(plain, 32) == 4);
+  const auto deep = make_spec_model(spec_8l(1024), h100_nodes(2));
+  Config il2 = layout_config(2, 64, 8, 1, 4, Schedule::interleaved_1f1b, 2);
+  Config il2_mem = il2;
+  il2_mem.accum_steps = memory_accum_steps(il2.layout, il2.accum_steps);
+  CHECK(deep->predict(il2_mem).memory.peak == deep->predict(il2).memory.peak);
+  CHECK(deep->predict(il2).parallel.stages[0].in_flight == 11);
   // GPipe holds every microbatch on every stage.
   const Prediction gp = m->predict(layout_config(2, 8, 16, 2, 4, Schedule::gpipe));
   CHECK(gp.parallel.stages[0].in_flight == 8);
