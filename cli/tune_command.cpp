@@ -544,7 +544,8 @@ std::optional<Framework> own_search_framework(check::EmitFormat f, const TuneOpt
 
 // What a framework's own search prices that plain PyTorch does not (apply_framework_defaults).
 std::string framework_cost_words(Framework f) {
-  if (f == Framework::megatron) return "its vocab-parallel loss, gradients held and reduced in fp32 under bf16";
+  if (f == Framework::megatron)
+    return "its vocab-parallel loss, gradients held and reduced in fp32 under bf16 in one buffer, reduced in place";
   if (f == Framework::torchtitan) return "FSDP2 reducing (and, across pipeline microbatches, holding) gradients in fp32";
   return "its plans";
 }
@@ -749,10 +750,14 @@ int run_tune(const TuneOptions& o) {
       if (e.from != &result) {
         const std::optional<Framework> fw = own_search_framework(e.format, o);
         const bool same = tuner::short_config(pred.config) == tuner::short_config(result.best().config());
+        const Bytes pick_peak = result.best().prediction.memory.peak;
         which = fmt::format("{} plan of the same search run as {} (its own costs: {}): {}, {} per rank{}",
                             e.position == 0 ? "the best" : fmt::format("plan #{} of the", e.position + 1),
                             traits(*fw).display, framework_cost_words(*fw),
-                            same ? "tune's pick"
+                            same && pred.memory.peak != pick_peak
+                                ? fmt::format("tune's pick, priced as {} runs it ({} as tune ranked it)",
+                                              traits(*fw).display, format_bytes(pick_peak))
+                            : same ? "tune's pick"
                             : below >= 0 ? fmt::format("{:.1f}% below tune's pick", below)
                                          : fmt::format("{:.1f}% above tune's pick (a setting only its own search "
                                                        "tries, such as torchtitan's per-op recompute)",

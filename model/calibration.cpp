@@ -158,6 +158,7 @@ CalibrationRun parallel_row(const nlohmann::json& row, const std::string& what, 
   s.loss = LossKind::vocab_parallel;  // its own cross-entropy over the tp-split vocabulary
   s.grad_dtype = GradDtype::fp32_for_bf16;  // its fp32 main_grad buffers under bf16
   s.grad_source = "Megatron-LM";
+  s.contiguous_grad_buffer = true;
   s.optimizer = Optimizer::adam;
   s.mean_tokens_per_sample = double(s.seq_len);
   const std::string prec = f.opt_str("precision").value_or("bf16");

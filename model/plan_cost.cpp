@@ -121,9 +121,9 @@ MemoryBreakdown plan_memory(const Config& c, const StateSizes& s) {
   m.weights = !sharded ? s.weights : t.shards_parameters ? shard(s.weights) : padded(s.weights);
   m.gradients = s.gradients;
   if (sharded)
-    m.gradients = t.shards_gradients && !holds_whole_gradient(c.strategy, c.accum_steps)
-                      ? shard(s.gradients)
-                      : s.gradients + shard(s.gradients);
+    m.gradients = t.shards_gradients && !holds_whole_gradient(c.strategy, c.accum_steps) ? shard(s.gradients)
+                  : s.contiguous_grad_buffer && !t.shards_gradients                       ? s.gradients
+                                                                                           : s.gradients + shard(s.gradients);
   m.optimizer_state = sharded && t.shards_optimizer ? shard(s.optimizer) : s.optimizer;
   m.gathered = sharded && t.shards_parameters ? std::min(padded(s.weights), Bytes(kPrefetchUnits) * unit_w) : 0;
   // Offloaded state lives in host memory: not on the device (its transfer time is not modelled).
@@ -131,7 +131,10 @@ MemoryBreakdown plan_memory(const Config& c, const StateSizes& s) {
   if (c.offload_params && c.sharding.sharding == Sharding::zero3) m.weights = 0;
   m.weights += s.unsharded;
   if (c.world_size > 1)
-    m.comm_buffers = !sharded ? s.bucket_buffers : flat ? 2 * unit_g : std::min(s.gradients, 2 * unit_g);
+    m.comm_buffers = s.contiguous_grad_buffer && !t.shards_gradients ? 0
+                     : !sharded                                      ? s.bucket_buffers
+                     : flat                                          ? 2 * unit_g
+                                                                     : std::min(s.gradients, 2 * unit_g);
   return m;
 }
 

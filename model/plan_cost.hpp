@@ -76,6 +76,11 @@ struct StateSizes {
   Bytes largest_unit_grad = 0;
   Count units = 1;            // wrapped units (zero3 gathers and reduce-scatters one at a time)
   Bytes bucket_buffers = 0;   // DDP's gradient bucket buffers (world_size > 1): G unless measured otherwise
+  // Gradients accumulate in one contiguous buffer that the collectives reduce in place (Megatron-LM's
+  // DDP: its buckets are views of the buffer; its distributed optimizer's shard is a view of the
+  // reduce-scattered buffer): no bucket copies, no separate gradient shard under zero1 (the
+  // framework's documented 6 + 12/d bytes per bf16 parameter).
+  bool contiguous_grad_buffer = false;
   // The flat layout, where known (a profile: the units are its DDP buckets): parameters per unit
   // and in all. Each unit is padded to a multiple of N and sharded in N equal parts (the
   // runner's comm/sharded_sync.hpp), so shard and gathered sizes are exact. Empty: one flat

@@ -174,6 +174,7 @@ void apply_framework_defaults(TransformerSpec& spec, Framework framework, const 
     spec.loss = LossKind::vocab_parallel;
     spec.loss_source = fmt::format("Megatron-LM, the job's framework: {}", from);
   }
+  if (framework == Framework::megatron) spec.contiguous_grad_buffer = true;
   if (spec.grad_source.empty() && (framework == Framework::megatron || framework == Framework::torchtitan)) {
     spec.grad_dtype = GradDtype::fp32_for_bf16;
     spec.grad_source = fmt::format("{}, the job's framework: {}", traits(framework).display, from);
@@ -324,6 +325,7 @@ SpecModel::SpecModel(const TransformerSpec& spec, const Cluster& cluster, std::o
     t.states.largest_unit = static_cast<Bytes>(largest_unit_params_) * static_cast<Bytes>(e);
     t.states.largest_unit_grad = static_cast<Bytes>(largest_unit_params_) * static_cast<Bytes>(g);
     t.states.units = units_;
+    t.states.contiguous_grad_buffer = spec.contiguous_grad_buffer;
     std::vector<Bytes> tb;  // the gradient tensors, in the reduction's dtype
     for (Count n : tensors) tb.push_back(static_cast<Bytes>(n) * static_cast<Bytes>(g));
     for (const auto& b : assign_buckets(tb)) t.bucket_bytes.push_back(b.bytes);
@@ -725,6 +727,7 @@ Prediction SpecModel::predict_parallel(const Config& c) const {
     states.largest_unit = static_cast<Bytes>(std::max(per_layer, sd.embedding ? embed_params : 0.0) * e);
     states.largest_unit_grad = static_cast<Bytes>(std::max(per_layer, sd.embedding ? embed_params : 0.0) * g);
     states.units = sd.layers + (sd.embedding ? 1 : 0) + (sd.head ? 1 : 0);
+    states.contiguous_grad_buffer = spec_.contiguous_grad_buffer;
     Config mem_view = dpc;
     if (held_unsharded) mem_view.sharding = {Sharding::zero1, 0};
     if (grad_group < 2) mem_view.sharding = {Sharding::none, 0};
@@ -834,7 +837,8 @@ class AnyFrameworkSpecModel final : public CostModel {
     for (Framework f : {Framework::megatron, Framework::torchtitan}) {
       TransformerSpec s = spec;
       apply_framework_defaults(s, f, "the only framework that runs the plan");
-      if (s.loss == spec.loss && s.grad_dtype == spec.grad_dtype) continue;
+      if (s.loss == spec.loss && s.grad_dtype == spec.grad_dtype && s.contiguous_grad_buffer == spec.contiguous_grad_buffer)
+        continue;
       own_.emplace_back(f, std::make_unique<SpecModel>(s, cluster, mfu));
       changed.push_back(fmt::format("{} ({}{}{})", traits(f).display,
                                     s.loss != spec.loss ? fmt::format("loss {}", traits(s.loss).name) : "",

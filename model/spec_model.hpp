@@ -97,6 +97,7 @@ struct TransformerSpec {
   LossKind loss = LossKind::fp32;       // "loss" (model/transformer.hpp LossKind)
   std::string loss_source;              // where `loss` was set ("": the default, PyTorch's fp32)
   GradDtype grad_dtype = GradDtype::param;  // "grad_reduce_in_fp32" (GradDtype below)
+  bool contiguous_grad_buffer = false;  // Megatron-LM's (model/plan_cost.hpp StateSizes), set by its framework
   std::string grad_source;              // where grad_dtype was set ("": the default)
   Count attention_window = 0;           // "sliding_window": tokens a query attends to (0: all)
   double windowed_layers = 1.0;         // "sliding_window_layers": the share of layers windowed
@@ -123,7 +124,8 @@ TransformerSpec builtin_spec(const std::string& name);
 // What the job's framework sets where the spec does not say (loss_source, grad_source empty):
 // the loss, Megatron-LM's (and NeMo's, which runs it) in-place vocab-parallel cross-entropy, every
 // other framework PyTorch's F.cross_entropy on fp32 logits (the default); the gradient dtype,
-// fp32_for_bf16 for Megatron-LM and torchtitan (GradDtype), the plan's precision otherwise.
+// fp32_for_bf16 for Megatron-LM and torchtitan (GradDtype), the plan's precision otherwise;
+// Megatron-LM's contiguous gradient buffer, reduced in place (contiguous_grad_buffer).
 // `from` names where the framework came from (a flag, a config file).
 void apply_framework_defaults(TransformerSpec& spec, Framework framework, const std::string& from);
 

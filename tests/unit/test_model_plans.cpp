@@ -377,6 +377,18 @@ TEST_CASE("gradients in fp32 under bf16: Megatron-LM's and torchtitan's, held an
   const auto megatron = make_spec_model(mega, cluster);
   CHECK(plain->predict(c).memory.gradients == 2 * psi);
   CHECK(megatron->predict(c).memory.gradients == 4 * psi);
+  // Its buckets are views of that buffer (PyTorch DDP copies each bucket: G more).
+  CHECK(plain->predict(c).memory.comm_buffers == 2 * psi);
+  CHECK(megatron->predict(c).memory.comm_buffers == 0);
+  // Its distributed optimizer (zero1) reduce-scatters the buffer in place: 2 + 4 + 12/8 bytes per
+  // parameter, Megatron-LM's own count (6 + 12/d); ZeroRedundancyOptimizer keeps a shard beside G.
+  Config z1 = c;
+  z1.sharding = {Sharding::zero1, 0};
+  const Prediction mz1 = megatron->predict(z1);
+  CHECK(mz1.memory.gradients == 4 * psi);
+  CHECK(mz1.memory.weights + mz1.memory.gradients == 6 * psi);
+  CHECK(mz1.memory.optimizer_state == (12 * psi + 7) / 8);
+  CHECK(plain->predict(z1).memory.gradients == 2 * psi + (2 * psi + 7) / 8);
   // ... and reduces them in fp32: twice the bytes of the one allreduce after the backward.
   Config fused = c;
   fused.strategy = Strategy::fused;
@@ -410,11 +422,14 @@ TEST_CASE("gradients in fp32 under bf16: Megatron-LM's and torchtitan's, held an
   const Prediction dp = any->predict(c);
   CHECK_FALSE(dp.priced_as.has_value());
   CHECK(dp.memory.peak == plain->predict(c).memory.peak);
-  // A spec that says its own loss and gradients is priced as it is everywhere.
+  // A spec that says its own loss and gradients keeps them; Megatron-LM's plan still has its
+  // contiguous buffer (2-byte gradients here, none of ZeroRedundancyOptimizer's extra shard).
   TransformerSpec fixed = spec;
   fixed.loss = LossKind::vocab_parallel, fixed.loss_source = "s.json.loss";
   fixed.grad_dtype = GradDtype::param, fixed.grad_source = "s.json.grad_reduce_in_fp32";
-  CHECK_FALSE(make_spec_model_any_framework(fixed, cluster)->predict(l).priced_as.has_value());
+  const Prediction fp = make_spec_model_any_framework(fixed, cluster)->predict(l);
+  REQUIRE(fp.priced_as.has_value());
+  CHECK(fp.memory.gradients == fp.memory.weights);
   // The spec field.
   nlohmann::json j = {{"name", "x"}, {"layers", 1}, {"hidden", 8}, {"heads", 2}, {"seq_len", 4}, {"vocab", 4},
                       {"grad_reduce_in_fp32", true}};
