@@ -536,7 +536,8 @@ struct EmitSearches {
   std::map<Framework, std::string> refused;  // the framework's search found no plan: why
 };
 std::optional<Framework> own_search_framework(check::EmitFormat f, const TuneOptions& o) {
-  if (!o.framework.empty() || o.source.spec_file().empty()) return std::nullopt;
+  // (A DeepSpeed config pins the framework: its plans are DeepSpeed's, priced as they are.)
+  if (!o.framework.empty() || !o.deepspeed_config.empty() || o.source.spec_file().empty()) return std::nullopt;
   if (f == check::EmitFormat::megatron) return Framework::megatron;
   if (f == check::EmitFormat::torchtitan) return Framework::torchtitan;
   return std::nullopt;
