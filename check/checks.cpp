@@ -787,9 +787,23 @@ CheckResult check_layout(const ResolvedJob& j, const model::CostModel* m) {
   r.data["bubble_fraction"] = round_sig(p.parallel.bubble_fraction);
   r.data["peak_stage"] = p.parallel.peak_stage;
   r.status = Status::pass;
-  r.reason = l.pp > 1 ? fmt::format("{} x dp {}: m = {} microbatches, bubble {} of the schedule, peak memory on stage {}",
+  // Layers the job does not split itself, split by its framework (torchtitan's pipeline builder).
+  const ParallelLayout& priced = p.config.layout;
+  const bool framework_split = l.pp > 1 && l.first_stage_layers == 0 && l.last_stage_layers == 0 &&
+                               (priced.first_stage_layers > 0 || priced.last_stage_layers > 0);
+  if (framework_split) {
+    r.data["first_stage_layers"] = priced.first_stage_layers;
+    r.data["last_stage_layers"] = priced.last_stage_layers;
+  }
+  const std::string split_text =
+      framework_split ? fmt::format(" (the layers split as torchtitan splits them: first model stage {} layers, last {}, "
+                                    "the middle even)",
+                                    priced.first_stage_layers > 0 ? fmt::format("{}", priced.first_stage_layers) : "even",
+                                    priced.last_stage_layers > 0 ? fmt::format("{}", priced.last_stage_layers) : "even")
+                      : "";
+  r.reason = l.pp > 1 ? fmt::format("{} x dp {}: m = {} microbatches, bubble {} of the schedule, peak memory on stage {}{}",
                                     to_string(l), j.data_parallel(), j.accum_steps, pct(p.parallel.bubble_fraction),
-                                    p.parallel.peak_stage)
+                                    p.parallel.peak_stage, split_text)
                       : fmt::format("{} x dp {}: tensor/context-parallel collectives {} per step on the critical path",
                                     to_string(l), j.data_parallel(), format_seconds(p.parallel.tp_comm + p.parallel.cp_comm));
   // A large bubble: more microbatches (a smaller micro_batch) or interleaving shrink it.

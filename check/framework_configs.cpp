@@ -185,6 +185,11 @@ FrameworkConfig load_megatron_args(const std::string& path) {
   }
   if (in.virtual_stages && *in.virtual_stages > 1) in.schedule.set(Schedule::interleaved_1f1b, src);
   else if (in.pp && *in.pp > 1) in.schedule.set(Schedule::one_f_one_b, src);
+  if (in.virtual_stages && *in.virtual_stages > 1 && (in.first_stage_layers || in.last_stage_layers))
+    throw InputError(fmt::format("{}: --decoder-{}-pipeline-num-layers with {} virtual pipeline stages: Megatron-LM "
+                                 "spreads those layers over the rank's chunks, a split not priced here; drop the "
+                                 "virtual stages or give layers that divide pp x v",
+                                 path, in.first_stage_layers ? "first" : "last", *in.virtual_stages));
   if (has("sequence-parallel")) in.sequence_parallel.set(true, src + " --sequence-parallel");
   if (has("recompute-granularity")) {
     const std::string g = args["recompute-granularity"];
@@ -1013,6 +1018,11 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
       set_arg(t, "tensor-model-parallel-size", n(l.tp));
       set_arg(t, "pipeline-model-parallel-size", n(l.pp));
       if (l.cp > 1 || fc.inputs.cp) set_arg(t, "context-parallel-size", n(l.cp));
+      // An uneven split (one chunk per rank: Megatron-LM refuses the others): its first and last stage.
+      if (l.first_stage_layers > 0) set_arg(t, "decoder-first-pipeline-num-layers", n(l.first_stage_layers));
+      else drop_arg(t, "decoder-first-pipeline-num-layers", true);
+      if (l.last_stage_layers > 0) set_arg(t, "decoder-last-pipeline-num-layers", n(l.last_stage_layers));
+      else drop_arg(t, "decoder-last-pipeline-num-layers", true);
       if (recompute_changed) {
         drop_arg(t, "recompute-activations", false);
         drop_arg(t, "recompute-method", true);

@@ -10,6 +10,7 @@
 #include "check/framework_configs.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
+#include "model/parallel_plan.hpp"
 
 namespace gaccum::check {
 namespace {
@@ -267,6 +268,29 @@ std::pair<std::string, std::string> torchtitan_model(const EmitPlan& p) {
   return {};
 }
 
+// torchtitan splits layers that do not divide its stages itself (model/parallel_plan.hpp
+// torchtitan_split): a pick split otherwise is not the run its file would start; nor is an uneven
+// split with more than 2 chunks per rank (pipeline_parallel_layers_per_stage is one count). "" when
+// the file runs the pick's split.
+std::string torchtitan_split_refusal(const EmitPlan& p) {
+  const ParallelLayout& l = p.pick.layout;
+  if (l.pp < 2 || !p.model || (l.first_stage_layers == 0 && l.last_stage_layers == 0)) return "";
+  const Count S = l.pp * l.virtual_stages, L = p.model->layers;
+  if (l.virtual_stages > 2)
+    return fmt::format("torchtitan's pipeline_parallel_layers_per_stage is one count for every stage: the pick's uneven "
+                       "split of {} layers over {} stages is not written",
+                       L, S);
+  const auto tt = model::torchtitan_split(L, S);
+  if (tt && tt->first == l.first_stage_layers && tt->last == l.last_stage_layers) return "";
+  return fmt::format("torchtitan splits {} layers over {} stages its own way ({}), not as the pick (first stage {}, "
+                     "last {})",
+                     L, S,
+                     tt ? fmt::format("first {}, last {}", tt->first > 0 ? tt->first : (L - tt->last) / (S - 1),
+                                      tt->last > 0 ? tt->last : (L - tt->first) / (S - 1))
+                        : std::string("unequal middle stages"),
+                     l.first_stage_layers, l.last_stage_layers);
+}
+
 std::string torchtitan_toml(const EmitPlan& p) {
   std::string t = "# gaccum-tune tune's pick for torchtitan: " + plan_line(p) + "\n";
   const auto [name, flavor] = torchtitan_model(p);
@@ -391,6 +415,8 @@ std::optional<Framework> emit_framework(EmitFormat f, const EmitPlan& p, std::st
       if (!p.model)
         reason = "torchtitan trains its own model definitions: plan the model as a spec (--spec or --model-config) to "
                  "write its config";
+      else if (const std::string split = torchtitan_split_refusal(p); !split.empty())
+        reason = split;
       else if (p.pick.layout.pp > 1 && p.pick.layout.virtual_stages > 2 && torchtitan_model(p).first.empty())
         reason = fmt::format("torchtitan sets {} stages per rank through pipeline_parallel_layers_per_stage, read back for "
                              "its llama3 flavors only",

@@ -17,7 +17,8 @@ void add_layout_flags(CLI::App* sub, LayoutFlags& f) {
   sub->add_option("--schedule", f.schedule, "pipeline schedule: gpipe | 1f1b | interleaved-1f1b | zb-h1 [default: 1f1b]");
   sub->add_flag("--sequence-parallel", f.sequence_parallel, "split norms and dropout along the sequence over the tp ranks");
   sub->add_option("--stage-layers", f.stage_layers,
-                  "layers per pipeline rank, e.g. 7,9,9,7 (only the first and last may differ) [default: even]");
+                  "layers per model stage, e.g. 7,9,9,7, or FIRST,...,LAST (only the first and last may differ; with "
+                  "--virtual-stages v, pp x v stages, rank 0's first chunk first) [default: even]");
 }
 
 namespace {
@@ -45,6 +46,8 @@ ParallelLayout parse_layout(const LayoutFlags& f, bool allow_auto) {
     throw InputError("--schedule: a schedule needs --pp 2 or more (one stage has nothing to schedule)");
   if (!f.stage_layers.empty() && f.pp == "auto")
     throw InputError("--stage-layers: give --pp N with it (a searched pp has no fixed stage count)");
+  if (!f.stage_layers.empty() && f.virtual_stages == "auto")
+    throw InputError("--stage-layers: give --virtual-stages N with it (a searched v has no fixed stage count)");
   if (!f.stage_layers.empty()) set_stage_layers(l, f.stage_layers, "--stage-layers");
   return l;
 }

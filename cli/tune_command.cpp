@@ -30,6 +30,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "check/deepspeed_tune.hpp"
 #include "check/framework_configs.hpp"
@@ -49,6 +50,7 @@
 #include "core/text_lines.hpp"
 #include "core/version.hpp"
 #include "core/utc_time.hpp"
+#include "model/spec_model.hpp"
 #include "reports/csv_printer.hpp"
 #include "reports/html_printer.hpp"
 #include "reports/json_printer.hpp"
@@ -538,17 +540,12 @@ struct EmitSearches {
 std::optional<Framework> own_search_framework(check::EmitFormat f, const TuneOptions& o) {
   // (A DeepSpeed config pins the framework: its plans are DeepSpeed's, priced as they are.)
   if (!o.framework.empty() || !o.deepspeed_config.empty() || o.source.spec_file().empty()) return std::nullopt;
-  if (f == check::EmitFormat::megatron) return Framework::megatron;
-  if (f == check::EmitFormat::torchtitan) return Framework::torchtitan;
-  return std::nullopt;
-}
-
-// What a framework's own search prices that plain PyTorch does not (apply_framework_defaults).
-std::string framework_cost_words(Framework f) {
-  if (f == Framework::megatron)
-    return "its vocab-parallel loss, gradients held and reduced in fp32 under bf16 in one buffer, reduced in place";
-  if (f == Framework::torchtitan) return "FSDP2 reducing (and, across pipeline microbatches, holding) gradients in fp32";
-  return "its plans";
+  const std::optional<Framework> fw = f == check::EmitFormat::megatron     ? std::optional(Framework::megatron)
+                                      : f == check::EmitFormat::torchtitan ? std::optional(Framework::torchtitan)
+                                                                           : std::nullopt;
+  if (!fw) return std::nullopt;
+  const auto& own = model::kFrameworksWithOwnCosts;
+  return std::find(own.begin(), own.end(), *fw) != own.end() ? fw : std::nullopt;
 }
 
 // `skipped`: with --emit all, the formats no ranked plan runs on and why (named formats are an
@@ -754,7 +751,9 @@ int run_tune(const TuneOptions& o) {
         const Bytes pick_peak = result.best().prediction.memory.peak;
         which = fmt::format("{} plan of the same search run as {} (its own costs: {}): {}, {} per rank{}",
                             e.position == 0 ? "the best" : fmt::format("plan #{} of the", e.position + 1),
-                            traits(*fw).display, framework_cost_words(*fw),
+                            traits(*fw).display,
+                            e.plan.model ? fmt::format("{}", fmt::join(model::framework_cost_changes(*e.plan.model, *fw), ", "))
+                                         : std::string("its plans"),
                             same && pred.memory.peak != pick_peak
                                 ? fmt::format("tune's pick, priced as {} runs it ({} as tune ranked it)",
                                               traits(*fw).display, format_bytes(pick_peak))

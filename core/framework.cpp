@@ -91,6 +91,10 @@ std::optional<std::string> table_refusal(Framework f, const FrameworkPlan& p) {
       case Framework::megatron:
         if (l.pp > 1 && (l.schedule == Schedule::gpipe || l.schedule == Schedule::zb_h1))
           return fmt::format("Megatron-LM schedules pipelines as 1F1B or interleaved 1F1B, not {}", to_string(l.schedule));
+        if (l.pp > 1 && l.virtual_stages > 1 && (l.first_stage_layers > 0 || l.last_stage_layers > 0))
+          return std::string("Megatron-LM's uneven first and last stages (--decoder-first/last-pipeline-num-layers) "
+                             "spread over all of the rank's virtual chunks; one chunk of another size is torchtitan's "
+                             "split");
         break;
       case Framework::torchtitan:
         if (l.pp > 1 && l.schedule == Schedule::zb_h1)
@@ -273,6 +277,10 @@ std::string framework_setting(Framework f, const FrameworkPlan& p) {
       if (l.sequence_parallel) dims += " --sequence-parallel";
       if (l.pp > 1) dims += fmt::format(" --pipeline-model-parallel-size {}", l.pp);
       if (l.pp > 1 && l.virtual_stages > 1) dims += fmt::format(" --virtual-pipeline-model-parallel-size {}", l.virtual_stages);
+      if (l.pp > 1 && l.first_stage_layers > 0)
+        dims += fmt::format(" --decoder-first-pipeline-num-layers {}", l.first_stage_layers);
+      if (l.pp > 1 && l.last_stage_layers > 0)
+        dims += fmt::format(" --decoder-last-pipeline-num-layers {}", l.last_stage_layers);
       if (l.cp > 1) dims += fmt::format(" --context-parallel-size {}", l.cp);
       return fmt::format("Megatron-LM{}{}{}", dims, sh == Sharding::zero1 ? " --use-distributed-optimizer" : "",
                          st == Strategy::overlap ? " --overlap-grad-reduce" : "");

@@ -84,9 +84,11 @@ std::string to_string(const ParallelLayout& l) {
   if (l.pp > 1)
     add(fmt::format("pp {} {}{}{}", l.pp, to_string(l.schedule),
                     l.virtual_stages > 1 ? fmt::format(" v {}", l.virtual_stages) : "",
-                    l.first_stage_layers > 0 || l.last_stage_layers > 0
+                    l.first_stage_layers > 0 && l.last_stage_layers > 0
                         ? fmt::format(" (first stage {} layers, last {})", l.first_stage_layers, l.last_stage_layers)
-                        : ""));
+                    : l.first_stage_layers > 0 ? fmt::format(" (first stage {} layers)", l.first_stage_layers)
+                    : l.last_stage_layers > 0  ? fmt::format(" (last stage {} layers)", l.last_stage_layers)
+                                               : ""));
   if (l.cp > 1) add(fmt::format("cp {}", l.cp));
   return out;
 }
@@ -163,8 +165,6 @@ Checkpointing parse_checkpointing(std::string_view text, std::string_view field)
 }
 
 void set_stage_layers(ParallelLayout& l, std::string_view text, std::string_view field) {
-  if (l.virtual_stages > 1)
-    throw InputError(fmt::format("{}: give it or virtual stages, not both (an interleaved split is even here)", field));
   auto layers = [&](std::string_view part) { return parse_count_at_most(part, field, Count(1) << 16, "65536"); };
   if (const auto dots = text.find(",...,"); dots != std::string_view::npos) {
     l.first_stage_layers = layers(text.substr(0, dots));
@@ -173,12 +173,16 @@ void set_stage_layers(ParallelLayout& l, std::string_view text, std::string_view
   }
   const std::vector<Count> n = parse_count_list(text, field);
   for (Count v : n) (void)layers(std::to_string(v));  // at most 65536 each
-  if (static_cast<Count>(n.size()) != l.pp)
-    throw InputError(fmt::format("{}: {} values for pp {}: give one layer count per pipeline rank, or FIRST,...,LAST",
-                                 field, n.size(), l.pp));
+  const Count stages = l.pp * std::max<Count>(1, l.virtual_stages);
+  if (static_cast<Count>(n.size()) != stages)
+    throw InputError(fmt::format(
+        "{}: {} values for {}: give one layer count per {}, or FIRST,...,LAST", field, n.size(),
+        l.virtual_stages > 1 ? fmt::format("pp {} x virtual stages {} = {} model stages", l.pp, l.virtual_stages, stages)
+                             : fmt::format("pp {}", l.pp),
+        l.virtual_stages > 1 ? "model stage (rank 0's first chunk first)" : "pipeline rank"));
   for (std::size_t i = 1; i + 1 < n.size(); ++i)
     if (n[i] != n[1])
-      throw InputError(fmt::format("{}: the middle ranks must hold the same number of layers ({} and {}): only the "
+      throw InputError(fmt::format("{}: the middle stages must hold the same number of layers ({} and {}): only the "
                                    "first and last stage may differ",
                                    field, n[1], n[i]));
   const Count middle = n.size() > 2 ? n[1] : 0;

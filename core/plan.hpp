@@ -110,7 +110,9 @@ struct ParallelLayout {
   Count virtual_stages = 1;                 // v: chunks per pipeline rank
   Schedule schedule = Schedule::one_f_one_b;
   bool sequence_parallel = false;           // with tp >= 2
-  Count first_stage_layers = 0;             // 0: the even split (layers / pp)
+  // An uneven split: the layers of the first model stage (rank 0's first chunk) and of the last
+  // (the last rank's last chunk), the other pp x v - 2 stages even; 0: that end is even too.
+  Count first_stage_layers = 0;             // 0: the even split (layers / (pp v))
   Count last_stage_layers = 0;              // 0: the even split
   Count model_parallel() const { return tp * pp * cp; }
   bool data_parallel_only() const { return tp == 1 && pp == 1 && cp == 1; }
@@ -159,11 +161,12 @@ constexpr Schedule default_schedule(Count virtual_stages) {
   return virtual_stages > 1 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
 }
 
-// An uneven pipeline split into l (whose pp is set): "7,8,8,7", one layer count per pipeline rank
-// (the middle ranks equal: only the first and last stage may differ), or "7,...,7", the first and
-// last stage with the middle even. InputError naming `field` otherwise (a count above 65536, a
-// count per rank that does not match pp, unequal middle ranks, l.virtual_stages above 1: an
-// interleaved split is even here).
+// An uneven pipeline split into l (whose pp and virtual_stages are set): "7,8,8,7", one layer count
+// per model stage (pp x v of them, in model order: with v chunks per rank, stage j runs on rank
+// j mod pp; the middle stages equal: only the first and last may differ), or "7,...,7", the first
+// and last model stage with the middle even (torchtitan's split of Llama 3 405B's 126 layers over
+// pp 8 x v 2). InputError naming `field` otherwise (a count above 65536, a count per stage that
+// does not match pp x v, unequal middle stages).
 void set_stage_layers(ParallelLayout& l, std::string_view text, std::string_view field = "--stage-layers");
 
 // The shard group size of a choice at world_size p: p for zero1/2/3, G for hsdp, 1 for none.

@@ -22,10 +22,19 @@ std::optional<std::string> split_rejection(const ParallelLayout& l, Count layers
   const Count p = l.pp, v = l.virtual_stages, S = p * v;
   const bool uneven = l.first_stage_layers > 0 || l.last_stage_layers > 0;
   if (!uneven) {
-    if (layers % S != 0)
+    if (layers % S != 0) {
+      const auto tt = torchtitan_split(layers, S);
       return fmt::format("{} layers do not split evenly over pp {} x virtual stages {} = {} stages: choose pp and v "
-                         "that divide {}, or give --stage-layers",
-                         layers, p, v, S, layers);
+                         "that divide {}, or give {}",
+                         layers, p, v, S, layers,
+                         tt ? fmt::format("--stage-layers {},...,{} (torchtitan's own split, which a torchtitan job "
+                                          "makes itself; {})",
+                                          tt->first > 0 ? tt->first : (layers - tt->last) / (S - 1),
+                                          tt->last > 0 ? tt->last : (layers - tt->first) / (S - 1),
+                                          v > 1 ? "Megatron-LM needs layers that divide pp x v"
+                                                : "Megatron-LM's --decoder-first/last-pipeline-num-layers")
+                            : std::string("--stage-layers"));
+    }
     return std::nullopt;
   }
   if (p < 2) return std::string("--stage-layers needs pp >= 2 (one stage holds every layer)");
@@ -60,6 +69,28 @@ std::vector<Count> stage_layers(const ParallelLayout& l, Count layers) {
   return out;
 }
 
+std::optional<EndStages> torchtitan_split(Count layers, Count stages) {
+  if (stages < 2 || layers < stages || layers % stages == 0) return std::nullopt;
+  const Count base = layers / stages;
+  Count extra = layers % stages, at = base;
+  std::vector<Count> n{base};
+  for (Count i = 1; i + 1 < stages; ++i) {
+    const Count here = extra > 0 ? base + 1 : base;
+    if (extra > 0) --extra;
+    n.push_back(here);
+    at += here;
+  }
+  n.push_back(layers - at);
+  if (stages > 2)
+    for (std::size_t i = 2; i + 1 < n.size(); ++i)
+      if (n[i] != n[1]) return std::nullopt;
+  const Count middle = stages > 2 ? n[1] : 0;
+  EndStages e;
+  if (n.front() != middle) e.first = n.front();
+  if (n.back() != middle) e.last = n.back();
+  return e;
+}
+
 std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count gpus_per_node, Count max_gpus) {
   std::vector<ParallelLayout> out{ParallelLayout{}};
   constexpr Count kMaxPipeline = 64, kMaxVirtual = 8;
@@ -78,15 +109,24 @@ std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count g
         l.schedule = default_schedule(v);
         l.sequence_parallel = tp > 1;
         if (t.layers % S != 0) {
-          // Layers that do not divide pp: ceil(L / pp) on the middle stages, the rest shared by the
-          // first and last (Llama 3 405B's 126 layers on 16 stages: 7, 8 x 14, 7); one chunk per
-          // rank (an uneven interleaved split is not searched).
-          if (v > 1 || t.layers % pp == 0) continue;
-          const Count per = (t.layers + S - 1) / S;
-          if (S < 3 || t.layers < per * (S - 2) + 2) continue;
-          const Count rest = t.layers - per * (S - 2);
-          if (rest % 2 != 0 || rest / 2 > per) continue;
-          l.first_stage_layers = l.last_stage_layers = rest / 2;
+          // Layers that do not divide pp x v. One chunk per rank: ceil(L / pp) on the middle
+          // stages, the rest shared by the first and last (Llama 3 405B's 126 layers on 8 stages:
+          // 15, 16 x 6, 15), which Megatron-LM runs too. Interleaved: torchtitan's own split
+          // where it leaves the middle even (126 on pp 8 x v 2: 7, 8 x 14, 7); the frameworks
+          // table says who runs it (Megatron-LM's uneven ends span a rank's chunks).
+          if (v > 1) {
+            const auto tt = torchtitan_split(t.layers, S);
+            if (!tt) continue;
+            l.first_stage_layers = tt->first;
+            l.last_stage_layers = tt->last;
+          } else {
+            if (t.layers % pp == 0) continue;
+            const Count per = (t.layers + S - 1) / S;
+            if (S < 3 || t.layers < per * (S - 2) + 2) continue;
+            const Count rest = t.layers - per * (S - 2);
+            if (rest % 2 != 0 || rest / 2 > per) continue;
+            l.first_stage_layers = l.last_stage_layers = rest / 2;
+          }
         }
         out.push_back(l);
       }

@@ -5,8 +5,8 @@
 //                are tp cp apart, pipeline neighbours tp cp dp apart
 //   layers       model stage j = c pp + r (chunk c of pipeline rank r) runs layers_of(j) layers:
 //                even (L / (pp v) each), or first/last stage given (Megatron-LM's
-//                --decoder-first/last-pipeline-num-layers, torchtitan's "less layers") and
-//                the rest even over the middle ranks
+//                --decoder-first/last-pipeline-num-layers with v = 1, torchtitan's split of
+//                layers that do not divide) and the rest even over the middle stages
 //   rejections   each names the fix: world_size a multiple of tp pp cp; heads, kv_heads and
 //                ffn_hidden multiples of tp; tp within one node (its collectives run on every
 //                layer); sequence parallelism needs tp >= 2; the sequence a multiple of 2 cp
@@ -46,6 +46,17 @@ constexpr TpLayerCollectives tp_layer_collectives(Checkpointing ckpt) {
 
 // Layers of each model stage, [chunk * pp + rank]; InputError when they do not divide.
 std::vector<Count> stage_layers(const ParallelLayout& l, Count layers);
+
+// How torchtitan splits `layers` over `stages` model stages when they do not divide (its pipeline
+// builder's generate_split_points): base = layers / stages on the first stage, base + 1 on each
+// middle stage while the remainder lasts, then base, and the rest on the last. As a first/last
+// pair (ParallelLayout's uneven split, 0 where that end equals the middle) when the middle stages
+// come out equal; nullopt when they do not (or layers divide evenly, or stages < 2). Llama 3
+// 405B's 126 layers: 16 stages -> 7, 8 x 14, 7; 8 stages -> 15, 16 x 6, 15.
+struct EndStages {
+  Count first = 0, last = 0;
+};
+std::optional<EndStages> torchtitan_split(Count layers, Count stages);
 // The layouts a search may choose from on this model and node size (PlanSupport::
 // layout_candidates), data-parallel first.
 std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count gpus_per_node, Count max_gpus);

@@ -175,10 +175,25 @@ void apply_framework_defaults(TransformerSpec& spec, Framework framework, const 
     spec.loss_source = fmt::format("Megatron-LM, the job's framework: {}", from);
   }
   if (framework == Framework::megatron) spec.contiguous_grad_buffer = true;
+  if (framework == Framework::torchtitan) spec.torchtitan_split = true;
   if (spec.grad_source.empty() && (framework == Framework::megatron || framework == Framework::torchtitan)) {
     spec.grad_dtype = GradDtype::fp32_for_bf16;
     spec.grad_source = fmt::format("{}, the job's framework: {}", traits(framework).display, from);
   }
+}
+
+std::vector<std::string> framework_cost_changes(const TransformerSpec& spec, Framework framework) {
+  TransformerSpec s = spec;
+  apply_framework_defaults(s, framework, "");
+  std::vector<std::string> out;
+  if (s.loss != spec.loss) out.push_back(traits(s.loss).what);
+  if (s.grad_dtype != spec.grad_dtype)
+    out.push_back(fmt::format("gradients held and reduced in {}", to_string(s.grad_dtype)));
+  if (s.contiguous_grad_buffer != spec.contiguous_grad_buffer)
+    out.push_back("one contiguous gradient buffer, reduce-scattered in place");
+  if (s.torchtitan_split != spec.torchtitan_split)
+    out.push_back("layers that do not divide the pipeline stages split as its pipeline builder splits them");
+  return out;
 }
 
 TransformerSpec builtin_spec(const std::string& name_seq) {
@@ -489,7 +504,13 @@ MemoryBreakdown SpecModel::memory(const Config& c) const {
 }
 
 Prediction SpecModel::predict(const Config& config) const {
-  const Config c = check_config(config, info_.max_world_size, info_.max_world_size_reason, info_.plans);
+  Config c = check_config(config, info_.max_world_size, info_.max_world_size_reason, info_.plans);
+  ParallelLayout& l = c.layout;
+  if (spec_.torchtitan_split && l.pp > 1 && l.first_stage_layers == 0 && l.last_stage_layers == 0)
+    if (auto tt = torchtitan_split(shape_.layers, l.pp * l.virtual_stages)) {
+      l.first_stage_layers = tt->first;
+      l.last_stage_layers = tt->last;
+    }
   if (auto why = layout_rejection(c, shape_, cluster_.gpus_per_node)) throw InputError(*why);
   if (!c.layout.data_parallel_only()) return predict_parallel(c);
   const Count b = c.micro_batch, p = c.world_size;
@@ -834,24 +855,20 @@ class AnyFrameworkSpecModel final : public CostModel {
   AnyFrameworkSpecModel(const TransformerSpec& spec, const Cluster& cluster, std::optional<double> mfu)
       : generic_(spec, cluster, mfu), info_(generic_.info()) {
     std::vector<std::string> changed;
-    for (Framework f : {Framework::megatron, Framework::torchtitan}) {
+    for (Framework f : kFrameworksWithOwnCosts) {
+      const std::vector<std::string> words = framework_cost_changes(spec, f);
+      if (words.empty()) continue;
       TransformerSpec s = spec;
       apply_framework_defaults(s, f, "the only framework that runs the plan");
-      if (s.loss == spec.loss && s.grad_dtype == spec.grad_dtype && s.contiguous_grad_buffer == spec.contiguous_grad_buffer)
-        continue;
       own_.emplace_back(f, std::make_unique<SpecModel>(s, cluster, mfu));
-      changed.push_back(fmt::format("{} ({}{}{})", traits(f).display,
-                                    s.loss != spec.loss ? fmt::format("loss {}", traits(s.loss).name) : "",
-                                    s.loss != spec.loss && s.grad_dtype != spec.grad_dtype ? ", " : "",
-                                    s.grad_dtype != spec.grad_dtype ? fmt::format("gradients {}", to_string(s.grad_dtype))
-                                                                    : ""));
+      changed.push_back(fmt::format("{} ({})", traits(f).display, fmt::join(words, ", ")));
     }
     if (!changed.empty())
       info_.notes.push_back(fmt::format(
           "spec: no --framework: a plan only {} runs is priced as it runs it: {}; the plans plain PyTorch, DeepSpeed "
           "or Horovod run with the spec as it is",
           changed.size() > 1 ? "Megatron-LM or torchtitan" : own_.front().first == Framework::megatron ? "Megatron-LM" : "torchtitan",
-          fmt::join(changed, ", ")));
+          fmt::join(changed, "; ")));
   }
 
   Prediction predict(const Config& config) const override {
@@ -866,12 +883,20 @@ class AnyFrameworkSpecModel final : public CostModel {
       models.emplace_back(f, it->second.get());
     }
     if (models.empty()) return generic_.predict(config);
+    // The lower peak of those that run it; a layout one of them cannot split (Megatron-LM's
+    // interleaved stages need the layers to divide) is priced by the other.
     std::optional<Prediction> best;
+    std::optional<InputError> refused;
     for (const auto& [f, m] : models) {
-      Prediction p = m->predict(config);
-      p.priced_as = f;
-      if (!best || p.memory.peak < best->memory.peak) best = std::move(p);
+      try {
+        Prediction p = m->predict(config);
+        p.priced_as = f;
+        if (!best || p.memory.peak < best->memory.peak) best = std::move(p);
+      } catch (const InputError& e) {
+        if (!refused) refused = e;
+      }
     }
+    if (!best) throw *refused;
     return *best;
   }
   const ModelInfo& info() const override { return info_; }

@@ -40,6 +40,7 @@
 // Why: same Prediction type, same tuner downstream.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,6 +100,9 @@ struct TransformerSpec {
   GradDtype grad_dtype = GradDtype::param;  // "grad_reduce_in_fp32" (GradDtype below)
   bool contiguous_grad_buffer = false;  // Megatron-LM's (model/plan_cost.hpp StateSizes), set by its framework
   std::string grad_source;              // where grad_dtype was set ("": the default)
+  // Layers that do not divide pp x v, with no split given: split as torchtitan's pipeline builder
+  // does (model/parallel_plan.hpp torchtitan_split), set by its framework; false: refused.
+  bool torchtitan_split = false;
   Count attention_window = 0;           // "sliding_window": tokens a query attends to (0: all)
   double windowed_layers = 1.0;         // "sliding_window_layers": the share of layers windowed
   double mean_tokens_per_sample = 0;    // real tokens per sample; 0: seq_len
@@ -125,9 +129,15 @@ TransformerSpec builtin_spec(const std::string& name);
 // the loss, Megatron-LM's (and NeMo's, which runs it) in-place vocab-parallel cross-entropy, every
 // other framework PyTorch's F.cross_entropy on fp32 logits (the default); the gradient dtype,
 // fp32_for_bf16 for Megatron-LM and torchtitan (GradDtype), the plan's precision otherwise;
-// Megatron-LM's contiguous gradient buffer, reduced in place (contiguous_grad_buffer).
+// Megatron-LM's contiguous gradient buffer, reduced in place (contiguous_grad_buffer);
+// torchtitan's split of layers that do not divide the stages (torchtitan_split).
 // `from` names where the framework came from (a flag, a config file).
 void apply_framework_defaults(TransformerSpec& spec, Framework framework, const std::string& from);
+// The frameworks whose defaults change what a spec costs (the others run it as it is).
+inline constexpr std::array<Framework, 2> kFrameworksWithOwnCosts{Framework::megatron, Framework::torchtitan};
+// What apply_framework_defaults changes in `spec` for `framework`, one phrase each (e.g. "gradients
+// held and reduced in fp32 under bf16"); empty when it prices the spec as it is.
+std::vector<std::string> framework_cost_changes(const TransformerSpec& spec, Framework framework);
 
 // A job whose framework is not named (tune and check without --framework): a plan plain PyTorch
 // (DDP, FSDP, FSDP2), DeepSpeed or Horovod runs is priced with the spec as it is; a plan only

@@ -21,8 +21,12 @@ gaccum_cli_test(pipeline-m-below-pp 2 "--schedule: 1f1b needs at least pp = 8 mi
   ${G} predict --spec ${S70} --cluster ${C64} -p 64 --tp 8 --pp 8 -b 1 -k 4)
 gaccum_cli_test(pipeline-interleaved-groups 2 "interleaved-1f1b runs microbatches in groups of pp = 4 \\(Megatron-LM\\): m = 6 is not a multiple of 4; use m = 4 or 8" --one-line-stderr --
   ${G} predict --spec ${S70} --cluster ${C64} -p 64 --tp 8 --pp 4 --virtual-stages 2 -b 1 -k 6)
-gaccum_cli_test(pipeline-layers-uneven 2 "80 layers do not split evenly over pp 3 x virtual stages 1 = 3 stages.*--stage-layers" --one-line-stderr --
-  ${G} predict --spec ${S70} --cluster ${C64} -p 48 --tp 8 --pp 3 -b 1 -k 8)
+gaccum_cli_test(pipeline-layers-uneven 2 "80 layers do not split evenly over pp 3 x virtual stages 1 = 3 stages.*--stage-layers 26,...,27 .*Megatron-LM's --decoder-first/last-pipeline-num-layers" --one-line-stderr --
+  ${G} predict --spec ${S70} --cluster ${C64} -p 48 --tp 8 --pp 3 -b 1 -k 8 --framework megatron)
+# Without --framework the plan is priced as the framework that runs it as given: torchtitan,
+# which splits 80 layers over 3 stages itself (26, 27, 27).
+gaccum_cli_test(pipeline-layers-uneven-torchtitan 0 "pp 3 1f1b \\(first stage 26 layers\\) x dp 2.*priced as torchtitan runs it.*0e +26 .*1 +27 .*2h +27" -- sh -c
+  "\"$0\" predict --spec \"$1\" --cluster \"$2\" -p 48 --tp 8 --pp 3 -b 1 -k 8 | tr -s '\\n ' ' '" ${G} ${S70} ${C64})
 gaccum_cli_test(pipeline-stage-layers 0 "0e 26 .*1 28 .*2h 26" -- sh -c
   "\"$0\" predict --spec \"$1\" --cluster \"$2\" -p 48 --tp 8 --pp 3 --stage-layers 26,28,26 -b 1 -k 8 | tr -s '\\n ' ' '" ${G} ${S70} ${C64})
 gaccum_cli_test(pipeline-tp-heads 2 "--tp 16: the 64 attention heads and 8 kv heads must be multiples of tp" --one-line-stderr --
@@ -81,6 +85,20 @@ gaccum_cli_test(check-two-configs 2 "give the one config the job launches with" 
   ${G} check --nemo-config ${FW}/llama3-70b-nemo.yaml --megatron-args ${FW}/llama3-70b-megatron.sh --cluster ${C64})
 gaccum_cli_test(check-torchtitan-bad-schedule 2 "pipeline_parallel_schedule 'ZBVZeroBubble': priced here are GPipe, 1F1B and Interleaved1F1B" --one-line-stderr -- sh -c
   "sed 's/\"1F1B\"/\"ZBVZeroBubble\"/' \"$1/llama3-70b-torchtitan.toml\" > \"$2/zbv.toml\" && \"$0\" check --torchtitan-config \"$2/zbv.toml\" --cluster \"$3\""
+  ${G} ${FW} ${CMAKE_CURRENT_BINARY_DIR} ${C64})
+# torchtitan splits layers that do not divide its stages itself: Llama 3.1 405B's 126 layers on
+# pp 8 x v 2 (its Dec 2024 benchmark's job) run as 7, 8 x 14, 7, and check says so.
+set(C2048 ${X}/clusters/h100-2048node-ib400.json)
+gaccum_cli_test(check-torchtitan-405b-interleaved 0 "9 tensor / pipeline layout PASS tp 8 sp x pp 8 interleaved-1f1b v 2 x dp 8: m = 32 microbatches.*the layers split as torchtitan splits them: first model stage 7 layers, last 7, the middle even.*verdict: PASS" -- sh -c
+  "\"$0\" check --torchtitan-config \"$1/llama3-405b-torchtitan.toml\" --cluster \"$2\" --world-size 512 | tr -s '\\n ' ' '" ${G} ${FW} ${C2048})
+# As Megatron-LM runs it, the split is refused, naming the one to give; given, torchtitan's split
+# prices on the spec as it is; Megatron-LM arguments with uneven ends and virtual stages are refused.
+gaccum_cli_test(pipeline-uneven-interleaved-megatron 2 "126 layers do not split evenly over pp 8 x virtual stages 2 = 16 stages: .*--stage-layers 7,...,7 \\(torchtitan's own split.*Megatron-LM needs layers that divide pp x v" --one-line-stderr --
+  ${G} predict --spec builtin:llama3-405b --cluster ${C2048} -p 512 --tp 8 --pp 8 --virtual-stages 2 --sequence-parallel -b 1 -k 32 --framework megatron)
+gaccum_cli_test(pipeline-uneven-interleaved-given 0 "0e +15 .*1 +16 .*7h +15 .*fits yes" -- sh -c
+  "\"$0\" predict --spec builtin:llama3-405b --cluster \"$1\" -p 512 --tp 8 --pp 8 --virtual-stages 2 --sequence-parallel --stage-layers 7,...,7 -b 1 -k 32 --checkpointing full --sharding zero3 --framework torchtitan | tr -s '\\n ' ' '" ${G} ${C2048})
+gaccum_cli_test(check-megatron-uneven-interleaved 2 "--decoder-first-pipeline-num-layers with 2 virtual pipeline stages: Megatron-LM spreads those layers over the rank's chunks" --one-line-stderr -- sh -c
+  "sed 's/--pipeline-model-parallel-size 4/--pipeline-model-parallel-size 4 --virtual-pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 8/' \"$1/llama3-70b-megatron.sh\" > \"$2/uneven-vpp.sh\" && \"$0\" check --megatron-args \"$2/uneven-vpp.sh\" --cluster \"$3\""
   ${G} ${FW} ${CMAKE_CURRENT_BINARY_DIR} ${C64})
 # tune on each framework config writes the file completed with its pick, and check passes it:
 # the file's own layout (micro_batch and m searched at global batch 128), and --tp/--pp auto.

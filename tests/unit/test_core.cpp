@@ -381,14 +381,23 @@ TEST_CASE("a pipeline layout: the default schedule and the stage split, one rule
   gaccum::set_stage_layers(m, "3,...,5", "x");
   CHECK(m.first_stage_layers == 3);
   CHECK(m.last_stage_layers == 5);
+  // With virtual stages a list names every model stage (pp x v of them, rank 0's first chunk
+  // first): torchtitan's 126 layers over pp 8 x v 2 are 7, 8 x 14, 7.
   ParallelLayout v;
-  v.pp = 4;
+  v.pp = 8;
   v.virtual_stages = 2;
-  CHECK_THROWS_WITH(gaccum::set_stage_layers(v, "7,8,8,7", "--stage-layers"),
-                    Catch::Contains("--stage-layers: give it or virtual stages, not both"));
+  gaccum::set_stage_layers(v, "7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7", "--stage-layers");
+  CHECK(v.first_stage_layers == 7);
+  CHECK(v.last_stage_layers == 7);
+  ParallelLayout w = v;
+  w.first_stage_layers = w.last_stage_layers = 0;
+  gaccum::set_stage_layers(w, "7,...,7", "--stage-layers");
+  CHECK(w == v);
+  CHECK_THROWS_WITH(gaccum::set_stage_layers(w, "7,8,8,8,8,8,8,7", "--stage-layers"),
+                    Catch::Contains("--stage-layers: 8 values for pp 8 x virtual stages 2 = 16 model stages"));
   CHECK_THROWS_WITH(gaccum::set_stage_layers(l, "7,8,7", "plan.stage_layers"),
                     Catch::Contains("plan.stage_layers: 3 values for pp 4"));
-  CHECK_THROWS_WITH(gaccum::set_stage_layers(l, "7,8,9,7", "x"), Catch::Contains("middle ranks must hold the same"));
+  CHECK_THROWS_WITH(gaccum::set_stage_layers(l, "7,8,9,7", "x"), Catch::Contains("middle stages must hold the same"));
 }
 
 TEST_CASE("optimizer and backend names: one table each, parsed at the boundary", "[core]") {

@@ -272,6 +272,66 @@ TEST_CASE("layout rules name the fix", "[pipeline][rules]") {
   l.last_stage_layers = 0;
   l.virtual_stages = 2;
   CHECK(stage_layers(l, 16) == counts({2, 2, 2, 2, 2, 2, 2, 2}));
+  // An uneven interleaved split: model stages 0 and S - 1 given (rank 0's first chunk, the last
+  // rank's last), the middle even: 26 layers over pp 4 x v 2 with ends of 1: 24 over the 6 middle
+  // stages, 4 each.
+  l.first_stage_layers = 1;
+  l.last_stage_layers = 1;
+  CHECK(stage_layers(l, 26) == counts({1, 4, 4, 4, 4, 4, 4, 1}));
+}
+
+TEST_CASE("torchtitan's split of layers that do not divide the stages", "[pipeline][rules]") {
+  // generate_split_points: base = L / S on the first stage, base + 1 on the middle stages while
+  // the remainder L % S lasts, then base; the last takes the rest.
+  // 126 over 16: base 7, remainder 14 = the 14 middle stages: 7, 8 x 14, 7.
+  auto tt = torchtitan_split(126, 16);
+  REQUIRE(tt);
+  CHECK(tt->first == 7);
+  CHECK(tt->last == 7);
+  // 126 over 8: base 15, remainder 6: 15, 16 x 6, 15.
+  tt = torchtitan_split(126, 8);
+  REQUIRE(tt);
+  CHECK(tt->first == 15);
+  CHECK(tt->last == 15);
+  // 11 over 4: base 2, remainder 3: 2, 3, 3 and the last 11 - 8 = 3 = the middle: first only.
+  tt = torchtitan_split(11, 4);
+  REQUIRE(tt);
+  CHECK(tt->first == 2);
+  CHECK(tt->last == 0);
+  // 100 over 8: base 12, remainder 4: 12, 13 x 4, 12, 12, 12: unequal middle stages.
+  CHECK_FALSE(torchtitan_split(100, 8));
+  CHECK_FALSE(torchtitan_split(128, 16));  // even
+  CHECK_FALSE(torchtitan_split(3, 4));     // fewer layers than stages
+  // The layout rule names the split to give.
+  const TransformerShape t = llama_like();  // 8 layers
+  Config c = layout_config(1, 8, 24, 1, 3);
+  CHECK_THAT(layout_rejection(c, t, 8).value_or(""), Catch::Contains("--stage-layers 2,...,3 (torchtitan's own split"));
+  // The search offers an interleaved uneven split only as torchtitan makes it.
+  TransformerShape odd = t;
+  odd.layers = 126;
+  bool found = false;
+  for (const ParallelLayout& l : candidate_layouts(odd, 8, 0))
+    if (l.pp == 8 && l.virtual_stages == 2) {
+      found = true;
+      CHECK(l.first_stage_layers == 7);
+      CHECK(l.last_stage_layers == 7);
+    }
+  CHECK(found);
+  // A spec priced as torchtitan runs it splits so itself; the plain spec refuses, naming the split.
+  c = layout_config(1, 8, 6, 1, 3);  // dp 2 on 6 of the 16 GPUs
+  const auto plain = make_spec_model(spec_8l(1024), h100_nodes(2));
+  CHECK_THROWS_WITH(plain->predict(c), Catch::Contains("--stage-layers 2,...,3"));
+  TransformerSpec titan = spec_8l(1024);
+  apply_framework_defaults(titan, Framework::torchtitan, "test");
+  const Prediction p = make_spec_model(titan, h100_nodes(2))->predict(c);
+  CHECK(p.config.layout.first_stage_layers == 2);
+  CHECK(p.config.layout.last_stage_layers == 0);
+  REQUIRE(p.parallel.stages.size() == 3);
+  CHECK(p.parallel.stages[0].layers == 2);
+  CHECK(p.parallel.stages[1].layers == 3);
+  CHECK(p.parallel.stages[2].layers == 3);
+  CHECK(framework_cost_changes(spec_8l(1024), Framework::torchtitan).size() == 2);  // fp32 gradients, the split
+  CHECK(framework_cost_changes(spec_8l(1024), Framework::ddp).empty());
 }
 
 TEST_CASE("a pipeline plan on a spec: per-stage memory, in flight, bubble and the global batch", "[pipeline][spec]") {
@@ -402,4 +462,12 @@ TEST_CASE("frameworks and layouts", "[pipeline][framework]") {
         "--virtual-pipeline-model-parallel-size 2");
   CHECK_THAT(framework_setting(Framework::torchtitan, fp), Catch::Contains("pipeline_parallel_schedule Interleaved1F1B"));
   CHECK_THAT(*framework_refusal(Framework::deepspeed, fp), Catch::Contains("no tensor or context parallelism"));
+  // An uneven interleaved split (one chunk of another size) is torchtitan's; Megatron-LM's uneven
+  // ends span a rank's chunks.
+  fp.layout.first_stage_layers = 7;
+  CHECK_THAT(*framework_refusal(Framework::megatron, fp), Catch::Contains("torchtitan's split"));
+  CHECK(framework_runs(Framework::torchtitan, fp));
+  fp.layout.virtual_stages = 1;
+  fp.layout.schedule = Schedule::one_f_one_b;
+  CHECK(framework_runs(Framework::megatron, fp));
 }
