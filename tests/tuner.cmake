@@ -142,6 +142,11 @@ gaccum_cli_test(tune-frameworks-64 0 "FRAMEWORKS-OK" -- sh -c
 gaccum_cli_test(tune-framework-torchtitan 0 "TORCHTITAN-OK" -- sh -c
   "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch 512 --framework torchtitan --out \"$1\" > \"$1/stdout.txt\" && grep -q 'framework torchtitan' \"$1/stdout.txt\" && tr -s '\\n ' ' ' < \"$1/stdout.txt\" | grep -q 'Run as: torchtitan data_parallel_shard_degree' && ! tr -s '\\n ' ' ' < \"$1/stdout.txt\" | grep -q 'Sync choice: no_sync' && ! awk -F, 'NR > 1 && $3 > 1 && $5 != \"every-step\"' \"$1/result.csv\" | grep -q . && tr -d '\\n ' < \"$1/result.json\" | grep -q '\"framework\":{\"value\":\"torchtitan\",\"source\":\"flag--framework\"}' && echo TORCHTITAN-OK"
   ${G} ${T}/torchtitan ${X})
+# At accum_steps 1 overlap and every-step are the same run: ranked once (as overlap), the
+# every-step row kept in result.csv with the reason.
+gaccum_cli_test(tune-k1-same-run 0 "SAME-RUN-OK" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch 64 --world-sizes 64 --out \"$1\" --force > \"$1/stdout.txt\" && grep -q 'accum_steps 1: the same run as overlap' \"$1/result.csv\" && grep -Eq '^ +1 +1 +1 +64 overlap' \"$1/stdout.txt\" && ! grep -Eq '^ +[0-9]+ +[0-9]+ +1 +64 every-step' \"$1/stdout.txt\" && echo SAME-RUN-OK"
+  ${G} ${T}/k1-same-run ${X})
 gaccum_cli_test(tune-framework-bad 2 "--framework: unknown framework 'jax': expected ddp, fsdp, fsdp2, deepspeed, megatron, torchtitan or horovod" --one-line-stderr --
   ${G} tune --profile ${D}/small-profile.json --framework jax --out ${T}/jax)
 

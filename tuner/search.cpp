@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <string>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,6 +17,7 @@
 #include "core/error.hpp"
 #include "model/parallel_plan.hpp"
 #include "model/pipeline.hpp"
+#include "tuner/explanation.hpp"
 
 namespace gaccum::tuner {
 
@@ -241,6 +244,25 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
     }
   }
 
+  // At accum_steps 1 on more than one rank, every-step and overlap are the same run (no no_sync()
+  // window: the only backward reduces) and are priced the same: ranked once, as overlap.
+  std::set<std::string> overlap_once;
+  const auto run_key = [](const model::Config& c) {
+    return fmt::format("{} {}{}", short_config(c), c.offload_optimizer ? "oo" : "", c.offload_params ? "op" : "");
+  };
+  for (const auto& c : res.candidates)
+    if (c.rankable && c.config().accum_steps == 1 && c.config().world_size > 1 &&
+        c.config().strategy == Strategy::overlap)
+      overlap_once.insert(run_key(c.config()));
+  for (auto& c : res.candidates) {
+    if (!c.rankable || c.config().accum_steps != 1 || c.config().world_size < 2 ||
+        c.config().strategy != Strategy::every_step)
+      continue;
+    model::Config o = c.config();
+    o.strategy = Strategy::overlap;
+    if (overlap_once.count(run_key(o))) c.rankable = false, c.same_run_as_overlap = true;
+  }
+
   res.ranking.reserve(res.candidates.size());
   for (std::uint32_t i = 0; i < res.candidates.size(); ++i) {
     const auto& c = res.candidates[i];
@@ -279,7 +301,9 @@ std::string reason_text(const Candidate& c, const Limits& limits) {
     parts.push_back(fmt::format("micro_batch {} < {}: {}", cfg.micro_batch, limits.min_micro_batch,
                                 limits.min_micro_batch_reason.empty() ? "the model raised there when profiled"
                                                                       : limits.min_micro_batch_reason));
-  if (parts.empty() && !c.rankable)
+  if (parts.empty() && c.same_run_as_overlap)
+    parts.push_back("accum_steps 1: the same run as overlap (one micro-step per optimizer step), ranked as overlap");
+  else if (parts.empty() && !c.rankable)
     parts.push_back(fmt::format("{}{}: priced, not ranked (--strategy {} ranks it)", to_string(cfg.strategy),
                                 cfg.sharding.sharding == Sharding::none ? "" : " under " + to_string(cfg.sharding),
                                 to_string(cfg.strategy)));

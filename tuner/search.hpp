@@ -32,6 +32,7 @@ struct Candidate {
   model::Prediction prediction;
   std::uint8_t violations = kNoViolation;
   bool rankable = true;  // false: priced only (every-step under --strategy auto)
+  bool same_run_as_overlap = false;  // every-step at accum_steps 1 beside overlap: one run, ranked once
   double score = 0;      // objective value oriented so that lower is better
   Count rank = 0;        // 1 = best; 0 = not ranked (infeasible or priced only)
 

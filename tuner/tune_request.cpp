@@ -253,6 +253,10 @@ std::vector<model::Config> plan_shapes(const Limits& l, Count p, bool ranked_onl
             continue;
           }
           if (l.framework && !framework_runs(*l.framework, model::framework_plan_any_k(c))) continue;
+          // A tensor/pipeline plan that no framework runs is not offered (e.g. torchtitan's uneven
+          // interleaved split with zero1, which only Megatron-LM shards so).
+          if (!l.framework && !layout.data_parallel_only() && frameworks_running(model::framework_plan_any_k(c)).empty())
+            continue;
           if (ranked_only && !strategy_rankable(l, s, sh.sharding)) continue;
           out.push_back(c);
         }
