@@ -282,13 +282,9 @@ std::string torchtitan_split_refusal(const EmitPlan& p) {
                        L, S);
   const auto tt = model::torchtitan_split(L, S);
   if (tt && tt->first == l.first_stage_layers && tt->last == l.last_stage_layers) return "";
-  return fmt::format("torchtitan splits {} layers over {} stages its own way ({}), not as the pick (first stage {}, "
-                     "last {})",
-                     L, S,
-                     tt ? fmt::format("first {}, last {}", tt->first > 0 ? tt->first : (L - tt->last) / (S - 1),
-                                      tt->last > 0 ? tt->last : (L - tt->first) / (S - 1))
-                        : std::string("unequal middle stages"),
-                     l.first_stage_layers, l.last_stage_layers);
+  return fmt::format("torchtitan splits {} layers over {} stages its own way ({}), not as the pick ({})", L, S,
+                     tt ? model::stage_layers_text(*tt, L, S) : std::string("unequal middle stages"),
+                     model::stage_layers_text({l.first_stage_layers, l.last_stage_layers}, L, S));
 }
 
 std::string torchtitan_toml(const EmitPlan& p) {

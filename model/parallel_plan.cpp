@@ -27,10 +27,9 @@ std::optional<std::string> split_rejection(const ParallelLayout& l, Count layers
       return fmt::format("{} layers do not split evenly over pp {} x virtual stages {} = {} stages: choose pp and v "
                          "that divide {}, or give {}",
                          layers, p, v, S, layers,
-                         tt ? fmt::format("--stage-layers {},...,{} (torchtitan's own split, which a torchtitan job "
+                         tt ? fmt::format("--stage-layers {} (torchtitan's own split, which a torchtitan job "
                                           "makes itself; {})",
-                                          tt->first > 0 ? tt->first : (layers - tt->last) / (S - 1),
-                                          tt->last > 0 ? tt->last : (layers - tt->first) / (S - 1),
+                                          stage_layers_text(*tt, layers, S),
                                           v > 1 ? "Megatron-LM needs layers that divide pp x v"
                                                 : "Megatron-LM's --decoder-first/last-pipeline-num-layers")
                             : std::string("--stage-layers"));
@@ -89,6 +88,12 @@ std::optional<EndStages> torchtitan_split(Count layers, Count stages) {
   if (n.front() != middle) e.first = n.front();
   if (n.back() != middle) e.last = n.back();
   return e;
+}
+
+std::string stage_layers_text(const EndStages& e, Count layers, Count stages) {
+  const Count given = (e.first > 0 ? 1 : 0) + (e.last > 0 ? 1 : 0);
+  const Count middle = stages > given ? (layers - e.first - e.last) / (stages - given) : 0;
+  return fmt::format("{},...,{}", e.first > 0 ? e.first : middle, e.last > 0 ? e.last : middle);
 }
 
 std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count gpus_per_node, Count max_gpus) {

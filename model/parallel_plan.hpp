@@ -57,6 +57,9 @@ struct EndStages {
   Count first = 0, last = 0;
 };
 std::optional<EndStages> torchtitan_split(Count layers, Count stages);
+// The split as --stage-layers spells it, "FIRST,...,LAST" (an even end written as the middle's
+// count): 126 layers over 16 stages with ends of 7 -> "7,...,7".
+std::string stage_layers_text(const EndStages& e, Count layers, Count stages);
 // The layouts a search may choose from on this model and node size (PlanSupport::
 // layout_candidates), data-parallel first.
 std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count gpus_per_node, Count max_gpus);
