@@ -57,8 +57,15 @@ void overlay(CheckInputs& b, const CheckInputs& t) {
   take(b.pp, t.pp);
   take(b.cp, t.cp);
   take(b.virtual_stages, t.virtual_stages);
+  // A split given on top replaces the one below whole (its ends, or every stage).
+  if (t.first_stage_layers || t.last_stage_layers || t.stage_layer_counts) {
+    b.first_stage_layers = Sourced<Count>{};
+    b.last_stage_layers = Sourced<Count>{};
+    b.stage_layer_counts = Sourced<std::vector<Count>>{};
+  }
   take(b.first_stage_layers, t.first_stage_layers);
   take(b.last_stage_layers, t.last_stage_layers);
+  take(b.stage_layer_counts, t.stage_layer_counts);
   take(b.schedule, t.schedule);
   take(b.sequence_parallel, t.sequence_parallel);
   take(b.drop_last, t.drop_last);
@@ -184,6 +191,7 @@ ResolvedJob resolve(const CheckInputs& merged) {
   if (in.virtual_stages) lay.virtual_stages = *in.virtual_stages;
   if (in.first_stage_layers) lay.first_stage_layers = *in.first_stage_layers;
   if (in.last_stage_layers) lay.last_stage_layers = *in.last_stage_layers;
+  if (in.stage_layer_counts) lay.stage_layer_counts = *in.stage_layer_counts;
   if (in.schedule) lay.schedule = *in.schedule;
   else if (lay.virtual_stages > 1) lay.schedule = Schedule::interleaved_1f1b;
   if (in.sequence_parallel) lay.sequence_parallel = *in.sequence_parallel;
@@ -311,6 +319,7 @@ nlohmann::ordered_json inputs_json(const CheckInputs& in) {
   add("virtual_stages", in.virtual_stages, same);
   add("first_stage_layers", in.first_stage_layers, same);
   add("last_stage_layers", in.last_stage_layers, same);
+  add("stage_layer_counts", in.stage_layer_counts, same);
   add("schedule", in.schedule, [](Schedule s) { return std::string(to_string(s)); });
   add("sequence_parallel", in.sequence_parallel, same);
   add("max_accum_steps", in.max_accum_steps, same);

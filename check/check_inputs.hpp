@@ -64,6 +64,7 @@ struct CheckInputs {
   // Megatron-LM, NeMo or torchtitan config): world_size = tp pp cp dp, accum_steps = microbatches.
   Sourced<Count> tp, pp, cp, virtual_stages;
   Sourced<Count> first_stage_layers, last_stage_layers;  // uneven first/last pipeline stage
+  Sourced<std::vector<Count>> stage_layer_counts;        // every model stage's layers (torchtitan's parts)
   Sourced<Schedule> schedule;
   Sourced<bool> sequence_parallel;
   Sourced<bool> drop_last;

@@ -789,18 +789,15 @@ CheckResult check_layout(const ResolvedJob& j, const model::CostModel* m) {
   r.status = Status::pass;
   // Layers the job does not split itself, split by its framework (torchtitan's pipeline builder).
   const ParallelLayout& priced = p.config.layout;
-  const bool framework_split = l.pp > 1 && l.first_stage_layers == 0 && l.last_stage_layers == 0 &&
-                               (priced.first_stage_layers > 0 || priced.last_stage_layers > 0);
-  if (framework_split) {
-    r.data["first_stage_layers"] = priced.first_stage_layers;
-    r.data["last_stage_layers"] = priced.last_stage_layers;
-  }
+  Count layers = 0;  // the model's: every pipeline rank's layers
+  for (const auto& st : p.parallel.stages) layers += st.layers;
+  const std::vector<Count> split = l.pp > 1 && layers > 0 ? model::stage_layers(priced, layers) : std::vector<Count>{};
+  if (priced.uneven_split() && !split.empty()) r.data["stage_layers"] = split;
   const std::string split_text =
-      framework_split ? fmt::format(" (the layers split as torchtitan splits them: first model stage {} layers, last {}, "
-                                    "the middle even)",
-                                    priced.first_stage_layers > 0 ? fmt::format("{}", priced.first_stage_layers) : "even",
-                                    priced.last_stage_layers > 0 ? fmt::format("{}", priced.last_stage_layers) : "even")
-                      : "";
+      split.empty() || !priced.uneven_split() ? ""
+      : !l.uneven_split() ? fmt::format(" (the layers split as torchtitan splits them, model stage by stage: {})",
+                                        layer_counts_text(split))
+                          : fmt::format(" (layers per model stage: {})", layer_counts_text(split));
   r.reason = l.pp > 1 ? fmt::format("{} x dp {}: m = {} microbatches, bubble {} of the schedule, peak memory on stage {}{}",
                                     to_string(l), j.data_parallel(), j.accum_steps, pct(p.parallel.bubble_fraction),
                                     p.parallel.peak_stage, split_text)

@@ -1,6 +1,7 @@
 // What/why: see framework_configs.hpp.
 #include "check/framework_configs.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/hash.hpp"
+#include "model/parallel_plan.hpp"
 
 namespace gaccum::check {
 namespace {
@@ -286,6 +288,15 @@ FrameworkConfig load_nemo_config(const std::string& path) {
   put(in.pp, "pipeline_model_parallel_size");
   put(in.cp, "context_parallel_size");
   put(in.virtual_stages, "virtual_pipeline_model_parallel_size");
+  // Megatron-Core's uneven ends (TransformerConfig num_layers_in_first/last_pipeline_stage, what
+  // Megatron-LM's --decoder-first/last-pipeline-num-layers set).
+  put(in.first_stage_layers, "num_layers_in_first_pipeline_stage");
+  put(in.last_stage_layers, "num_layers_in_last_pipeline_stage");
+  if (in.virtual_stages && *in.virtual_stages > 1 && (in.first_stage_layers || in.last_stage_layers))
+    throw InputError(fmt::format("{}: model.num_layers_in_{}_pipeline_stage with {} virtual pipeline stages: "
+                                 "Megatron-Core spreads those layers over the rank's chunks, a split not priced here; "
+                                 "drop the virtual stages or give layers that divide pp x v",
+                                 path, in.first_stage_layers ? "first" : "last", *in.virtual_stages));
   if (in.virtual_stages && *in.virtual_stages > 1) in.schedule.set(Schedule::interleaved_1f1b, src);
   else if (in.pp && *in.pp > 1) in.schedule.set(Schedule::one_f_one_b, src);
   if (auto v = get(model, "model", "sequence_parallel"); v && v->is_boolean())
@@ -427,6 +438,108 @@ json parse_toml(const std::string& text, const std::string& what) {
   return out;
 }
 
+namespace {
+
+// torchtitan's pipeline stages and split (its pipeline_llm): module_fqns_per_model_part names every
+// model stage's modules (its "layers.N" counted; stages per rank = parts / pp), else
+// pipeline_parallel_layers_per_stage makes ceil((L + first_less + last_less) / per) stages, else
+// the schedule's default (1 per rank, Interleaved1F1B 2); without module_fqns_per_model_part the
+// layers split as torchtitan splits them (model/parallel_plan.hpp torchtitan_split), which the
+// torchtitan-priced model does itself at the default weights (first/last_stage_less_layers 1).
+template <class Get, class CountOf>
+void torchtitan_pipeline_split(FrameworkConfig& fc, Get get, CountOf count, const std::string& path,
+                               const std::string& src, std::optional<Count> layers) {
+  CheckInputs& in = fc.inputs;
+  const Count pp = in.pp ? *in.pp : 1;
+  const bool single = !in.schedule || traits(*in.schedule).chunks == false;
+  auto less = [&](const char* key) -> Count {
+    auto v = get(key);
+    if (!v) return 1;
+    if (!v->is_number_integer() || v->template get<long long>() < 0)
+      throw InputError(fmt::format("{}: {}: expected a non-negative integer (torchtitan's default is 1)", path, key));
+    return static_cast<Count>(v->template get<long long>());
+  };
+  const Count first_less = less("parallelism.pipeline_parallel_first_stage_less_layers");
+  const Count last_less = less("parallelism.pipeline_parallel_last_stage_less_layers");
+  if (auto parts = get("parallelism.module_fqns_per_model_part"); parts && !parts->is_null()) {
+    const std::string key = path + ": parallelism.module_fqns_per_model_part";
+    if (!parts->is_array() || parts->empty())
+      throw InputError(key + ": expected a list of lists of module names, one list per model stage");
+    std::vector<Count> counts;
+    for (const auto& part : *parts) {
+      if (!part.is_array()) throw InputError(key + ": expected a list of lists of module names, one list per model stage");
+      Count n = 0;
+      for (const auto& m : part) {
+        if (!m.is_string()) throw InputError(key + ": module names are strings (\"layers.0\")");
+        const std::string fqn = m.template get<std::string>();
+        const auto dot = fqn.rfind('.');
+        if (dot != std::string::npos && dot + 1 < fqn.size() &&
+            std::all_of(fqn.begin() + static_cast<std::ptrdiff_t>(dot) + 1, fqn.end(),
+                        [](char ch) { return ch >= '0' && ch <= '9'; }))
+          ++n;
+      }
+      counts.push_back(n);
+    }
+    const Count S = static_cast<Count>(counts.size());
+    if (pp < 2) {
+      fc.warnings.push_back(fmt::format("{}: ignored without pipeline_parallel_degree > 1", key));
+      return;
+    }
+    if (S % pp != 0)
+      throw InputError(fmt::format("{}: {} model stages over pipeline_parallel_degree {}: give a multiple of {} lists",
+                                   key, S, pp, pp));
+    if (single && S != pp)
+      throw InputError(fmt::format("{}: {} model stages: the {} schedule runs one stage per rank ({} lists); use "
+                                   "Interleaved1F1B for {} per rank",
+                                   key, S, in.schedule ? std::string(to_string(*in.schedule)) : "1F1B", pp, S / pp));
+    if (!single && S / pp < 2)
+      throw InputError(fmt::format("{}: {} model stages on {} ranks: torchtitan's multi-stage schedules need at least 2 "
+                                   "per rank",
+                                   key, S, pp));
+    if (S > pp) in.virtual_stages.set(S / pp, src + " parallelism.module_fqns_per_model_part (lists / pipeline_parallel_degree)");
+    in.stage_layer_counts.set(counts, src + " parallelism.module_fqns_per_model_part");
+    return;
+  }
+  if (auto split = get("parallelism.pipeline_parallel_split_points");
+      split && split->is_array() && !split->empty() && pp > 1)
+    throw InputError(fmt::format("{}: parallelism.pipeline_parallel_split_points is deprecated in torchtitan (its "
+                                 "pipeline builder now reads module_fqns_per_model_part): give the stages as "
+                                 "module_fqns_per_model_part, or drop it for torchtitan's own split",
+                                 path));
+  if (pp < 2) return;
+  const auto per = count("parallelism.pipeline_parallel_layers_per_stage");
+  const bool weights = first_less != 1 || last_less != 1;
+  if (!layers && (per || weights))
+    throw InputError(fmt::format("{}: parallelism.{}: the stages it makes depend on the model's layers, known here for "
+                                 "torchtitan's llama3 8B, 70B and 405B: give module_fqns_per_model_part for another "
+                                 "model",
+                                 path, per ? "pipeline_parallel_layers_per_stage" : "pipeline_parallel_*_stage_less_layers"));
+  Count S = pp * (in.virtual_stages ? *in.virtual_stages : 1);
+  if (per) {
+    S = model::torchtitan_stages(*layers, *per, pp, first_less, last_less);
+    if (single && S != pp)
+      throw InputError(fmt::format("{}: parallelism.pipeline_parallel_layers_per_stage {}: torchtitan makes {} stages of "
+                                   "{} layers, and the single-stage schedule needs {} (one per rank): use at least {} "
+                                   "layers per stage",
+                                   path, *per, S, *layers, pp, (*layers + first_less + last_less + pp - 1) / pp));
+    if (!single && S / pp < 2)
+      throw InputError(fmt::format("{}: parallelism.pipeline_parallel_layers_per_stage {}: {} stages on {} ranks, and "
+                                   "torchtitan's multi-stage schedules need at least 2 per rank: use fewer layers per "
+                                   "stage",
+                                   path, *per, S, pp));
+    in.virtual_stages.set(S / pp, src + " (ceil((model layers + 2) / pipeline_parallel_layers_per_stage) / "
+                                        "pipeline_parallel_degree, torchtitan's stages)");
+  }
+  if (weights) {
+    if (auto why = model::torchtitan_split_rejection(*layers, S, first_less, last_less))
+      throw InputError(fmt::format("{}: {}", path, *why));
+    in.stage_layer_counts.set(model::torchtitan_split(*layers, S, first_less, last_less),
+                              src + " (torchtitan's split with pipeline_parallel_first/last_stage_less_layers)");
+  }
+}
+
+}  // namespace
+
 FrameworkConfig load_torchtitan_config(const std::string& path) {
   const std::string text = read_text_file(path, "--torchtitan-config");
   const json t = parse_toml(text, path);
@@ -494,7 +607,7 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
                     src + " parallelism.pipeline_parallel_schedule");
     if (s == "Interleaved1F1B")
       in.virtual_stages.set(2, src + " (Interleaved1F1B: 2 stages per rank, torchtitan's default without "
-                                     "pipeline_parallel_layers_per_stage)");
+                                     "pipeline_parallel_layers_per_stage or module_fqns_per_model_part)");
   } else if (in.pp && *in.pp > 1) {
     in.schedule.set(Schedule::one_f_one_b, src + " (pipeline_parallel_schedule default 1F1B)");
   }
@@ -574,6 +687,7 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
   in.strategy.set(in.pp && *in.pp > 1 ? Strategy::overlap : Strategy::every_step,
                   src + (in.pp && *in.pp > 1 ? " (torch pipelining reduces once per step)"
                                              : " (torchtitan reduces on every micro-batch)"));
+  std::optional<Count> model_layers;  // known for the llama3 flavors (else the model comes from --spec)
   const std::string name = get("model.name") && get("model.name")->is_string() ? get("model.name")->get<std::string>() : "";
   const std::string flavor =
       get("model.flavor") && get("model.flavor")->is_string() ? get("model.flavor")->get<std::string>() : "";
@@ -582,23 +696,13 @@ FrameworkConfig load_torchtitan_config(const std::string& path) {
     for (auto& ch : f) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     fc.builtin_model = "builtin:llama3-" + f;
     if (auto seq = count("training.seq_len")) fc.builtin_model += fmt::format("@{}", *seq);
-    // Interleaved stages per rank from pipeline_parallel_layers_per_stage (transformer blocks per
-    // stage): v = layers / (pp x that).
-    const auto per = count("parallelism.pipeline_parallel_layers_per_stage");
-    if (per && in.pp && *in.pp > 1 && in.schedule && *in.schedule == Schedule::interleaved_1f1b) {
-      const Count layers = model::builtin_spec("llama3-" + f).layers;
-      if (layers % (*in.pp * *per) != 0)
-        throw InputError(fmt::format("{}: parallelism.pipeline_parallel_layers_per_stage {}: {}'s {} layers do not split "
-                                     "into pp {} x stages of {}",
-                                     path, *per, fc.builtin_model, layers, *in.pp, *per));
-      in.virtual_stages.set(layers / (*in.pp * *per),
-                            src + " (model layers / (pipeline_parallel_degree x pipeline_parallel_layers_per_stage))");
-    }
+    model_layers = model::builtin_spec("llama3-" + f).layers;
   } else if (!name.empty()) {
     fc.warnings.push_back(fmt::format("{}: model {} {} is not one this tool knows (llama3 8B, 70B, 405B): the model "
                                       "comes from --spec",
                                       path, name, flavor));
   }
+  torchtitan_pipeline_split(fc, get, count, path, src, model_layers);
   return fc;
 }
 
@@ -1000,7 +1104,58 @@ void set_toml(std::string& t, const std::string& table, const std::string& key, 
   t = t.substr(0, start) + body + t.substr(end);
 }
 
+// Removes `key = value` from [table], a value that opens an array running to its closing bracket
+// over as many lines as it takes (nested arrays counted).
+void drop_toml(std::string& t, const std::string& table, const std::string& key) {
+  const std::regex head("(^|\\n)\\[" + table + "\\][ \\t]*(#[^\\n]*)?\\n");
+  std::smatch m;
+  if (!std::regex_search(t, m, head)) return;
+  const std::size_t start = static_cast<std::size_t>(m.position(0) + m.length(0));
+  std::size_t end = t.find("\n[", start);
+  end = end == std::string::npos ? t.size() : end + 1;
+  std::string body = t.substr(start, end - start);
+  const std::regex line("(^|\\n)[ \\t]*" + key + "[ \\t]*=");
+  if (!std::regex_search(body, m, line)) return;
+  const std::size_t from = static_cast<std::size_t>(m.position(0)) + (m[1].length() > 0 ? 1 : 0);
+  std::size_t at = static_cast<std::size_t>(m.position(0) + m.length(0));
+  int depth = 0;
+  bool quoted = false;
+  for (; at < body.size(); ++at) {
+    const char ch = body[at];
+    if (ch == '"') quoted = !quoted;
+    if (quoted) continue;
+    if (ch == '[') ++depth;
+    if (ch == ']') --depth;
+    if (ch == '\n' && depth <= 0) break;
+  }
+  body.erase(from, std::min(body.size(), at + 1) - from);
+  t = t.substr(0, start) + body + t.substr(end);
+}
+
 }  // namespace
+
+std::string torchtitan_module_fqns(const ParallelLayout& l, Count layers) {
+  if (l.pp < 2 || layers < 1) return "";
+  const Count v = l.virtual_stages, S = l.pp * v;
+  const bool default_stages = v == (traits(l.schedule).chunks ? 2 : 1);
+  const std::vector<Count> split = l.uneven_split() ? model::stage_layers(l, layers) : model::torchtitan_split(layers, S);
+  if (default_stages && !model::torchtitan_split_rejection(layers, S) && split == model::torchtitan_split(layers, S))
+    return "";
+  std::string out = "[\n";
+  Count at = 0;
+  for (std::size_t s = 0; s < split.size(); ++s) {
+    std::string part;
+    auto add = [&](const std::string& name) { part += (part.empty() ? "" : ", ") + ("\"" + name + "\""); };
+    if (s == 0) add("tok_embeddings");
+    for (Count n = 0; n < split[s]; ++n) add(fmt::format("layers.{}", at++));
+    if (s + 1 == split.size()) {
+      add("norm");
+      add("output");
+    }
+    out += "  [" + part + "],\n";
+  }
+  return out + "]";
+}
 
 std::string complete_framework_config(const FrameworkConfig& fc, const model::Config& pick, Count layers) {
   std::string t = fc.text;
@@ -1055,6 +1210,11 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
       set_yaml(t, "model", "tensor_model_parallel_size", n(l.tp));
       set_yaml(t, "model", "pipeline_model_parallel_size", n(l.pp));
       set_yaml(t, "model", "virtual_pipeline_model_parallel_size", l.virtual_stages > 1 ? n(l.virtual_stages) : "null");
+      // An uneven split (one chunk per rank): Megatron-Core's first and last stage.
+      if (l.first_stage_layers > 0 || fc.inputs.first_stage_layers)
+        set_yaml(t, "model", "num_layers_in_first_pipeline_stage", l.first_stage_layers > 0 ? n(l.first_stage_layers) : "null");
+      if (l.last_stage_layers > 0 || fc.inputs.last_stage_layers)
+        set_yaml(t, "model", "num_layers_in_last_pipeline_stage", l.last_stage_layers > 0 ? n(l.last_stage_layers) : "null");
       set_yaml(t, "model", "sequence_parallel", l.sequence_parallel ? "true" : "false");
       if (l.cp > 1 || fc.inputs.cp) set_yaml(t, "model", "context_parallel_size", n(l.cp));
       if (recompute_changed) {
@@ -1085,6 +1245,13 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
       if (l.pp > 1) {
         set_toml(t, "parallelism", "pipeline_parallel_microbatch_size", n(pick.micro_batch));
         set_toml(t, "parallelism", "pipeline_parallel_schedule", fmt::format("\"{}\"", traits(l.schedule).torchtitan));
+        // The pick's stages: torchtitan's own from the file alone, else every stage named.
+        for (const char* key : {"module_fqns_per_model_part", "pipeline_parallel_layers_per_stage",
+                                "pipeline_parallel_first_stage_less_layers", "pipeline_parallel_last_stage_less_layers",
+                                "pipeline_parallel_split_points"})
+          drop_toml(t, "parallelism", key);
+        if (const std::string fqns = torchtitan_module_fqns(l, layers); !fqns.empty())
+          set_toml(t, "parallelism", "module_fqns_per_model_part", fqns);
       }
       if (l.cp > 1 || fc.inputs.cp) set_toml(t, "parallelism", "context_parallel_degree", n(l.cp));
       if (recompute_changed) {

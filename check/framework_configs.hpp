@@ -85,6 +85,12 @@ FrameworkConfig load_lightning_config(const std::string& path);
 // added. `layers` converts v into Megatron's --num-layers-per-virtual-pipeline-stage where the file
 // uses it.
 std::string complete_framework_config(const FrameworkConfig& fc, const model::Config& pick, Count layers);
+// torchtitan's module_fqns_per_model_part for a pipeline layout of `layers` transformer layers
+// (the TOML array, a line per model stage of its FQNs tok_embeddings, layers.N, norm, output), or
+// "" when torchtitan makes those stages itself from the file alone:
+// one stage per rank (Interleaved1F1B two) split as model/parallel_plan.hpp torchtitan_split at
+// the default first/last_stage_less_layers.
+std::string torchtitan_module_fqns(const ParallelLayout& l, Count layers);
 // The completed file's name in tune's --out: megatron_args.sh, nemo_config.yaml, torchtitan.toml.
 const char* completed_name(ConfigKind k);
 

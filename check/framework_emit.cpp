@@ -268,25 +268,6 @@ std::pair<std::string, std::string> torchtitan_model(const EmitPlan& p) {
   return {};
 }
 
-// torchtitan splits layers that do not divide its stages itself (model/parallel_plan.hpp
-// torchtitan_split): a pick split otherwise is not the run its file would start; nor is an uneven
-// split with more than 2 chunks per rank (pipeline_parallel_layers_per_stage is one count). "" when
-// the file runs the pick's split.
-std::string torchtitan_split_refusal(const EmitPlan& p) {
-  const ParallelLayout& l = p.pick.layout;
-  if (l.pp < 2 || !p.model || (l.first_stage_layers == 0 && l.last_stage_layers == 0)) return "";
-  const Count S = l.pp * l.virtual_stages, L = p.model->layers;
-  if (l.virtual_stages > 2)
-    return fmt::format("torchtitan's pipeline_parallel_layers_per_stage is one count for every stage: the pick's uneven "
-                       "split of {} layers over {} stages is not written",
-                       L, S);
-  const auto tt = model::torchtitan_split(L, S);
-  if (tt && tt->first == l.first_stage_layers && tt->last == l.last_stage_layers) return "";
-  return fmt::format("torchtitan splits {} layers over {} stages its own way ({}), not as the pick ({})", L, S,
-                     tt ? model::stage_layers_text(*tt, L, S) : std::string("unequal middle stages"),
-                     model::stage_layers_text({l.first_stage_layers, l.last_stage_layers}, L, S));
-}
-
 std::string torchtitan_toml(const EmitPlan& p) {
   std::string t = "# gaccum-tune tune's pick for torchtitan: " + plan_line(p) + "\n";
   const auto [name, flavor] = torchtitan_model(p);
@@ -303,9 +284,10 @@ std::string torchtitan_toml(const EmitPlan& p) {
     t += fmt::format("\n[optimizer]\nname = \"{}\"\nlr = {}\n", opt == Optimizer::adam ? "Adam" : "AdamW", *p.lr);
   t += "\n[parallelism]\n";
   if (p.pick.sharding.sharding == Sharding::zero2) t += "fsdp_reshard_after_forward = \"never\"\n";
-  const ParallelLayout& l = p.pick.layout;
-  if (l.pp > 1 && l.virtual_stages > 2 && p.model)
-    t += fmt::format("pipeline_parallel_layers_per_stage = {}\n", p.model->layers / (l.pp * l.virtual_stages));
+  // Stages torchtitan would not make itself: every model stage's modules.
+  if (const std::string fqns = p.model ? torchtitan_module_fqns(p.pick.layout, p.model->layers) : "";
+      !fqns.empty())
+    t += "module_fqns_per_model_part = " + fqns + "\n";
   if (p.checkpointing == Checkpointing::selective_op)
     t += "\n[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"op\"\n";
   else
@@ -411,12 +393,6 @@ std::optional<Framework> emit_framework(EmitFormat f, const EmitPlan& p, std::st
       if (!p.model)
         reason = "torchtitan trains its own model definitions: plan the model as a spec (--spec or --model-config) to "
                  "write its config";
-      else if (const std::string split = torchtitan_split_refusal(p); !split.empty())
-        reason = split;
-      else if (p.pick.layout.pp > 1 && p.pick.layout.virtual_stages > 2 && torchtitan_model(p).first.empty())
-        reason = fmt::format("torchtitan sets {} stages per rank through pipeline_parallel_layers_per_stage, read back for "
-                             "its llama3 flavors only",
-                             p.pick.layout.virtual_stages);
       else if (p.pick.offload_optimizer || p.pick.offload_params)
         reason = "offload is DeepSpeed's here (torchtitan's CPU offload is not written)";
       else if (p.precision == Precision::fp16 || p.precision == Precision::fp8)

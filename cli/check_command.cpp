@@ -111,6 +111,7 @@ CheckInputs flag_inputs(const CheckOptions& o) {
     if (o.layout.sequence_parallel) in.sequence_parallel.set(true, "flag --sequence-parallel");
     if (l.first_stage_layers > 0) in.first_stage_layers.set(l.first_stage_layers, "flag --stage-layers");
     if (l.last_stage_layers > 0) in.last_stage_layers.set(l.last_stage_layers, "flag --stage-layers");
+    if (!l.stage_layer_counts.empty()) in.stage_layer_counts.set(l.stage_layer_counts, "flag --stage-layers");
   }
   if (!o.precision.empty()) in.precision.set(parse_precision(o.precision, "--precision"), "flag --precision");
   if (!o.checkpointing.empty())

@@ -50,6 +50,7 @@
 #include "core/text_lines.hpp"
 #include "core/version.hpp"
 #include "core/utc_time.hpp"
+#include "model/parallel_plan.hpp"
 #include "model/spec_model.hpp"
 #include "reports/csv_printer.hpp"
 #include "reports/html_printer.hpp"
@@ -133,6 +134,7 @@ void apply_framework_config(const TuneOptions& o, const check::FrameworkConfig& 
     if (in.sequence_parallel) l.sequence_parallel = *in.sequence_parallel;
     if (in.first_stage_layers) l.first_stage_layers = *in.first_stage_layers;
     if (in.last_stage_layers) l.last_stage_layers = *in.last_stage_layers;
+    if (in.stage_layer_counts) l.stage_layer_counts = *in.stage_layer_counts;
     r.layouts = {l};
   }
   const bool batch_flag = !o.global_batch.empty() || !o.global_batch_range.empty() || !o.global_batch_tokens.empty();
@@ -477,7 +479,9 @@ std::string next_command(const TuneOptions& o, const tuner::TuneResult& r, const
     if (l.sequence_parallel) cmd += " --sequence-parallel";
     if (l.pp > 1) cmd += fmt::format(" --pp {} --schedule {}", l.pp, to_string(l.schedule));
     if (l.pp > 1 && l.virtual_stages > 1) cmd += fmt::format(" --virtual-stages {}", l.virtual_stages);
-    if (l.first_stage_layers > 0 || l.last_stage_layers > 0)
+    if (!l.stage_layer_counts.empty())
+      cmd += " --stage-layers " + model::stage_layers_text(l.stage_layer_counts);
+    else if (l.first_stage_layers > 0 || l.last_stage_layers > 0)
       cmd += fmt::format(" --stage-layers {},...,{}", l.first_stage_layers, l.last_stage_layers);
     if (l.cp > 1) cmd += fmt::format(" --cp {}", l.cp);
     if (r.request.framework) cmd += fmt::format(" --framework {}", to_string(*r.request.framework));

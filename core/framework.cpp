@@ -91,6 +91,9 @@ std::optional<std::string> table_refusal(Framework f, const FrameworkPlan& p) {
       case Framework::megatron:
         if (l.pp > 1 && (l.schedule == Schedule::gpipe || l.schedule == Schedule::zb_h1))
           return fmt::format("Megatron-LM schedules pipelines as 1F1B or interleaved 1F1B, not {}", to_string(l.schedule));
+        if (l.pp > 1 && !l.stage_layer_counts.empty())
+          return std::string("Megatron-LM splits the middle stages evenly (only --decoder-first/last-pipeline-num-layers "
+                             "differ); middle stages of different sizes are torchtitan's split");
         if (l.pp > 1 && l.virtual_stages > 1 && (l.first_stage_layers > 0 || l.last_stage_layers > 0))
           return std::string("Megatron-LM's uneven first and last stages (--decoder-first/last-pipeline-num-layers) "
                              "spread over all of the rank's virtual chunks; one chunk of another size is torchtitan's "

@@ -84,12 +84,26 @@ std::string to_string(const ParallelLayout& l) {
   if (l.pp > 1)
     add(fmt::format("pp {} {}{}{}", l.pp, to_string(l.schedule),
                     l.virtual_stages > 1 ? fmt::format(" v {}", l.virtual_stages) : "",
-                    l.first_stage_layers > 0 && l.last_stage_layers > 0
+                    !l.stage_layer_counts.empty() ? fmt::format(" (layers {})", layer_counts_text(l.stage_layer_counts))
+                    : l.first_stage_layers > 0 && l.last_stage_layers > 0
                         ? fmt::format(" (first stage {} layers, last {})", l.first_stage_layers, l.last_stage_layers)
                     : l.first_stage_layers > 0 ? fmt::format(" (first stage {} layers)", l.first_stage_layers)
                     : l.last_stage_layers > 0  ? fmt::format(" (last stage {} layers)", l.last_stage_layers)
                                                : ""));
   if (l.cp > 1) add(fmt::format("cp {}", l.cp));
+  return out;
+}
+
+std::string layer_counts_text(const std::vector<Count>& counts) {
+  std::string out;
+  for (std::size_t i = 0; i < counts.size();) {
+    std::size_t j = i;
+    while (j < counts.size() && counts[j] == counts[i]) ++j;
+    out += (out.empty() ? "" : ", ") + (j - i > 2 ? fmt::format("{} x {}", counts[i], j - i)
+                                        : j - i == 2 ? fmt::format("{}, {}", counts[i], counts[i])
+                                                     : fmt::format("{}", counts[i]));
+    i = j;
+  }
   return out;
 }
 
@@ -104,6 +118,20 @@ std::string short_string(const ParallelLayout& l) {
     if (l.schedule == Schedule::gpipe || l.schedule == Schedule::zb_h1) add(std::string(to_string(l.schedule)));
     if (l.first_stage_layers > 0 || l.last_stage_layers > 0)
       add(fmt::format("f{}l{}", l.first_stage_layers, l.last_stage_layers));
+    if (!l.stage_layer_counts.empty()) {
+      // Runs folded, no spaces or commas (a table column, a CSV field): L5-6-5x13-4.
+      std::string list;
+      const auto& n = l.stage_layer_counts;
+      for (std::size_t i = 0; i < n.size();) {
+        std::size_t j = i;
+        while (j < n.size() && n[j] == n[i]) ++j;
+        list += (list.empty() ? "" : "-") + (j - i > 2 ? fmt::format("{}x{}", n[i], j - i)
+                                             : j - i == 2 ? fmt::format("{}-{}", n[i], n[i])
+                                                          : std::to_string(n[i]));
+        i = j;
+      }
+      add("L" + list);
+    }
   }
   if (l.cp > 1) add(fmt::format("cp{}", l.cp));
   return out;
@@ -169,6 +197,7 @@ void set_stage_layers(ParallelLayout& l, std::string_view text, std::string_view
   if (const auto dots = text.find(",...,"); dots != std::string_view::npos) {
     l.first_stage_layers = layers(text.substr(0, dots));
     l.last_stage_layers = layers(text.substr(dots + 5));
+    l.stage_layer_counts.clear();
     return;
   }
   const std::vector<Count> n = parse_count_list(text, field);
@@ -181,10 +210,13 @@ void set_stage_layers(ParallelLayout& l, std::string_view text, std::string_view
                              : fmt::format("pp {}", l.pp),
         l.virtual_stages > 1 ? "model stage (rank 0's first chunk first)" : "pipeline rank"));
   for (std::size_t i = 1; i + 1 < n.size(); ++i)
-    if (n[i] != n[1])
-      throw InputError(fmt::format("{}: the middle stages must hold the same number of layers ({} and {}): only the "
-                                   "first and last stage may differ",
-                                   field, n[1], n[i]));
+    if (n[i] != n[1]) {
+      // Middle stages of different sizes: kept stage by stage.
+      l.first_stage_layers = l.last_stage_layers = 0;
+      l.stage_layer_counts = n;
+      return;
+    }
+  l.stage_layer_counts.clear();
   const Count middle = n.size() > 2 ? n[1] : 0;
   if (n.size() > 2 ? n.front() != middle : true) l.first_stage_layers = n.front();
   if (n.size() > 2 ? n.back() != middle : true) l.last_stage_layers = n.back();

@@ -34,6 +34,7 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/units.hpp"
 
@@ -114,15 +115,25 @@ struct ParallelLayout {
   // (the last rank's last chunk), the other pp x v - 2 stages even; 0: that end is even too.
   Count first_stage_layers = 0;             // 0: the even split (layers / (pp v))
   Count last_stage_layers = 0;              // 0: the even split
+  // A split given stage by stage: pp x v layer counts in model order (stage j = chunk c x pp +
+  // rank r), any shape (torchtitan's own split, whose middle stages differ by one; a torchtitan
+  // module_fqns_per_model_part). Empty: the first/last rule above; never both.
+  std::vector<Count> stage_layer_counts;
+  bool uneven_split() const { return first_stage_layers > 0 || last_stage_layers > 0 || !stage_layer_counts.empty(); }
   Count model_parallel() const { return tp * pp * cp; }
   bool data_parallel_only() const { return tp == 1 && pp == 1 && cp == 1; }
   bool operator==(const ParallelLayout& o) const {
     return tp == o.tp && pp == o.pp && cp == o.cp && virtual_stages == o.virtual_stages &&
            (pp == 1 || schedule == o.schedule) && sequence_parallel == o.sequence_parallel &&
-           first_stage_layers == o.first_stage_layers && last_stage_layers == o.last_stage_layers;
+           first_stage_layers == o.first_stage_layers && last_stage_layers == o.last_stage_layers &&
+           stage_layer_counts == o.stage_layer_counts;
   }
   bool operator!=(const ParallelLayout& o) const { return !(*this == o); }
 };
+
+// Layer counts in words, runs folded: {7, 8 x 14, 7} -> "7, 8 x 14, 7"; {20, 21, 20, 19} -> "20, 21,
+// 20, 19".
+std::string layer_counts_text(const std::vector<Count>& counts);
 
 // A sharding choice with its group: G ranks per shard group for hsdp, 0 for every other mode
 // (whose shard group is the whole world).
@@ -136,7 +147,7 @@ std::string_view to_string(Precision p);
 std::string_view to_string(Checkpointing c);
 std::string_view to_string(Schedule s);
 // "dp" for a data-parallel-only layout; else "tp 8 sp x pp 4 interleaved-1f1b v 2 x cp 2" (only
-// the dimensions above 1).
+// the dimensions above 1; an uneven split in parentheses, "(layers 20, 21, 20, 19)").
 std::string to_string(const ParallelLayout& l);
 // "" for data parallel only; else compact for tables: "tp8 pp2", "tp8sp pp4 v2", "pp4 gpipe", "cp2".
 std::string short_string(const ParallelLayout& l);
@@ -163,10 +174,11 @@ constexpr Schedule default_schedule(Count virtual_stages) {
 
 // An uneven pipeline split into l (whose pp and virtual_stages are set): "7,8,8,7", one layer count
 // per model stage (pp x v of them, in model order: with v chunks per rank, stage j runs on rank
-// j mod pp; the middle stages equal: only the first and last may differ), or "7,...,7", the first
-// and last model stage with the middle even (torchtitan's split of Llama 3 405B's 126 layers over
-// pp 8 x v 2). InputError naming `field` otherwise (a count above 65536, a count per stage that
-// does not match pp x v, unequal middle stages).
+// j mod pp), kept as first/last when only the ends differ (Megatron-LM's
+// --decoder-first/last-pipeline-num-layers) and stage by stage otherwise (stage_layer_counts:
+// torchtitan's 80 layers on pp 4, 20,21,20,19); or "7,...,7", the first and last model stage with
+// the middle even (torchtitan's split of Llama 3 405B's 126 layers over pp 8 x v 2). InputError
+// naming `field` otherwise (a count above 65536, a count per stage that does not match pp x v).
 void set_stage_layers(ParallelLayout& l, std::string_view text, std::string_view field = "--stage-layers");
 
 // The shard group size of a choice at world_size p: p for zero1/2/3, G for hsdp, 1 for none.

@@ -20,16 +20,32 @@ namespace {
 
 std::optional<std::string> split_rejection(const ParallelLayout& l, Count layers) {
   const Count p = l.pp, v = l.virtual_stages, S = p * v;
+  if (!l.stage_layer_counts.empty()) {
+    if (l.first_stage_layers > 0 || l.last_stage_layers > 0)
+      return std::string("--stage-layers: give every stage's layers or the first and last, not both");
+    if (static_cast<Count>(l.stage_layer_counts.size()) != S)
+      return fmt::format("--stage-layers: {} counts for pp {} x virtual stages {} = {} model stages: give one per stage",
+                         l.stage_layer_counts.size(), p, v, S);
+    Count sum = 0;
+    for (Count n : l.stage_layer_counts) {
+      if (n < 1) return std::string("--stage-layers: every stage needs at least one layer");
+      sum += n;
+    }
+    if (sum != layers)
+      return fmt::format("--stage-layers {}: {} layers in all, the model has {}", stage_layers_text(l.stage_layer_counts),
+                         sum, layers);
+    return std::nullopt;
+  }
   const bool uneven = l.first_stage_layers > 0 || l.last_stage_layers > 0;
   if (!uneven) {
     if (layers % S != 0) {
-      const auto tt = torchtitan_split(layers, S);
+      const bool tt = !torchtitan_split_rejection(layers, S);
       return fmt::format("{} layers do not split evenly over pp {} x virtual stages {} = {} stages: choose pp and v "
                          "that divide {}, or give {}",
                          layers, p, v, S, layers,
                          tt ? fmt::format("--stage-layers {} (torchtitan's own split, which a torchtitan job "
                                           "makes itself; {})",
-                                          stage_layers_text(*tt, layers, S),
+                                          stage_layers_text(torchtitan_split(layers, S)),
                                           v > 1 ? "Megatron-LM needs layers that divide pp x v"
                                                 : "Megatron-LM's --decoder-first/last-pipeline-num-layers")
                             : std::string("--stage-layers"));
@@ -55,6 +71,7 @@ std::optional<std::string> split_rejection(const ParallelLayout& l, Count layers
 
 std::vector<Count> stage_layers(const ParallelLayout& l, Count layers) {
   if (auto why = split_rejection(l, layers)) throw InputError(*why);
+  if (!l.stage_layer_counts.empty()) return l.stage_layer_counts;
   const Count S = l.pp * l.virtual_stages;
   std::vector<Count> out(static_cast<std::size_t>(S), layers / S);
   if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {
@@ -68,32 +85,64 @@ std::vector<Count> stage_layers(const ParallelLayout& l, Count layers) {
   return out;
 }
 
-std::optional<EndStages> torchtitan_split(Count layers, Count stages) {
-  if (stages < 2 || layers < stages || layers % stages == 0) return std::nullopt;
-  const Count base = layers / stages;
-  Count extra = layers % stages, at = base;
-  std::vector<Count> n{base};
-  for (Count i = 1; i + 1 < stages; ++i) {
-    const Count here = extra > 0 ? base + 1 : base;
-    if (extra > 0) --extra;
-    n.push_back(here);
-    at += here;
-  }
-  n.push_back(layers - at);
-  if (stages > 2)
-    for (std::size_t i = 2; i + 1 < n.size(); ++i)
-      if (n[i] != n[1]) return std::nullopt;
-  const Count middle = stages > 2 ? n[1] : 0;
-  EndStages e;
-  if (n.front() != middle) e.first = n.front();
-  if (n.back() != middle) e.last = n.back();
-  return e;
+std::optional<std::string> torchtitan_split_rejection(Count layers, Count stages, Count first_less, Count last_less) {
+  const Count effective = layers + first_less + last_less;
+  if (stages < 1) return std::string("torchtitan needs at least one stage");
+  if (stages == 1) return std::nullopt;
+  if (stages > effective)
+    return fmt::format("torchtitan refuses {} stages for {} effective layers ({} layers + first_stage_less_layers {} + "
+                       "last_stage_less_layers {})",
+                       stages, effective, layers, first_less, last_less);
+  const Count per = effective / stages;
+  if (first_less > per || last_less > per)
+    return fmt::format("torchtitan refuses pipeline_parallel_{}_stage_less_layers {} above the {} effective layers per "
+                       "stage of {} layers over {} stages",
+                       first_less > per ? "first" : "last", first_less > per ? first_less : last_less, per, layers,
+                       stages);
+  // A stage left without a transformer layer (torchtitan builds it; priced here it is not).
+  const Count extra = effective % stages;
+  const Count first = per + (extra > 0 ? 1 : 0) - first_less, last = per + (stages - 1 < extra ? 1 : 0) - last_less;
+  if (first < 1 || last < 1)
+    return fmt::format("torchtitan's split of {} layers over {} stages leaves the {} stage without a transformer layer",
+                       layers, stages, first < 1 ? "first" : "last");
+  return std::nullopt;
 }
 
-std::string stage_layers_text(const EndStages& e, Count layers, Count stages) {
-  const Count given = (e.first > 0 ? 1 : 0) + (e.last > 0 ? 1 : 0);
-  const Count middle = stages > given ? (layers - e.first - e.last) / (stages - given) : 0;
-  return fmt::format("{},...,{}", e.first > 0 ? e.first : middle, e.last > 0 ? e.last : middle);
+std::vector<Count> torchtitan_split(Count layers, Count stages, Count first_less, Count last_less) {
+  if (auto why = torchtitan_split_rejection(layers, stages, first_less, last_less)) throw InputError(*why);
+  if (stages == 1) return {layers};
+  const Count effective = layers + first_less + last_less;
+  const Count per = effective / stages, extra = effective % stages;
+  std::vector<Count> out;
+  Count placed = 0;
+  for (Count j = 0; j < stages; ++j) {
+    Count n = per + (j < extra ? 1 : 0);
+    if (j == 0) n -= first_less;
+    if (j == stages - 1) n -= last_less;
+    n = std::min(n, layers - placed);  // torchtitan stops at the last layer
+    out.push_back(n);
+    placed += n;
+  }
+  return out;
+}
+
+Count torchtitan_stages(Count layers, Count per_stage, Count pp, Count first_less, Count last_less) {
+  const Count stages = (layers + first_less + last_less + per_stage - 1) / per_stage;
+  if (pp < 1 || stages % pp != 0)
+    throw InputError(fmt::format("pipeline_parallel_layers_per_stage {}: torchtitan makes ceil(({} layers + {} + {}) / "
+                                 "{}) = {} stages, not a multiple of pipeline_parallel_degree {} (torchtitan refuses "
+                                 "it): choose layers per stage that give a multiple of {}",
+                                 per_stage, layers, first_less, last_less, per_stage, stages, pp, pp));
+  return stages;
+}
+
+std::string stage_layers_text(const std::vector<Count>& counts) {
+  bool middle_equal = counts.size() >= 3;
+  for (std::size_t i = 2; middle_equal && i + 1 < counts.size(); ++i) middle_equal = counts[i] == counts[1];
+  if (middle_equal && counts.size() > 3) return fmt::format("{},...,{}", counts.front(), counts.back());
+  std::string out;
+  for (Count n : counts) out += (out.empty() ? "" : ",") + std::to_string(n);
+  return out;
 }
 
 std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count gpus_per_node, Count max_gpus) {
@@ -114,24 +163,21 @@ std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count g
         l.schedule = default_schedule(v);
         l.sequence_parallel = tp > 1;
         if (t.layers % S != 0) {
-          // Layers that do not divide pp x v. One chunk per rank: ceil(L / pp) on the middle
-          // stages, the rest shared by the first and last (Llama 3 405B's 126 layers on 8 stages:
-          // 15, 16 x 6, 15), which Megatron-LM runs too. Interleaved: torchtitan's own split
-          // where it leaves the middle even (126 on pp 8 x v 2: 7, 8 x 14, 7); the frameworks
-          // table says who runs it (Megatron-LM's uneven ends span a rank's chunks).
-          if (v > 1) {
-            const auto tt = torchtitan_split(t.layers, S);
-            if (!tt) continue;
-            l.first_stage_layers = tt->first;
-            l.last_stage_layers = tt->last;
-          } else {
-            if (t.layers % pp == 0) continue;
-            const Count per = (t.layers + S - 1) / S;
-            if (S < 3 || t.layers < per * (S - 2) + 2) continue;
-            const Count rest = t.layers - per * (S - 2);
-            if (rest % 2 != 0 || rest / 2 > per) continue;
-            l.first_stage_layers = l.last_stage_layers = rest / 2;
-          }
+          // Layers that do not divide pp x v. The layout with no split given is torchtitan's:
+          // a torchtitan-priced model splits it as torchtitan does (126 on pp 8 x v 2: 7, 8 x 14,
+          // 7), every other refuses it; offered at torchtitan's defaults, one stage per rank
+          // (1F1B) and two (Interleaved1F1B without pipeline_parallel_layers_per_stage), which
+          // keeps the search's size near the layouts that divide. One chunk per rank also:
+          // ceil(L / pp) on the middle stages, the rest shared by the first and last (Llama 3
+          // 405B's 126 layers on 8 stages: 15, 16 x 6, 15), which Megatron-LM runs
+          // (--decoder-first/last-pipeline-num-layers).
+          if (v <= 2 && !torchtitan_split_rejection(t.layers, S)) out.push_back(l);
+          if (v > 1) continue;
+          const Count per = (t.layers + S - 1) / S;
+          if (S < 3 || t.layers < per * (S - 2) + 2) continue;
+          const Count rest = t.layers - per * (S - 2);
+          if (rest % 2 != 0 || rest / 2 > per) continue;
+          l.first_stage_layers = l.last_stage_layers = rest / 2;
         }
         out.push_back(l);
       }

@@ -5,8 +5,8 @@
 //                are tp cp apart, pipeline neighbours tp cp dp apart
 //   layers       model stage j = c pp + r (chunk c of pipeline rank r) runs layers_of(j) layers:
 //                even (L / (pp v) each), or first/last stage given (Megatron-LM's
-//                --decoder-first/last-pipeline-num-layers with v = 1, torchtitan's split of
-//                layers that do not divide) and the rest even over the middle stages
+//                --decoder-first/last-pipeline-num-layers with v = 1) and the rest even over the
+//                middle stages, or every stage given (torchtitan's own split, torchtitan_split)
 //   rejections   each names the fix: world_size a multiple of tp pp cp; heads, kv_heads and
 //                ffn_hidden multiples of tp; tp within one node (its collectives run on every
 //                layer); sequence parallelism needs tp >= 2; the sequence a multiple of 2 cp
@@ -47,19 +47,24 @@ constexpr TpLayerCollectives tp_layer_collectives(Checkpointing ckpt) {
 // Layers of each model stage, [chunk * pp + rank]; InputError when they do not divide.
 std::vector<Count> stage_layers(const ParallelLayout& l, Count layers);
 
-// How torchtitan splits `layers` over `stages` model stages when they do not divide (its pipeline
-// builder's generate_split_points): base = layers / stages on the first stage, base + 1 on each
-// middle stage while the remainder lasts, then base, and the rest on the last. As a first/last
-// pair (ParallelLayout's uneven split, 0 where that end equals the middle) when the middle stages
-// come out equal; nullopt when they do not (or layers divide evenly, or stages < 2). Llama 3
-// 405B's 126 layers: 16 stages -> 7, 8 x 14, 7; 8 stages -> 15, 16 x 6, 15.
-struct EndStages {
-  Count first = 0, last = 0;
-};
-std::optional<EndStages> torchtitan_split(Count layers, Count stages);
-// The split as --stage-layers spells it, "FIRST,...,LAST" (an even end written as the middle's
-// count): 126 layers over 16 stages with ends of 7 -> "7,...,7".
-std::string stage_layers_text(const EndStages& e, Count layers, Count stages);
+// How torchtitan splits `layers` over `stages` model stages when no split is given (its pipeline
+// builder's generate_llm_fqn_per_model_part): the token embedding counts as `first_less` layers
+// and the norm + output as `last_less` (its pipeline_parallel_first/last_stage_less_layers,
+// default 1 each); the L + first_less + last_less effective layers go L' / S to each stage, one
+// more to each of the first L' mod S; the first stage then holds first_less fewer transformer
+// layers, the last last_less fewer. Llama 3 405B's 126 layers: 16 stages -> 7, 8 x 14, 7; 8 ->
+// 15, 16 x 6, 15; Llama 3 70B's 80 on 4 stages -> 20, 21, 20, 19; 32 on 2 -> 16, 16.
+std::vector<Count> torchtitan_split(Count layers, Count stages, Count first_less = 1, Count last_less = 1);
+// Why torchtitan refuses that split (its own checks: more stages than effective layers, a stage
+// left empty, a weight above the layers per stage), or nullopt.
+std::optional<std::string> torchtitan_split_rejection(Count layers, Count stages, Count first_less = 1,
+                                                      Count last_less = 1);
+// The stages torchtitan builds from pipeline_parallel_layers_per_stage (ceil((layers + first_less +
+// last_less) / per)); InputError with torchtitan's reason when they do not divide over pp.
+Count torchtitan_stages(Count layers, Count per_stage, Count pp, Count first_less = 1, Count last_less = 1);
+// A split as --stage-layers spells it: "FIRST,...,LAST" when the middle stages are equal (126
+// layers over 16 stages with ends of 7 -> "7,...,7"), every count otherwise ("20,21,20,19").
+std::string stage_layers_text(const std::vector<Count>& counts);
 // The layouts a search may choose from on this model and node size (PlanSupport::
 // layout_candidates), data-parallel first.
 std::vector<ParallelLayout> candidate_layouts(const TransformerShape& t, Count gpus_per_node, Count max_gpus);

@@ -192,7 +192,8 @@ std::vector<std::string> framework_cost_changes(const TransformerSpec& spec, Fra
   if (s.contiguous_grad_buffer != spec.contiguous_grad_buffer)
     out.push_back("one contiguous gradient buffer, reduce-scattered in place");
   if (s.torchtitan_split != spec.torchtitan_split)
-    out.push_back("layers that do not divide the pipeline stages split as its pipeline builder splits them");
+    out.push_back("a pipeline's layers split as its pipeline builder splits them (the embedding and the output "
+                  "counted as a layer each)");
   return out;
 }
 
@@ -506,11 +507,14 @@ MemoryBreakdown SpecModel::memory(const Config& c) const {
 Prediction SpecModel::predict(const Config& config) const {
   Config c = check_config(config, info_.max_world_size, info_.max_world_size_reason, info_.plans);
   ParallelLayout& l = c.layout;
-  if (spec_.torchtitan_split && l.pp > 1 && l.first_stage_layers == 0 && l.last_stage_layers == 0)
-    if (auto tt = torchtitan_split(shape_.layers, l.pp * l.virtual_stages)) {
-      l.first_stage_layers = tt->first;
-      l.last_stage_layers = tt->last;
-    }
+  if (spec_.torchtitan_split && l.pp > 1 && !l.uneven_split()) {
+    const Count S = l.pp * l.virtual_stages;
+    if (auto why = torchtitan_split_rejection(shape_.layers, S))
+      throw InputError(fmt::format("{} ({} layers over pp {} x virtual stages {}): choose fewer stages", *why,
+                                   shape_.layers, l.pp, l.virtual_stages));
+    const std::vector<Count> tt = torchtitan_split(shape_.layers, S);
+    if (std::any_of(tt.begin(), tt.end(), [&](Count n) { return n != tt.front(); })) l.stage_layer_counts = tt;
+  }
   if (auto why = layout_rejection(c, shape_, cluster_.gpus_per_node)) throw InputError(*why);
   if (!c.layout.data_parallel_only()) return predict_parallel(c);
   const Count b = c.micro_batch, p = c.world_size;

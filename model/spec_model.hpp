@@ -100,8 +100,9 @@ struct TransformerSpec {
   GradDtype grad_dtype = GradDtype::param;  // "grad_reduce_in_fp32" (GradDtype below)
   bool contiguous_grad_buffer = false;  // Megatron-LM's (model/plan_cost.hpp StateSizes), set by its framework
   std::string grad_source;              // where grad_dtype was set ("": the default)
-  // Layers that do not divide pp x v, with no split given: split as torchtitan's pipeline builder
-  // does (model/parallel_plan.hpp torchtitan_split), set by its framework; false: refused.
+  // A pipeline with no split given: split as torchtitan's pipeline builder does (the embedding and
+  // the output counted as a layer each: model/parallel_plan.hpp torchtitan_split; 80 layers on pp
+  // 4 -> 20, 21, 20, 19), set by its framework; false: even, and layers that do not divide refused.
   bool torchtitan_split = false;
   Count attention_window = 0;           // "sliding_window": tokens a query attends to (0: all)
   double windowed_layers = 1.0;         // "sliding_window_layers": the share of layers windowed
@@ -130,7 +131,7 @@ TransformerSpec builtin_spec(const std::string& name);
 // other framework PyTorch's F.cross_entropy on fp32 logits (the default); the gradient dtype,
 // fp32_for_bf16 for Megatron-LM and torchtitan (GradDtype), the plan's precision otherwise;
 // Megatron-LM's contiguous gradient buffer, reduced in place (contiguous_grad_buffer);
-// torchtitan's split of layers that do not divide the stages (torchtitan_split).
+// torchtitan's split of a pipeline's layers (torchtitan_split).
 // `from` names where the framework came from (a flag, a config file).
 void apply_framework_defaults(TransformerSpec& spec, Framework framework, const std::string& from);
 // The frameworks whose defaults change what a spec costs (the others run it as it is).

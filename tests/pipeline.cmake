@@ -21,11 +21,11 @@ gaccum_cli_test(pipeline-m-below-pp 2 "--schedule: 1f1b needs at least pp = 8 mi
   ${G} predict --spec ${S70} --cluster ${C64} -p 64 --tp 8 --pp 8 -b 1 -k 4)
 gaccum_cli_test(pipeline-interleaved-groups 2 "interleaved-1f1b runs microbatches in groups of pp = 4 \\(Megatron-LM\\): m = 6 is not a multiple of 4; use m = 4 or 8" --one-line-stderr --
   ${G} predict --spec ${S70} --cluster ${C64} -p 64 --tp 8 --pp 4 --virtual-stages 2 -b 1 -k 6)
-gaccum_cli_test(pipeline-layers-uneven 2 "80 layers do not split evenly over pp 3 x virtual stages 1 = 3 stages.*--stage-layers 26,...,27 .*Megatron-LM's --decoder-first/last-pipeline-num-layers" --one-line-stderr --
+gaccum_cli_test(pipeline-layers-uneven 2 "80 layers do not split evenly over pp 3 x virtual stages 1 = 3 stages.*--stage-layers 27,27,26 .*Megatron-LM's --decoder-first/last-pipeline-num-layers" --one-line-stderr --
   ${G} predict --spec ${S70} --cluster ${C64} -p 48 --tp 8 --pp 3 -b 1 -k 8 --framework megatron)
 # Without --framework the plan is priced as the framework that runs it as given: torchtitan,
-# which splits 80 layers over 3 stages itself (26, 27, 27).
-gaccum_cli_test(pipeline-layers-uneven-torchtitan 0 "pp 3 1f1b \\(first stage 26 layers\\) x dp 2.*priced as torchtitan runs it.*0e +26 .*1 +27 .*2h +27" -- sh -c
+# which splits 80 layers over 3 stages itself (82 effective: 28 - 1, 27, 27 - 1).
+gaccum_cli_test(pipeline-layers-uneven-torchtitan 0 "pp 3 1f1b \\(layers 27, 27, 26\\) x dp 2.*priced as torchtitan runs it.*0e +27 .*1 +27 .*2h +26" -- sh -c
   "\"$0\" predict --spec \"$1\" --cluster \"$2\" -p 48 --tp 8 --pp 3 -b 1 -k 8 | tr -s '\\n ' ' '" ${G} ${S70} ${C64})
 gaccum_cli_test(pipeline-stage-layers 0 "0e 26 .*1 28 .*2h 26" -- sh -c
   "\"$0\" predict --spec \"$1\" --cluster \"$2\" -p 48 --tp 8 --pp 3 --stage-layers 26,28,26 -b 1 -k 8 | tr -s '\\n ' ' '" ${G} ${S70} ${C64})
@@ -63,7 +63,9 @@ gaccum_cli_test(check-megatron-loss 0 "loss vocab-parallel \\(set by Megatron-LM
   "\"$0\" check --megatron-args \"$1/llama3-70b-megatron.sh\" --spec builtin:llama3-70b@8192 --cluster \"$2\" --json" ${G} ${FW} ${C64})
 gaccum_cli_test(check-nemo-config 0 "2 peak memory PASS predicted peak [0-9.]+ GiB per rank on pipeline stage 0 of 4.*9 tensor / pipeline layout PASS tp 8 sp x pp 4 1f1b x dp 2: m = 32.*verdict: PASS" -- sh -c
   "\"$0\" check --nemo-config \"$1/llama3-70b-nemo.yaml\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64})
-gaccum_cli_test(check-torchtitan-config 0 "check: llama3-70b \\(spec builtin:llama3-70b@8192.*9 tensor / pipeline layout PASS tp 8 sp x pp 4 1f1b x dp 2: m = 32.*verdict: PASS" -- sh -c
+# torchtitan splits the 80 layers itself, the embedding and the output counted as a layer each
+# (82 over 4 stages: 20, 21, 20, 19), not evenly as Megatron-LM does.
+gaccum_cli_test(check-torchtitan-config 0 "check: llama3-70b \\(spec builtin:llama3-70b@8192.*9 tensor / pipeline layout PASS tp 8 sp x pp 4 1f1b x dp 2: m = 32.*the layers split as torchtitan splits them, model stage by stage: 20, 21, 20, 19.*verdict: PASS" -- sh -c
   "\"$0\" check --torchtitan-config \"$1/llama3-70b-torchtitan.toml\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64})
 gaccum_cli_test(check-megatron-m-below-pp 0 "9 tensor / pipeline layout FAIL .*1f1b needs at least pp = 4 microbatches per step \\(got m = 2\\).*fix: global_batch 8 \\(micro_batch 1 x m 4 x dp 2\\) is the nearest the 1f1b schedule runs.*EXIT1" -- sh -c
   "\"$0\" check --megatron-args \"$1/llama3-70b-megatron.sh\" --cluster \"$2\" --global-batch 4 > \"$3/check-megatron-m-below-pp.txt\" && echo EXIT0 >> \"$3/check-megatron-m-below-pp.txt\" || echo EXIT$? >> \"$3/check-megatron-m-below-pp.txt\" && tr -s '\\n ' ' ' < \"$3/check-megatron-m-below-pp.txt\"" ${G} ${FW} ${C64} ${CMAKE_CURRENT_BINARY_DIR})
@@ -89,8 +91,26 @@ gaccum_cli_test(check-torchtitan-bad-schedule 2 "pipeline_parallel_schedule 'ZBV
 # torchtitan splits layers that do not divide its stages itself: Llama 3.1 405B's 126 layers on
 # pp 8 x v 2 (its Dec 2024 benchmark's job) run as 7, 8 x 14, 7, and check says so.
 set(C2048 ${X}/clusters/h100-2048node-ib400.json)
-gaccum_cli_test(check-torchtitan-405b-interleaved 0 "9 tensor / pipeline layout PASS tp 8 sp x pp 8 interleaved-1f1b v 2 x dp 8: m = 32 microbatches.*the layers split as torchtitan splits them: first model stage 7 layers, last 7, the middle even.*verdict: PASS" -- sh -c
+gaccum_cli_test(check-torchtitan-405b-interleaved 0 "9 tensor / pipeline layout PASS tp 8 sp x pp 8 interleaved-1f1b v 2 x dp 8: m = 32 microbatches.*the layers split as torchtitan splits them, model stage by stage: 7, 8 x 14, 7.*verdict: PASS" -- sh -c
   "\"$0\" check --torchtitan-config \"$1/llama3-405b-torchtitan.toml\" --cluster \"$2\" --world-size 512 | tr -s '\\n ' ' '" ${G} ${FW} ${C2048})
+# pipeline_parallel_layers_per_stage makes ceil((layers + 2) / per) stages as torchtitan does: 8 on
+# 126 layers is 16 stages, 2 per rank (it read "126 layers do not split into pp 8 x stages of 8",
+# exit 2); 5 on 70B's 80 is 17 stages, which torchtitan refuses on pp 4, and so does check.
+gaccum_cli_test(check-torchtitan-layers-per-stage 0 "9 tensor / pipeline layout PASS tp 8 sp x pp 8 interleaved-1f1b v 2 x dp 8.*7, 8 x 14, 7.*virtual_stages +2 .*pipeline_parallel_layers_per_stage.*verdict: PASS" -- sh -c
+  "sed 's/^pipeline_parallel_microbatch_size = 1/pipeline_parallel_microbatch_size = 1\\npipeline_parallel_layers_per_stage = 8/' \"$1/llama3-405b-torchtitan.toml\" > \"$3/per8.toml\" && \"$0\" check --torchtitan-config \"$3/per8.toml\" --cluster \"$2\" --world-size 512 | tr -s '\\n ' ' '" ${G} ${FW} ${C2048} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-torchtitan-layers-per-stage-refused 2 "pipeline_parallel_layers_per_stage 5: torchtitan makes ceil\\(\\(80 layers \\+ 1 \\+ 1\\) / 5\\) = 17 stages, not a multiple of pipeline_parallel_degree 4" --one-line-stderr -- sh -c
+  "sed -e 's/\"1F1B\"/\"Interleaved1F1B\"/' -e 's/^pipeline_parallel_microbatch_size = 1/pipeline_parallel_microbatch_size = 1\\npipeline_parallel_layers_per_stage = 5/' \"$1/llama3-70b-torchtitan.toml\" > \"$2/per5.toml\" && \"$0\" check --torchtitan-config \"$2/per5.toml\" --cluster \"$3\""
+  ${G} ${FW} ${CMAKE_CURRENT_BINARY_DIR} ${C64})
+# Stages named module by module (module_fqns_per_model_part) are priced as named; the deprecated
+# split points are refused with the key to use.
+gaccum_cli_test(check-torchtitan-module-fqns 0 "9 tensor / pipeline layout PASS tp 8 sp x pp 4 1f1b \\(layers 19, 21, 21, 19\\) x dp 2.*layers per model stage: 19, 21, 21, 19.*verdict: PASS" -- sh -c
+  "\"$0\" check --torchtitan-config \"$1/llama3-70b-torchtitan-fqns.toml\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64})
+gaccum_cli_test(check-torchtitan-split-points 2 "pipeline_parallel_split_points is deprecated in torchtitan .*give the stages as module_fqns_per_model_part" --one-line-stderr -- sh -c
+  "sed 's/^pipeline_parallel_microbatch_size = 1/pipeline_parallel_microbatch_size = 1\\npipeline_parallel_split_points = [\"layers.20\", \"layers.40\", \"layers.60\"]/' \"$1/llama3-70b-torchtitan.toml\" > \"$2/split.toml\" && \"$0\" check --torchtitan-config \"$2/split.toml\" --cluster \"$3\""
+  ${G} ${FW} ${CMAKE_CURRENT_BINARY_DIR} ${C64})
+# NeMo's (Megatron-Core's) uneven ends: num_layers_in_first/last_pipeline_stage.
+gaccum_cli_test(check-nemo-uneven-ends 0 "9 tensor / pipeline layout PASS tp 8 sp x pp 4 1f1b \\(first stage 19 layers, last 19\\) x dp 2.*layers per model stage: 19, 21, 21, 19.*verdict: PASS" -- sh -c
+  "sed 's/^  num_layers: 80/  num_layers: 80\\n  num_layers_in_first_pipeline_stage: 19\\n  num_layers_in_last_pipeline_stage: 19/' \"$1/llama3-70b-nemo.yaml\" > \"$3/uneven.yaml\" && \"$0\" check --nemo-config \"$3/uneven.yaml\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64} ${CMAKE_CURRENT_BINARY_DIR})
 # As Megatron-LM runs it, the split is refused, naming the one to give; given, torchtitan's split
 # prices on the spec as it is; Megatron-LM arguments with uneven ends and virtual stages are refused.
 gaccum_cli_test(pipeline-uneven-interleaved-megatron 2 "126 layers do not split evenly over pp 8 x virtual stages 2 = 16 stages: .*--stage-layers 7,...,7 \\(torchtitan's own split.*Megatron-LM needs layers that divide pp x v" --one-line-stderr --

@@ -148,15 +148,22 @@ SearchResult search(const model::CostModel& model, const TuneRequest& request, c
         ++it;
         continue;
       }
-      model::Config probe = it->shapes.front();
-      probe.accum_steps = it->layout.pp;
+      // Each plan shape once: which framework runs a layout can depend on the shape (torchtitan
+      // has no zero1 with a pipeline, and Megatron-LM needs layers that divide the stages), so a
+      // shape no framework prices on this layout is dropped, and the layout with its last one.
       std::string why;
-      try {
-        (void)model.predict(probe);
-      } catch (const InputError& e) {
-        why = e.what();
+      for (auto shape = it->shapes.begin(); shape != it->shapes.end();) {
+        model::Config probe = *shape;
+        probe.accum_steps = it->layout.pp;
+        try {
+          (void)model.predict(probe);
+          ++shape;
+        } catch (const InputError& e) {
+          if (why.empty()) why = e.what();
+          shape = it->shapes.erase(shape);
+        }
       }
-      if (why.empty()) {
+      if (!it->shapes.empty()) {
         ++it;
         continue;
       }

@@ -397,7 +397,22 @@ TEST_CASE("a pipeline layout: the default schedule and the stage split, one rule
                     Catch::Contains("--stage-layers: 8 values for pp 8 x virtual stages 2 = 16 model stages"));
   CHECK_THROWS_WITH(gaccum::set_stage_layers(l, "7,8,7", "plan.stage_layers"),
                     Catch::Contains("plan.stage_layers: 3 values for pp 4"));
-  CHECK_THROWS_WITH(gaccum::set_stage_layers(l, "7,8,9,7", "x"), Catch::Contains("middle stages must hold the same"));
+  // Middle stages of different sizes: kept stage by stage (torchtitan's 80 layers on pp 4).
+  gaccum::set_stage_layers(l, "20,21,20,19", "x");
+  CHECK(l.first_stage_layers == 0);
+  CHECK(l.last_stage_layers == 0);
+  CHECK(l.stage_layer_counts == std::vector<gaccum::Count>{20, 21, 20, 19});
+  CHECK(gaccum::to_string(l) == "pp 4 1f1b (layers 20, 21, 20, 19)");
+  CHECK(gaccum::short_string(l) == "pp4 L20-21-20-19");
+  ParallelLayout folded;  // torchtitan's 80 layers on pp 2 x v 8: runs folded in the short form
+  folded.pp = 2;
+  folded.virtual_stages = 8;
+  folded.schedule = Schedule::interleaved_1f1b;
+  folded.stage_layer_counts = {5, 6, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 4};
+  CHECK(gaccum::short_string(folded) == "pp2 v8 L5-6-5x13-4");
+  CHECK(gaccum::to_string(folded) == "pp 2 interleaved-1f1b v 8 (layers 5, 6, 5 x 13, 4)");
+  gaccum::set_stage_layers(l, "7,8,8,7", "x");
+  CHECK(l.stage_layer_counts.empty());
 }
 
 TEST_CASE("optimizer and backend names: one table each, parsed at the boundary", "[core]") {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "check/framework_configs.hpp"
+#include "model/parallel_plan.hpp"
 #include "core/error.hpp"
 
 using namespace gaccum;
@@ -242,4 +243,55 @@ TEST_CASE("resolve: a layout's batch arithmetic is over dp = world_size / (tp pp
   CheckInputs bad = in;
   bad.world_size.set(60, "flag --world-size");
   CHECK_THROWS_WITH(resolve(bad), Catch::Contains("world_size 60 (flag --world-size) is not a multiple of tp x pp x cp = 32"));
+}
+
+TEST_CASE("torchtitan's pipeline stages: module_fqns_per_model_part and layers per stage, read and written",
+          "[check][torchtitan][pipeline]") {
+  const std::string base = "[model]\nname = \"llama3\"\nflavor = \"70B\"\n[training]\nlocal_batch_size = 8\n"
+                           "[parallelism]\npipeline_parallel_degree = 2\n";
+  // Every stage named: its layers.N counted (tok_embeddings, norm and output are not layers).
+  const FrameworkConfig named = load_torchtitan_config(write_temp(
+      "fqn.toml", base + "pipeline_parallel_schedule = \"Interleaved1F1B\"\nmodule_fqns_per_model_part = [\n"
+                         "  [\"tok_embeddings\", \"layers.0\"],\n  [\"layers.1\", \"layers.2\"],\n"
+                         "  [\"layers.3\", \"layers.4\", \"layers.5\"],\n  [\"layers.6\", \"norm\", \"output\"],\n]\n"));
+  REQUIRE(named.inputs.stage_layer_counts);
+  CHECK(*named.inputs.stage_layer_counts == std::vector<Count>{1, 2, 3, 1});
+  CHECK(*named.inputs.virtual_stages == 2);  // 4 lists over pp 2
+  // The single-stage schedule needs one list per rank.
+  CHECK_THROWS_WITH(load_torchtitan_config(write_temp("fqn1.toml", base + "module_fqns_per_model_part = [[\"layers.0\"], "
+                                                                          "[\"layers.1\"], [\"layers.2\"], [\"layers.3\"]]\n")),
+                    Catch::Contains("the 1f1b schedule runs one stage per rank (2 lists)"));
+  // pipeline_parallel_layers_per_stage: ceil((80 + 2) / 10) = 9 stages: not over pp 2, refused as
+  // torchtitan refuses it; 41 stages of 2 neither; 82 / 41 = 2 stages, one per rank with 1F1B.
+  CHECK_THROWS_WITH(load_torchtitan_config(write_temp("per10.toml", base + "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+                                                                            "pipeline_parallel_layers_per_stage = 10\n")),
+                    Catch::Contains("= 9 stages, not a multiple of pipeline_parallel_degree 2"));
+  const FrameworkConfig per41 = load_torchtitan_config(write_temp("per41.toml", base + "pipeline_parallel_layers_per_stage = 41\n"));
+  CHECK(*per41.inputs.virtual_stages == 1);
+  // Weights other than torchtitan's default 1: the split made here, stage by stage (82 + 0 - 1 ... :
+  // first_less 0, last_less 2: 82 effective, 41 each: 41, 39).
+  const FrameworkConfig weighted = load_torchtitan_config(write_temp(
+      "w.toml", base + "pipeline_parallel_first_stage_less_layers = 0\npipeline_parallel_last_stage_less_layers = 2\n"));
+  REQUIRE(weighted.inputs.stage_layer_counts);
+  CHECK(*weighted.inputs.stage_layer_counts == std::vector<Count>{41, 39});
+  // Deprecated split points are refused with the key to use.
+  CHECK_THROWS_WITH(load_torchtitan_config(write_temp("sp.toml", base + "pipeline_parallel_split_points = [\"layers.40\"]\n")),
+                    Catch::Contains("give the stages as module_fqns_per_model_part"));
+
+  // Written: torchtitan's own stages need nothing; 5 chunks per rank name every stage, and the
+  // file's own stage keys go (a multi-line list included).
+  model::Config pick{1, 8, 16, Strategy::overlap};
+  pick.layout.pp = 2;
+  pick.layout.virtual_stages = 2;
+  pick.layout.schedule = Schedule::interleaved_1f1b;
+  const std::string own = complete_framework_config(named, pick, 80);
+  CHECK(own.find("module_fqns_per_model_part") == std::string::npos);
+  CHECK(!load_torchtitan_config(write_temp("own.toml", own)).inputs.stage_layer_counts);
+  pick.layout.virtual_stages = 5;
+  const std::string five = complete_framework_config(named, pick, 80);
+  const FrameworkConfig back = load_torchtitan_config(write_temp("five.toml", five));
+  REQUIRE(back.inputs.stage_layer_counts);
+  CHECK(*back.inputs.stage_layer_counts == model::torchtitan_split(80, 10));  // 82 over 10: 9 - 1, 9, 8 x 7, 8 - 1
+  CHECK(*back.inputs.stage_layer_counts == std::vector<Count>{8, 9, 8, 8, 8, 8, 8, 8, 8, 7});
+  CHECK(*back.inputs.virtual_stages == 5);
 }

@@ -5,6 +5,7 @@
 // model's per-stage prediction, and the framework table's rules for layouts.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -280,56 +281,81 @@ TEST_CASE("layout rules name the fix", "[pipeline][rules]") {
   CHECK(stage_layers(l, 26) == counts({1, 4, 4, 4, 4, 4, 4, 1}));
 }
 
-TEST_CASE("torchtitan's split of layers that do not divide the stages", "[pipeline][rules]") {
-  // generate_split_points: base = L / S on the first stage, base + 1 on the middle stages while
-  // the remainder L % S lasts, then base; the last takes the rest.
-  // 126 over 16: base 7, remainder 14 = the 14 middle stages: 7, 8 x 14, 7.
-  auto tt = torchtitan_split(126, 16);
-  REQUIRE(tt);
-  CHECK(tt->first == 7);
-  CHECK(tt->last == 7);
-  // 126 over 8: base 15, remainder 6: 15, 16 x 6, 15.
-  tt = torchtitan_split(126, 8);
-  REQUIRE(tt);
-  CHECK(tt->first == 15);
-  CHECK(tt->last == 15);
-  // 11 over 4: base 2, remainder 3: 2, 3, 3 and the last 11 - 8 = 3 = the middle: first only.
-  tt = torchtitan_split(11, 4);
-  REQUIRE(tt);
-  CHECK(tt->first == 2);
-  CHECK(tt->last == 0);
-  // 100 over 8: base 12, remainder 4: 12, 13 x 4, 12, 12, 12: unequal middle stages.
-  CHECK_FALSE(torchtitan_split(100, 8));
-  CHECK_FALSE(torchtitan_split(128, 16));  // even
-  CHECK_FALSE(torchtitan_split(3, 4));     // fewer layers than stages
+TEST_CASE("torchtitan's split of a pipeline's layers", "[pipeline][rules]") {
+  // generate_llm_fqn_per_model_part: the embedding and the output count as a layer each (weights
+  // 1, 1); the L + 2 effective layers go (L + 2) / S to each stage, one more to each of the first
+  // (L + 2) % S; then the first stage holds one transformer layer fewer, the last one fewer.
+  // 126 over 16: 128 effective, 8 each: 7, 8 x 14, 7.
+  std::vector<Count> tt = torchtitan_split(126, 16);
+  CHECK(tt.front() == 7);
+  CHECK(tt.back() == 7);
+  CHECK(std::count(tt.begin(), tt.end(), 8) == 14);
+  // 126 over 8: 16 each: 15, 16 x 6, 15.
+  CHECK(torchtitan_split(126, 8) == counts({15, 16, 16, 16, 16, 16, 16, 15}));
+  // Llama 3 70B's 80 over 4: 82 effective, 20 each and 2 left: 21 - 1, 21, 20, 20 - 1.
+  CHECK(torchtitan_split(80, 4) == counts({20, 21, 20, 19}));
+  // 32 over 2: 34, 17 each: 16, 16 (even); 32 over 8: 34 = 4 x 8 + 2: 5 - 1, 5, 4 x 5, 4 - 1.
+  CHECK(torchtitan_split(32, 2) == counts({16, 16}));
+  CHECK(torchtitan_split(32, 8) == counts({4, 5, 4, 4, 4, 4, 4, 3}));
+  // The weights (first/last_stage_less_layers): 0, 0 is the plain split, 10 over 4: 3, 3, 2, 2;
+  // 2, 2 on 8 over 4: 12 effective, 3 each: 1, 3, 3, 1.
+  CHECK(torchtitan_split(10, 4, 0, 0) == counts({3, 3, 2, 2}));
+  CHECK(torchtitan_split(8, 4, 2, 2) == counts({1, 3, 3, 1}));
+  // torchtitan's refusals: more stages than effective layers; a weight above the layers per stage.
+  CHECK_THAT(torchtitan_split_rejection(3, 6).value_or(""), Catch::Contains("refuses 6 stages for 5 effective layers"));
+  CHECK_THAT(torchtitan_split_rejection(8, 4, 4, 0).value_or(""), Catch::Contains("first_stage_less_layers 4 above the 3"));
+  CHECK_THROWS_AS(torchtitan_split(3, 6), InputError);
+  // pipeline_parallel_layers_per_stage: ceil((L + 2) / per) stages, a multiple of pp.
+  CHECK(torchtitan_stages(126, 8, 8) == 16);
+  CHECK_THROWS_WITH(torchtitan_stages(32, 4, 2), Catch::Contains("= 9 stages, not a multiple of pipeline_parallel_degree 2"));
+  // The spellings: --stage-layers, and words.
+  CHECK(stage_layers_text(torchtitan_split(126, 16)) == "7,...,7");
+  CHECK(stage_layers_text(torchtitan_split(80, 4)) == "20,21,20,19");
+  CHECK(gaccum::layer_counts_text(torchtitan_split(126, 16)) == "7, 8 x 14, 7");
+  CHECK(gaccum::layer_counts_text(torchtitan_split(80, 4)) == "20, 21, 20, 19");
+  CHECK(gaccum::layer_counts_text(counts({4, 4, 3})) == "4, 4, 3");
+  // A split given stage by stage: its counts, checked against the model.
+  ParallelLayout given;
+  given.pp = 4;
+  given.stage_layer_counts = counts({20, 21, 20, 19});
+  CHECK(stage_layers(given, 80) == counts({20, 21, 20, 19}));
+  CHECK_THROWS_WITH(stage_layers(given, 81), Catch::Contains("80 layers in all, the model has 81"));
+  given.first_stage_layers = 20;
+  CHECK_THROWS_WITH(stage_layers(given, 80), Catch::Contains("not both"));
   // The layout rule names the split to give.
   const TransformerShape t = llama_like();  // 8 layers
   Config c = layout_config(1, 8, 24, 1, 3);
-  CHECK_THAT(layout_rejection(c, t, 8).value_or(""), Catch::Contains("--stage-layers 2,...,3 (torchtitan's own split"));
-  // The search offers an interleaved uneven split only as torchtitan makes it.
+  CHECK_THAT(layout_rejection(c, t, 8).value_or(""), Catch::Contains("--stage-layers 3,3,2 (torchtitan's own split"));
+  // The search offers layers that do not divide as the layout with no split (a torchtitan-priced
+  // model splits it), and with one chunk per rank Megatron-LM's ends too (ceil(126 / 8) = 16 on
+  // the middle stages, the 30 left shared by the ends).
   TransformerShape odd = t;
   odd.layers = 126;
-  bool found = false;
+  int even = 0, ends = 0;
   for (const ParallelLayout& l : candidate_layouts(odd, 8, 0))
-    if (l.pp == 8 && l.virtual_stages == 2) {
-      found = true;
-      CHECK(l.first_stage_layers == 7);
-      CHECK(l.last_stage_layers == 7);
+    if (l.tp == 1 && l.pp == 8 && l.virtual_stages <= 2) {
+      if (!l.uneven_split()) ++even;
+      if (l.first_stage_layers == 15 && l.last_stage_layers == 15) ++ends;
     }
-  CHECK(found);
+  CHECK(even == 2);  // v 1 and v 2
+  CHECK(ends == 1);   // v 1
   // A spec priced as torchtitan runs it splits so itself; the plain spec refuses, naming the split.
   c = layout_config(1, 8, 6, 1, 3);  // dp 2 on 6 of the 16 GPUs
   const auto plain = make_spec_model(spec_8l(1024), h100_nodes(2));
-  CHECK_THROWS_WITH(plain->predict(c), Catch::Contains("--stage-layers 2,...,3"));
+  CHECK_THROWS_WITH(plain->predict(c), Catch::Contains("--stage-layers 3,3,2"));
   TransformerSpec titan = spec_8l(1024);
   apply_framework_defaults(titan, Framework::torchtitan, "test");
-  const Prediction p = make_spec_model(titan, h100_nodes(2))->predict(c);
-  CHECK(p.config.layout.first_stage_layers == 2);
-  CHECK(p.config.layout.last_stage_layers == 0);
+  const auto titan_model = make_spec_model(titan, h100_nodes(2));
+  const Prediction p = titan_model->predict(c);
+  CHECK(p.config.layout.stage_layer_counts == counts({3, 3, 2}));  // 10 effective over 3: 4 - 1, 3, 3 - 1
   REQUIRE(p.parallel.stages.size() == 3);
-  CHECK(p.parallel.stages[0].layers == 2);
+  CHECK(p.parallel.stages[0].layers == 3);
   CHECK(p.parallel.stages[1].layers == 3);
-  CHECK(p.parallel.stages[2].layers == 3);
+  CHECK(p.parallel.stages[2].layers == 2);
+  // Layers that divide split so too: 8 over 4 is 10 effective, 2 each and 2 left: 2, 3, 2, 1.
+  const Prediction q = titan_model->predict(layout_config(1, 8, 8, 1, 4));
+  CHECK(q.config.layout.stage_layer_counts == counts({2, 3, 2, 1}));
+  CHECK(q.parallel.stages[1].layers == 3);
   CHECK(framework_cost_changes(spec_8l(1024), Framework::torchtitan).size() == 2);  // fp32 gradients, the split
   CHECK(framework_cost_changes(spec_8l(1024), Framework::ddp).empty());
 }
