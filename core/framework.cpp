@@ -295,6 +295,11 @@ std::string framework_setting(Framework f, const FrameworkPlan& p) {
       if (l.tp > 1) dims += fmt::format(", tensor_parallel_degree {}", l.tp);
       if (l.pp > 1)
         dims += fmt::format(", pipeline_parallel_degree {}, pipeline_parallel_schedule {}", l.pp, traits(l.schedule).torchtitan);
+      // Stages torchtitan does not make from those alone (one per rank, Interleaved1F1B two, its
+      // own split: kept stage by stage, or none): named module by module.
+      if (l.pp > 1 && (l.virtual_stages != (traits(l.schedule).chunks ? 2 : 1) || l.first_stage_layers > 0 ||
+                       l.last_stage_layers > 0))
+        dims += fmt::format(", module_fqns_per_model_part ({} model stages)", l.pp * l.virtual_stages);
       if (l.cp > 1) dims += fmt::format(", context_parallel_degree {}", l.cp);
       return (sh == Sharding::none   ? std::string("torchtitan data_parallel_replicate_degree")
              : sh == Sharding::hsdp ? fmt::format("torchtitan data_parallel_shard_degree{} x replicate_degree", group)

@@ -294,4 +294,22 @@ TEST_CASE("torchtitan's pipeline stages: module_fqns_per_model_part and layers p
   CHECK(*back.inputs.stage_layer_counts == model::torchtitan_split(80, 10));  // 82 over 10: 9 - 1, 9, 8 x 7, 8 - 1
   CHECK(*back.inputs.stage_layer_counts == std::vector<Count>{8, 9, 8, 8, 8, 8, 8, 8, 8, 7});
   CHECK(*back.inputs.virtual_stages == 5);
+
+  // NeMo (Megatron-Core): uneven ends read from and written to num_layers_in_first/last_pipeline_stage.
+  const FrameworkConfig nemo = load_nemo_config(write_temp(
+      "ends.yaml", "trainer:\n  devices: 8\nmodel:\n  pipeline_model_parallel_size: 8\n  num_layers: 126\n"
+                   "  num_layers_in_first_pipeline_stage: 15\n  num_layers_in_last_pipeline_stage: 15\n"));
+  CHECK(*nemo.inputs.first_stage_layers == 15);
+  CHECK(*nemo.inputs.last_stage_layers == 15);
+  model::Config ends{1, 8, 8, Strategy::overlap};
+  ends.layout.pp = 8;
+  ends.layout.first_stage_layers = 14;
+  ends.layout.last_stage_layers = 16;
+  const CheckInputs written = load_nemo_config(write_temp("ends2.yaml", complete_framework_config(nemo, ends, 126))).inputs;
+  CHECK(*written.first_stage_layers == 14);
+  CHECK(*written.last_stage_layers == 16);
+  CHECK_THROWS_WITH(load_nemo_config(write_temp("ends3.yaml", "model:\n  pipeline_model_parallel_size: 8\n"
+                                                              "  virtual_pipeline_model_parallel_size: 2\n"
+                                                              "  num_layers_in_first_pipeline_stage: 7\n")),
+                    Catch::Contains("Megatron-Core spreads those layers over the rank's chunks"));
 }
