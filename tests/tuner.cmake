@@ -147,6 +147,11 @@ gaccum_cli_test(tune-framework-torchtitan 0 "TORCHTITAN-OK" -- sh -c
 gaccum_cli_test(tune-k1-same-run 0 "SAME-RUN-OK" -- sh -c
   "rm -rf \"$1\" && mkdir -p \"$1\" && \"$0\" tune --spec \"$2/specs/llama2-7b.json\" --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch 64 --world-sizes 64 --out \"$1\" --force > \"$1/stdout.txt\" && grep -q 'accum_steps 1: the same run as overlap' \"$1/result.csv\" && grep -Eq '^ +1 +1 +1 +64 overlap' \"$1/stdout.txt\" && ! grep -Eq '^ +[0-9]+ +[0-9]+ +1 +64 every-step' \"$1/stdout.txt\" && echo SAME-RUN-OK"
   ${G} ${T}/k1-same-run ${X})
+# A runner-up priced the same (zero2 beside zero1 with no_sync accumulation) is named as an
+# equivalent run, not "+0.0% throughput, mostly compute +0 us/step" (README's first journey).
+gaccum_cli_test(tune-next-same-price 0 "Next: #2 b=1 k=8 p=64 overlap zero2 bf16 \\(sharding zero1->zero2\\): the same step time and peak memory \\(137.4 samples/s, 56.5 GiB\\): an equivalent run here" -- sh -c
+  "rm -rf \"$1\" && \"$0\" tune --model-config \"$2/hf/llama-3.1-8b.json\" --seq-len 4096 --cluster \"$2/clusters/h100-8node-ib400.json\" --global-batch 512 --out \"$1\" | tr -s '\\n ' ' '"
+  ${G} ${T}/next-same-price ${X})
 gaccum_cli_test(tune-framework-bad 2 "--framework: unknown framework 'jax': expected ddp, fsdp, fsdp2, deepspeed, megatron, torchtitan or horovod" --one-line-stderr --
   ${G} tune --profile ${D}/small-profile.json --framework jax --out ${T}/jax)
 

@@ -443,10 +443,21 @@ Explanation explain(const model::CostModel& model, const SearchResult& res, cons
     } else {
       why = fmt::format("mostly optimizer {}{}", signed_seconds(d_opt), unit);
     }
+    // A runner-up priced the same in time and memory (zero1 and zero2 with no_sync accumulation
+    // hold and reduce the same gradients): say so, not "+0.0% throughput, +0 us/step".
+    const bool same_price = std::fabs(e.runner_up_delta) < 5e-4 && same_B &&
+                            std::fabs(double(r.prediction.memory.peak) - double(pr.memory.peak)) <=
+                                5e-4 * double(std::max<Bytes>(1, pr.memory.peak));
+    const std::string what = changed.empty() ? "same config" : fmt::format("{}", fmt::join(changed, ", "));
     e.runner_up_text =
-        fmt::format("next: #{} {} ({}): {:+.1f}% throughput ({} vs {} samples/s), {}", r.rank, short_config(rc),
-                    changed.empty() ? "same config" : fmt::format("{}", fmt::join(changed, ", ")),
-                    e.runner_up_delta * 100, format_rate(r.prediction.throughput), format_rate(pr.throughput), why);
+        same_price
+            ? fmt::format("next: #{} {} ({}): the same step time and peak memory ({} samples/s, {}): an equivalent "
+                          "run here, either may be used",
+                          r.rank, short_config(rc), what, format_rate(r.prediction.throughput),
+                          format_bytes(r.prediction.memory.peak))
+            : fmt::format("next: #{} {} ({}): {:+.1f}% throughput ({} vs {} samples/s), {}", r.rank, short_config(rc),
+                          what, e.runner_up_delta * 100, format_rate(r.prediction.throughput),
+                          format_rate(pr.throughput), why);
     if (res.objective != Objective::throughput)
       e.runner_up_text +=
           fmt::format("; {} {} vs {}", to_string(res.objective),
