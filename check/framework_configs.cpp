@@ -123,7 +123,128 @@ void set_block_recompute(CheckInputs& in, std::optional<Count> layers, Count rec
                              fmt::format("{}: {} of {:g} layers per stage", what, recomputed, per_chunk));
 }
 
+// The names one framework file gives Megatron-Core's split settings (Megatron-LM's flags, NeMo's keys).
+struct SplitKeys {
+  std::string path, src, layout, first_last, embedding, loss, virtual_stages, layers;
+};
+
+// Megatron-Core's layout (stage by stage) or its embedding/loss accounting, into the split priced:
+// mutually exclusive with each other and with the first/last stage sizes, as Megatron-LM asserts.
+void megatron_split_flags(CheckInputs& in, const std::optional<std::string>& layout, bool acc_e, bool acc_l,
+                          std::optional<Count> layers, const SplitKeys& k) {
+  if (!layout && !acc_e && !acc_l) return;
+  const bool ends = in.first_stage_layers || in.last_stage_layers;
+  if ((layout && (ends || acc_e || acc_l)) || (ends && (acc_e || acc_l)))
+    throw InputError(fmt::format("{}: {} together with {}: Megatron-LM takes one way to split the layers (it refuses "
+                                 "them together); keep one",
+                                 k.path, layout ? k.layout : k.first_last,
+                                 layout && ends ? k.first_last : acc_e ? k.embedding : k.loss));
+  const Count pp = in.pp ? *in.pp : 1;
+  if (layout) {
+    const MegatronLayout ml = parse_megatron_layout(*layout, pp, fmt::format("{}: {}", k.path, k.layout));
+    Count sum = 0;
+    for (Count n : ml.stage_layers) sum += n;
+    if (layers && sum != *layers)
+      throw InputError(fmt::format("{}: {} '{}' places {} transformer layers, {} says {} (Megatron-LM refuses it)", k.path,
+                                   k.layout, *layout, sum, k.layers, *layers));
+    if (pp < 2 && ml.stage_layers.size() > 1)
+      throw InputError(fmt::format("{}: {} '{}' has {} stages without a pipeline: give the pipeline size", k.path, k.layout,
+                                   *layout, ml.stage_layers.size()));
+    if (in.virtual_stages && *in.virtual_stages != ml.virtual_stages)
+      throw InputError(fmt::format("{}: {} '{}' makes {} stages per pipeline rank, {} says {}: drop {}", k.path, k.layout,
+                                   *layout, ml.virtual_stages, k.virtual_stages, *in.virtual_stages, k.virtual_stages));
+    const std::string from = fmt::format("{} {}", k.src, k.layout);
+    if (ml.virtual_stages > 1 || in.virtual_stages) in.virtual_stages.set(ml.virtual_stages, from);
+    const bool even = std::all_of(ml.stage_layers.begin(), ml.stage_layers.end(),
+                                  [&](Count n) { return n == ml.stage_layers.front(); });
+    if (!even) in.stage_layer_counts.set(ml.stage_layers, from);
+    return;
+  }
+  if (!layers)
+    throw InputError(fmt::format("{}: {} needs {} to split the layers as Megatron-LM does: add it", k.path,
+                                 acc_e ? k.embedding : k.loss, k.layers));
+  const Count v = in.virtual_stages ? *in.virtual_stages : 1;
+  std::vector<Count> split;
+  try {
+    split = model::megatron_account_split(*layers, pp, v, acc_e, acc_l);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", k.path, e.what()));
+  }
+  in.stage_layer_counts.set(split, fmt::format("{} {}", k.src, acc_e && acc_l ? k.embedding + " " + k.loss
+                                                                  : acc_e    ? k.embedding
+                                                                             : k.loss));
+}
+
 }  // namespace
+
+MegatronLayout parse_megatron_layout(const std::string& text, Count pp, const std::string& what) {
+  const auto fail = [&](const std::string& why) { return InputError(fmt::format("{} '{}': {}", what, text, why)); };
+  if (pp < 1) throw fail("needs --pipeline-model-parallel-size");
+  std::string t;
+  for (char c : text)
+    if (c != ',') t += c;  // purely cosmetic, as Megatron-LM drops them
+  // Unroll "(group)*n", then "x*n", left to right (Megatron-LM's two substitutions), with a bound
+  // on what a typo can ask for.
+  constexpr std::size_t kMaxUnrolled = 1u << 20;
+  const auto unroll = [&](const std::string& in, const std::regex& re) {
+    std::string out;
+    auto last = in.cbegin();
+    for (std::sregex_iterator it(in.begin(), in.end(), re), end; it != end; ++it) {
+      const std::smatch& m = *it;
+      out.append(last, m[0].first);
+      const std::string n = m[2].str();
+      const unsigned long times = n.size() > 7 ? kMaxUnrolled + 1 : std::stoul(n);
+      if (times * static_cast<std::size_t>(m[1].length()) + out.size() > kMaxUnrolled) throw fail("unrolls to more than a million layers");
+      for (unsigned long i = 0; i < times; ++i) out += m[1].str();
+      last = m[0].second;
+    }
+    out.append(last, in.cend());
+    return out;
+  };
+  t = unroll(t, std::regex(R"(\(([^)]+)\)\*(\d+))"));
+  t = unroll(t, std::regex(R"((.)\*(\d+))"));
+  std::vector<std::string> stages(1);
+  for (char c : t) {
+    if (c == '|') {
+      stages.emplace_back();
+      continue;
+    }
+    if (c != 'E' && c != 'L' && c != 't' && c != 'm')
+      throw fail(fmt::format("'{}' is not a layer: Megatron-LM knows E (embedding), t (transformer layer), m (multi-token "
+                             "prediction) and L (loss), stages split by '|'",
+                             c));
+    stages.back() += c;
+  }
+  const Count S = static_cast<Count>(stages.size());
+  if (S % pp != 0)
+    throw fail(fmt::format("{} stages do not divide over --pipeline-model-parallel-size {} (Megatron-LM refuses it): give "
+                           "pp x v stages",
+                           S, pp));
+  const std::string flat = [&] {
+    std::string f;
+    for (const auto& st : stages) f += st;
+    return f;
+  }();
+  if (flat.empty() || flat.front() != 'E' || std::count(flat.begin(), flat.end(), 'E') != 1)
+    throw fail("the embedding E must come exactly once, first (Megatron-LM refuses it otherwise)");
+  if (flat.back() != 'L' || std::count(flat.begin(), flat.end(), 'L') != 1)
+    throw fail("the loss L must come exactly once, last (Megatron-LM refuses it otherwise)");
+  if (flat.find('m') != std::string::npos)
+    throw fail("multi-token prediction layers (m) are not priced here: drop them from the layout to price the rest");
+  MegatronLayout out;
+  out.virtual_stages = S / pp;
+  for (Count j = 0; j < S; ++j) {
+    const std::string& st = stages[static_cast<std::size_t>(j)];
+    const Count n = static_cast<Count>(std::count(st.begin(), st.end(), 't'));
+    if (n < 1)
+      throw fail(fmt::format("model stage {} ({}) holds no transformer layer: a stage of only the {} is not priced here; "
+                             "give it at least one t",
+                             j, st.empty() ? std::string("empty") : "'" + st + "'",
+                             st == "E" ? "embedding" : st == "L" ? "loss" : "embedding or loss"));
+    out.stage_layers.push_back(n);
+  }
+  return out;
+}
 
 FrameworkConfig load_megatron_args(const std::string& path) {
   const std::string text = read_text_file(path, "--megatron-args");
@@ -184,6 +305,16 @@ FrameworkConfig load_megatron_args(const std::string& path) {
                           fmt::format("{} --num-layers / (--pipeline-model-parallel-size x "
                                       "--num-layers-per-virtual-pipeline-stage)",
                                       src));
+  }
+  // Megatron-LM's other splits: a layout stage by stage, or the embedding and loss counted as layers.
+  {
+    const bool acc_e = has("account-for-embedding-in-pipeline-split"), acc_l = has("account-for-loss-in-pipeline-split");
+    std::optional<std::string> layout;
+    if (has("pipeline-model-parallel-layout")) layout = args["pipeline-model-parallel-layout"];
+    megatron_split_flags(in, layout, acc_e, acc_l, layers,
+                         SplitKeys{path, src, "--pipeline-model-parallel-layout", "--decoder-first/last-pipeline-num-layers",
+                                   "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+                                   "--virtual-pipeline-model-parallel-size", "--num-layers"});
   }
   if (in.virtual_stages && *in.virtual_stages > 1) in.schedule.set(Schedule::interleaved_1f1b, src);
   else if (in.pp && *in.pp > 1) in.schedule.set(Schedule::one_f_one_b, src);
@@ -292,6 +423,52 @@ FrameworkConfig load_nemo_config(const std::string& path) {
   // Megatron-LM's --decoder-first/last-pipeline-num-layers set).
   put(in.first_stage_layers, "num_layers_in_first_pipeline_stage");
   put(in.last_stage_layers, "num_layers_in_last_pipeline_stage");
+  {
+    // Megatron-Core's layout (a string as Megatron-LM's flag, or its list of stages of layer names)
+    // and its embedding/loss accounting.
+    std::optional<std::string> layout;
+    if (auto v = get(model, "model", "pipeline_model_parallel_layout")) {
+      if (v->is_string()) {
+        layout = v->get<std::string>();
+      } else if (v->is_array()) {
+        std::string joined;
+        for (const json& stage : *v) {
+          if (!stage.is_array())
+            throw InputError(fmt::format("{}: model.pipeline_model_parallel_layout: expected a string or a list of stages "
+                                         "(lists of layer names)",
+                                         path));
+          if (&stage != &v->front()) joined += '|';
+          for (const json& name : stage) {
+            const std::string n = name.is_string() ? name.get<std::string>() : name.dump();
+            const char c = n == "embedding" ? 'E' : n == "decoder" ? 't' : n == "loss" ? 'L' : n == "mtp" ? 'm' : '?';
+            if (c == '?')
+              throw InputError(fmt::format("{}: model.pipeline_model_parallel_layout: '{}' is not a layer (embedding, "
+                                           "decoder, mtp or loss)",
+                                           path, n));
+            joined += c;
+          }
+        }
+        layout = joined;
+      } else {
+        throw InputError(fmt::format("{}: model.pipeline_model_parallel_layout: expected a string or a list of stages", path));
+      }
+    }
+    const auto flag = [&](const char* key) {
+      const auto v = get(model, "model", key);
+      if (v && !v->is_boolean())
+        throw InputError(fmt::format("{}: model.{}: expected true or false", path, key));
+      return v && v->get<bool>();
+    };
+    const bool acc_e = flag("account_for_embedding_in_pipeline_split"), acc_l = flag("account_for_loss_in_pipeline_split");
+    const auto nl = get(model, "model", "num_layers");
+    megatron_split_flags(in, layout, acc_e, acc_l,
+                         nl ? std::optional<Count>(positive(*nl, path + ": model.num_layers")) : std::nullopt,
+                         SplitKeys{path, src, "model.pipeline_model_parallel_layout",
+                                   "model.num_layers_in_first/last_pipeline_stage",
+                                   "model.account_for_embedding_in_pipeline_split",
+                                   "model.account_for_loss_in_pipeline_split",
+                                   "model.virtual_pipeline_model_parallel_size", "model.num_layers"});
+  }
   if (in.virtual_stages && *in.virtual_stages > 1 && (in.first_stage_layers || in.last_stage_layers))
     throw InputError(fmt::format("{}: model.num_layers_in_{}_pipeline_stage with {} virtual pipeline stages: "
                                  "Megatron-Core spreads those layers over the rank's chunks, a split not priced here; "
@@ -1157,6 +1334,27 @@ std::string torchtitan_module_fqns(const ParallelLayout& l, Count layers) {
   return out + "]";
 }
 
+namespace {
+
+// Whether a Megatron-LM/NeMo file's --account-for-embedding/loss-in-pipeline-split flags make the
+// pick's split (then they stay, and no layout is written).
+bool megatron_accounting_kept(const FrameworkConfig& fc, const ParallelLayout& l, Count layers) {
+  const bool args = fc.kind == ConfigKind::megatron_args;
+  const std::regex e(args ? "--account-for-embedding-in-pipeline-split(?![-\\w])"
+                          : "(^|\\n)[ \\t]+account_for_embedding_in_pipeline_split:[ \\t]*true");
+  const std::regex lo(args ? "--account-for-loss-in-pipeline-split(?![-\\w])"
+                           : "(^|\\n)[ \\t]+account_for_loss_in_pipeline_split:[ \\t]*true");
+  const bool acc_e = std::regex_search(fc.text, e), acc_l = std::regex_search(fc.text, lo);
+  if ((!acc_e && !acc_l) || l.pp < 2 || layers < 1 || l.stage_layer_counts.empty()) return false;
+  try {
+    return model::megatron_account_split(layers, l.pp, l.virtual_stages, acc_e, acc_l) == l.stage_layer_counts;
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 std::string complete_framework_config(const FrameworkConfig& fc, const model::Config& pick, Count layers) {
   std::string t = fc.text;
   const ParallelLayout& l = pick.layout;
@@ -1173,7 +1371,18 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
       set_arg(t, "tensor-model-parallel-size", n(l.tp));
       set_arg(t, "pipeline-model-parallel-size", n(l.pp));
       if (l.cp > 1 || fc.inputs.cp) set_arg(t, "context-parallel-size", n(l.cp));
-      // An uneven split (one chunk per rank: Megatron-LM refuses the others): its first and last stage.
+      // The split: the file's --account-for-* flags where they make the pick's, else a layout stage
+      // by stage (it sets v), else the first and last stage (one chunk per rank), else even.
+      if (megatron_accounting_kept(fc, l, layers)) {
+        drop_arg(t, "pipeline-model-parallel-layout", true);
+      } else {
+        drop_arg(t, "account-for-embedding-in-pipeline-split", false);
+        drop_arg(t, "account-for-loss-in-pipeline-split", false);
+        if (l.pp > 1 && !l.stage_layer_counts.empty())
+          set_arg(t, "pipeline-model-parallel-layout", "'" + megatron_layout_text(l.stage_layer_counts) + "'");
+        else
+          drop_arg(t, "pipeline-model-parallel-layout", true);
+      }
       if (l.first_stage_layers > 0) set_arg(t, "decoder-first-pipeline-num-layers", n(l.first_stage_layers));
       else drop_arg(t, "decoder-first-pipeline-num-layers", true);
       if (l.last_stage_layers > 0) set_arg(t, "decoder-last-pipeline-num-layers", n(l.last_stage_layers));
@@ -1192,7 +1401,10 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
           }
         }
       }
-      if (l.virtual_stages > 1) {
+      if (l.virtual_stages > 1 && l.pp > 1 && !l.stage_layer_counts.empty() && !megatron_accounting_kept(fc, l, layers)) {
+        drop_arg(t, "num-layers-per-virtual-pipeline-stage", true);  // the layout gives v
+        drop_arg(t, "virtual-pipeline-model-parallel-size", true);
+      } else if (l.virtual_stages > 1) {
         if (fc.text.find("--num-layers-per-virtual-pipeline-stage") != std::string::npos && layers > 0)
           set_arg(t, "num-layers-per-virtual-pipeline-stage", n(layers / (l.pp * l.virtual_stages)));
         else
@@ -1209,7 +1421,22 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
       set_yaml(t, "model", "global_batch_size", n(pick.global_batch()));
       set_yaml(t, "model", "tensor_model_parallel_size", n(l.tp));
       set_yaml(t, "model", "pipeline_model_parallel_size", n(l.pp));
-      set_yaml(t, "model", "virtual_pipeline_model_parallel_size", l.virtual_stages > 1 ? n(l.virtual_stages) : "null");
+      {
+        // The split as for Megatron-LM's flags: the file's accounting where it makes the pick's,
+        // else a layout stage by stage (it sets v), else the first and last stage, else even.
+        const bool kept = megatron_accounting_kept(fc, l, layers);
+        const bool layout = !kept && l.pp > 1 && !l.stage_layer_counts.empty();
+        set_yaml(t, "model", "virtual_pipeline_model_parallel_size",
+                 l.virtual_stages > 1 && !layout ? n(l.virtual_stages) : "null");
+        if (layout)
+          set_yaml(t, "model", "pipeline_model_parallel_layout", "\"" + megatron_layout_text(l.stage_layer_counts) + "\"");
+        else if (fc.text.find("pipeline_model_parallel_layout") != std::string::npos)
+          set_yaml(t, "model", "pipeline_model_parallel_layout", "null");
+        if (!kept) {
+          for (const char* key : {"account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"})
+            if (fc.text.find(key) != std::string::npos) set_yaml(t, "model", key, "false");
+        }
+      }
       // An uneven split (one chunk per rank): Megatron-Core's first and last stage.
       if (l.first_stage_layers > 0 || fc.inputs.first_stage_layers)
         set_yaml(t, "model", "num_layers_in_first_pipeline_stage", l.first_stage_layers > 0 ? n(l.first_stage_layers) : "null");

@@ -92,6 +92,18 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
 // the default first/last_stage_less_layers.
 std::string torchtitan_module_fqns(const ParallelLayout& l, Count layers);
 // The completed file's name in tune's --out: megatron_args.sh, nemo_config.yaml, torchtitan.toml.
+// Megatron-LM's --pipeline-model-parallel-layout (Megatron-Core's PipelineParallelLayerLayout),
+// read as Megatron-LM reads it: cosmetic commas dropped, "(...)*n" then "x*n" unrolled, stages
+// split at '|' (model stage j = chunk c pp + rank r, so v = stages / pp), 'E' the embedding
+// (exactly once, first), 't' a transformer layer, 'L' the loss (exactly once, last). Returns the
+// transformer layers of each model stage; InputError (prefixed with `what`) on what Megatron-LM
+// refuses, on multi-token prediction layers ('m') and on a stage without a transformer layer
+// (neither priced here). "Et*3|(tt|)*2t*3L" on pp 2 -> {3, 2, 2, 3}, v 2.
+struct MegatronLayout {
+  std::vector<Count> stage_layers;
+  Count virtual_stages = 1;
+};
+MegatronLayout parse_megatron_layout(const std::string& text, Count pp, const std::string& what);
 const char* completed_name(ConfigKind k);
 
 // A TOML document (toml++, Debian's libtomlplusplus-dev) as one flat JSON object: keys as

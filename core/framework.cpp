@@ -91,9 +91,6 @@ std::optional<std::string> table_refusal(Framework f, const FrameworkPlan& p) {
       case Framework::megatron:
         if (l.pp > 1 && (l.schedule == Schedule::gpipe || l.schedule == Schedule::zb_h1))
           return fmt::format("Megatron-LM schedules pipelines as 1F1B or interleaved 1F1B, not {}", to_string(l.schedule));
-        if (l.pp > 1 && !l.stage_layer_counts.empty())
-          return std::string("Megatron-LM splits the middle stages evenly (only --decoder-first/last-pipeline-num-layers "
-                             "differ); middle stages of different sizes are torchtitan's split");
         if (l.pp > 1 && l.virtual_stages > 1 && (l.first_stage_layers > 0 || l.last_stage_layers > 0))
           return std::string("Megatron-LM's uneven first and last stages (--decoder-first/last-pipeline-num-layers) "
                              "spread over all of the rank's virtual chunks; one chunk of another size is torchtitan's "
@@ -279,7 +276,11 @@ std::string framework_setting(Framework f, const FrameworkPlan& p) {
       if (l.tp > 1) dims += fmt::format(" --tensor-model-parallel-size {}", l.tp);
       if (l.sequence_parallel) dims += " --sequence-parallel";
       if (l.pp > 1) dims += fmt::format(" --pipeline-model-parallel-size {}", l.pp);
-      if (l.pp > 1 && l.virtual_stages > 1) dims += fmt::format(" --virtual-pipeline-model-parallel-size {}", l.virtual_stages);
+      // A split stage by stage is Megatron-LM's --pipeline-model-parallel-layout, which sets v itself.
+      if (l.pp > 1 && !l.stage_layer_counts.empty())
+        dims += fmt::format(" --pipeline-model-parallel-layout '{}'", megatron_layout_text(l.stage_layer_counts));
+      else if (l.pp > 1 && l.virtual_stages > 1)
+        dims += fmt::format(" --virtual-pipeline-model-parallel-size {}", l.virtual_stages);
       if (l.pp > 1 && l.first_stage_layers > 0)
         dims += fmt::format(" --decoder-first-pipeline-num-layers {}", l.first_stage_layers);
       if (l.pp > 1 && l.last_stage_layers > 0)
@@ -311,6 +312,26 @@ std::string framework_setting(Framework f, const FrameworkPlan& p) {
       return st == Strategy::fused && !one_step ? "Horovod backward_passes_per_step=k" : "Horovod backward_passes_per_step=1";
   }
   return "";
+}
+
+std::string megatron_layout_text(const std::vector<Count>& stage_layers) {
+  const std::size_t S = stage_layers.size();
+  auto run = [](Count n) { return n == 1 ? std::string("t") : fmt::format("t*{}", n); };
+  std::string out;
+  for (std::size_t j = 0; j < S;) {
+    const bool end = j == 0 || j + 1 == S;
+    // Equal middle stages fold as "(t*n|)*k" (each keeps its '|'): never the first or last.
+    std::size_t k = 1;
+    if (!end)
+      while (j + k + 1 < S && stage_layers[j + k] == stage_layers[j]) ++k;
+    if (k > 1) {
+      out += fmt::format("({}|)*{}", run(stage_layers[j]), k);
+    } else {
+      out += (j == 0 ? "E" : "") + run(stage_layers[j]) + (j + 1 == S ? "L" : "|");
+    }
+    j += k;
+  }
+  return out;
 }
 
 std::string framework_names(const std::vector<Framework>& fs) {

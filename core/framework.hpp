@@ -18,7 +18,8 @@
 //                 gradient accumulation reduces on every micro-batch
 //     horovod     Horovod DistributedOptimizer: backward_passes_per_step=k (fused) or 1
 //                 (every-step); no sharding
-//   Layouts (tp, pp, cp): Megatron-LM runs tp, pp (1f1b, interleaved-1f1b) and cp; torchtitan
+//   Layouts (tp, pp, cp): Megatron-LM runs tp, pp (1f1b, interleaved-1f1b; a split stage by
+//   stage from --pipeline-model-parallel-layout, ends alone with one chunk per rank) and cp; torchtitan
 //   tp, pp (gpipe, 1f1b, interleaved-1f1b) and cp; DeepSpeed's pipeline engine pp with 1f1b only
 //   and ZeRO 0/1; DDP, FSDP, FSDP2 alone and Horovod none (torchtitan is FSDP2 with them).
 //   At world_size 1 nothing is synchronised or sharded, so every framework runs every strategy;
@@ -101,6 +102,12 @@ std::optional<std::string> partial_recompute_setting(Framework f, Count n, Count
 bool partial_recompute_in_file(Framework f);
 
 // "ddp fsdp megatron" (names, space-separated; "" when none) and "DDP, FSDP, Megatron-LM".
+// Megatron-LM's --pipeline-model-parallel-layout for a split given model stage by model stage
+// (stage j = chunk c pp + rank r, as core/plan.hpp ParallelLayout::stage_layer_counts): 'E' the
+// embedding on the first stage, 't' a transformer layer, 'L' the loss on the last, '|' between
+// stages, runs of equal middle stages folded as Megatron-LM unrolls them: {20, 21, 20, 19} ->
+// "Et*20|t*21|t*20|t*19L"; {7, 8 x 14, 7} -> "Et*7|(t*8|)*14t*7L".
+std::string megatron_layout_text(const std::vector<Count>& stage_layers);
 std::string framework_names(const std::vector<Framework>& fs);
 std::string framework_displays(const std::vector<Framework>& fs);
 

@@ -46,7 +46,8 @@ std::optional<std::string> split_rejection(const ParallelLayout& l, Count layers
                          tt ? fmt::format("--stage-layers {} (torchtitan's own split, which a torchtitan job "
                                           "makes itself; {})",
                                           stage_layers_text(torchtitan_split(layers, S)),
-                                          v > 1 ? "Megatron-LM needs layers that divide pp x v"
+                                          v > 1 ? "Megatron-LM runs it from --pipeline-model-parallel-layout in "
+                                                  "--megatron-args"
                                                 : "Megatron-LM's --decoder-first/last-pipeline-num-layers")
                             : std::string("--stage-layers"));
     }
@@ -123,6 +124,32 @@ std::vector<Count> torchtitan_split(Count layers, Count stages, Count first_less
     out.push_back(n);
     placed += n;
   }
+  return out;
+}
+
+std::vector<Count> megatron_account_split(Count layers, Count pp, Count virtual_stages, bool embedding, bool loss) {
+  const Count n = layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  const char* flags = embedding && loss ? "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split"
+                      : embedding       ? "--account-for-embedding-in-pipeline-split"
+                                        : "--account-for-loss-in-pipeline-split";
+  if (pp < 1 || virtual_stages < 1) throw InputError("a pipeline needs pp >= 1 and virtual stages >= 1");
+  if (n % pp != 0)
+    throw InputError(fmt::format("{}: {} layers count as {} with the embedding and loss, not a multiple of pp {} (Megatron-LM "
+                                 "refuses it): choose pp dividing {}, or drop the flag",
+                                 flags, layers, n, pp, n));
+  if ((n / pp) % virtual_stages != 0)
+    throw InputError(fmt::format("{}: {} layers per pipeline rank (with the embedding and loss) are not a multiple of the "
+                                 "{} virtual stages (Megatron-LM refuses it): choose v dividing {}",
+                                 flags, n / pp, virtual_stages, n / pp));
+  const Count S = pp * virtual_stages, per = n / S;
+  std::vector<Count> out(static_cast<std::size_t>(S), per);
+  if (embedding) out.front() -= 1;
+  if (loss) out.back() -= 1;
+  if (out.front() < 1 || out.back() < 1)
+    throw InputError(fmt::format("{}: {} layers over {} model stages leave the {} stage without a transformer layer (only "
+                                 "the {}), a stage not priced here: use fewer stages",
+                                 flags, layers, S, out.front() < 1 ? "first" : "last",
+                                 out.front() < 1 ? "embedding" : "loss"));
   return out;
 }
 

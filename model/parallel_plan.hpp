@@ -62,6 +62,15 @@ std::optional<std::string> torchtitan_split_rejection(Count layers, Count stages
 // The stages torchtitan builds from pipeline_parallel_layers_per_stage (ceil((layers + first_less +
 // last_less) / per)); InputError with torchtitan's reason when they do not divide over pp.
 Count torchtitan_stages(Count layers, Count per_stage, Count pp, Count first_less = 1, Count last_less = 1);
+// How Megatron-LM splits `layers` over pp x v model stages under
+// --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split (Megatron-Core's
+// TransformerConfig account_for_embedding/loss_in_pipeline_split): the embedding and the loss
+// count as one layer each, the L + e + l layers go (L + e + l) / (pp v) to every model stage, and
+// the first stage (rank 0's first chunk) holds one transformer layer fewer for the embedding, the
+// last (the last rank's last chunk) one fewer for the loss. Megatron-LM refuses L + e + l not a
+// multiple of pp, and (L + e + l) / pp not a multiple of v; a stage left without a transformer
+// layer is refused here (not priced). Llama 3 70B's 80 layers on pp 6 with both: 13, 14 x 4, 13.
+std::vector<Count> megatron_account_split(Count layers, Count pp, Count virtual_stages, bool embedding, bool loss);
 // A split as --stage-layers spells it: "FIRST,...,LAST" when the middle stages are equal (126
 // layers over 16 stages with ends of 7 -> "7,...,7"), every count otherwise ("20,21,20,19").
 std::string stage_layers_text(const std::vector<Count>& counts);

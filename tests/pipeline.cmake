@@ -113,13 +113,27 @@ gaccum_cli_test(check-nemo-uneven-ends 0 "9 tensor / pipeline layout PASS tp 8 s
   "sed 's/^  num_layers: 80/  num_layers: 80\\n  num_layers_in_first_pipeline_stage: 19\\n  num_layers_in_last_pipeline_stage: 19/' \"$1/llama3-70b-nemo.yaml\" > \"$3/uneven.yaml\" && \"$0\" check --nemo-config \"$3/uneven.yaml\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64} ${CMAKE_CURRENT_BINARY_DIR})
 # As Megatron-LM runs it, the split is refused, naming the one to give; given, torchtitan's split
 # prices on the spec as it is; Megatron-LM arguments with uneven ends and virtual stages are refused.
-gaccum_cli_test(pipeline-uneven-interleaved-megatron 2 "126 layers do not split evenly over pp 8 x virtual stages 2 = 16 stages: .*--stage-layers 7,...,7 \\(torchtitan's own split.*Megatron-LM needs layers that divide pp x v" --one-line-stderr --
+gaccum_cli_test(pipeline-uneven-interleaved-megatron 2 "126 layers do not split evenly over pp 8 x virtual stages 2 = 16 stages: .*--stage-layers 7,...,7 \\(torchtitan's own split.*Megatron-LM runs it from --pipeline-model-parallel-layout in --megatron-args" --one-line-stderr --
   ${G} predict --spec builtin:llama3-405b --cluster ${C2048} -p 512 --tp 8 --pp 8 --virtual-stages 2 --sequence-parallel -b 1 -k 32 --framework megatron)
 gaccum_cli_test(pipeline-uneven-interleaved-given 0 "0e +15 .*1 +16 .*7h +15 .*fits yes" -- sh -c
   "\"$0\" predict --spec builtin:llama3-405b --cluster \"$1\" -p 512 --tp 8 --pp 8 --virtual-stages 2 --sequence-parallel --stage-layers 7,...,7 -b 1 -k 32 --checkpointing full --sharding zero3 --framework torchtitan | tr -s '\\n ' ' '" ${G} ${C2048})
 gaccum_cli_test(check-megatron-uneven-interleaved 2 "--decoder-first-pipeline-num-layers with 2 virtual pipeline stages: Megatron-LM spreads those layers over the rank's chunks" --one-line-stderr -- sh -c
   "sed 's/--pipeline-model-parallel-size 4/--pipeline-model-parallel-size 4 --virtual-pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 8/' \"$1/llama3-70b-megatron.sh\" > \"$2/uneven-vpp.sh\" && \"$0\" check --megatron-args \"$2/uneven-vpp.sh\" --cluster \"$3\""
   ${G} ${FW} ${CMAKE_CURRENT_BINARY_DIR} ${C64})
+# Megatron-LM's own splits: --pipeline-model-parallel-layout (stage by stage, v from it) and
+# --account-for-embedding/loss-in-pipeline-split were ignored (priced even, exit 0); now read as
+# Megatron-LM reads them, refused where it refuses them, and written by tune for a pick split so.
+gaccum_cli_test(check-megatron-layout 0 "9 tensor / pipeline layout PASS tp 8 sp x pp 4 interleaved-1f1b v 2 \\(layers 9, 10 x 6, 11\\) x dp 2.*layers per model stage: 9, 10 x 6, 11.*--pipeline-model-parallel-layout.*verdict: PASS" -- sh -c
+  "sed \"s/--pipeline-model-parallel-size 4/--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'Et*9|(t*10|)*6t*11L'/\" \"$1/llama3-70b-megatron.sh\" > \"$3/layout.sh\" && \"$0\" check --megatron-args \"$3/layout.sh\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64} ${CMAKE_CURRENT_BINARY_DIR})
+gaccum_cli_test(check-megatron-layout-refused 2 "--pipeline-model-parallel-layout 'Et\\*19\\|t\\*21\\|t\\*21\\|t\\*18L' places 79 transformer layers, --num-layers says 80" --one-line-stderr -- sh -c
+  "sed \"s/--pipeline-model-parallel-size 4/--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'Et*19|t*21|t*21|t*18L'/\" \"$1/llama3-70b-megatron.sh\" > \"$2/layout79.sh\" && \"$0\" check --megatron-args \"$2/layout79.sh\" --cluster \"$3\""
+  ${G} ${FW} ${CMAKE_CURRENT_BINARY_DIR} ${C64})
+gaccum_cli_test(check-megatron-account-split 2 "80 layers count as 82 with the embedding and loss, not a multiple of pp 4 \\(Megatron-LM refuses it\\)" --one-line-stderr -- sh -c
+  "sed 's/--pipeline-model-parallel-size 4/--pipeline-model-parallel-size 4 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split/' \"$1/llama3-70b-megatron.sh\" > \"$2/account.sh\" && \"$0\" check --megatron-args \"$2/account.sh\" --cluster \"$3\""
+  ${G} ${FW} ${CMAKE_CURRENT_BINARY_DIR} ${C64})
+gaccum_cli_test(tune-megatron-layout-completed 0 "--pipeline-model-parallel-layout 'Et\\*9\\|\\(t\\*10\\|\\)\\*6t\\*11L'.*--global-batch-size 128.*layers per model stage: 9, 10 x 6, 11.*verdict: PASS" -- sh -c
+  "rm -rf \"$1\" && mkdir -p \"$1\" && sed \"s/--pipeline-model-parallel-size 4/--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'Et*9|(t*10|)*6t*11L'/\" \"$2/llama3-70b-megatron.sh\" > \"$1/in.sh\" && \"$0\" tune --megatron-args \"$1/in.sh\" --cluster \"$3\" --global-batch 128 --out \"$1\" --force > \"$1/stdout.txt\" && (cat \"$1/megatron_args.sh\" && \"$0\" check --megatron-args \"$1/megatron_args.sh\" --cluster \"$3\") | tr -s '\\n ' ' '"
+  ${G} ${T}/completed-megatron-layout ${FW} ${C64})
 # tune on each framework config writes the file completed with its pick, and check passes it:
 # the file's own layout (micro_batch and m searched at global batch 128), and --tp/--pp auto.
 foreach(kind megatron-args:llama3-70b-megatron.sh:megatron_args.sh nemo-config:llama3-70b-nemo.yaml:nemo_config.yaml

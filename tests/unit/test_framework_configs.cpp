@@ -10,6 +10,7 @@
 #include "check/framework_configs.hpp"
 #include "model/parallel_plan.hpp"
 #include "core/error.hpp"
+#include "core/framework.hpp"
 
 using namespace gaccum;
 using namespace gaccum::check;
@@ -312,4 +313,88 @@ TEST_CASE("torchtitan's pipeline stages: module_fqns_per_model_part and layers p
                                                               "  virtual_pipeline_model_parallel_size: 2\n"
                                                               "  num_layers_in_first_pipeline_stage: 7\n")),
                     Catch::Contains("Megatron-Core spreads those layers over the rank's chunks"));
+}
+
+TEST_CASE("Megatron-LM's own splits: --pipeline-model-parallel-layout and the embedding/loss accounting",
+          "[check][megatron][nemo][pipeline]") {
+  // The layout as Megatron-LM unrolls it: commas dropped, (group)*n then x*n, stages at '|'.
+  const MegatronLayout ds = parse_megatron_layout("Et*3|(tt|)*2,t*3L", 2, "layout");
+  CHECK(ds.stage_layers == std::vector<Count>{3, 2, 2, 3});
+  CHECK(ds.virtual_stages == 2);
+  CHECK(parse_megatron_layout("Etttt|ttttL", 2, "layout").stage_layers == std::vector<Count>{4, 4});
+  CHECK_THROWS_WITH(parse_megatron_layout("Et*3|t*3L|t", 2, "layout"), Catch::Contains("3 stages do not divide"));
+  CHECK_THROWS_WITH(parse_megatron_layout("t*3|Et*3L", 2, "layout"), Catch::Contains("the embedding E must come exactly once, first"));
+  CHECK_THROWS_WITH(parse_megatron_layout("Et*3|t*3", 2, "layout"), Catch::Contains("the loss L must come exactly once, last"));
+  CHECK_THROWS_WITH(parse_megatron_layout("E|t*6L", 2, "layout"), Catch::Contains("model stage 0 ('E') holds no transformer layer"));
+  CHECK_THROWS_WITH(parse_megatron_layout("Et*3|t*3mL", 2, "layout"), Catch::Contains("multi-token prediction layers (m)"));
+  CHECK_THROWS_WITH(parse_megatron_layout("Et*3|t*3 L", 2, "layout"), Catch::Contains("' ' is not a layer"));
+  CHECK_THROWS_WITH(parse_megatron_layout("Et*99999999|tL", 2, "layout"), Catch::Contains("more than a million"));
+  // Written back: runs of equal middle stages folded, and read again to the same split.
+  for (const std::vector<Count>& split : {std::vector<Count>{20, 21, 20, 19}, std::vector<Count>{7, 8, 8, 8, 8, 7},
+                                          std::vector<Count>{3, 4}, std::vector<Count>{1, 1, 1, 1}}) {
+    const std::string text = megatron_layout_text(split);
+    CHECK(parse_megatron_layout(text, 2, "layout").stage_layers == split);
+  }
+  CHECK(megatron_layout_text({20, 21, 20, 19}) == "Et*20|t*21|t*20|t*19L");
+  CHECK(megatron_layout_text({7, 8, 8, 8, 8, 7}) == "Et*7|(t*8|)*4t*7L");
+  CHECK(megatron_layout_text({1, 1}) == "Et|tL");
+  // Accounting: L + e + l over pp (x v), the first stage one fewer for the embedding, the last for
+  // the loss. 80 + 2 = 82 over pp 2: 40, 40; 78 + 2 = 80 over pp 4 x v 2: 9, 10 x 6, 9; 80 + 1
+  // over pp 3: 26, 27, 27; 80 + 2 over pp 4 refused (82 is not a multiple of 4).
+  CHECK(model::megatron_account_split(80, 2, 1, true, true) == std::vector<Count>{40, 40});
+  CHECK(model::megatron_account_split(78, 4, 2, true, true) == std::vector<Count>{9, 10, 10, 10, 10, 10, 10, 9});
+  CHECK(model::megatron_account_split(80, 3, 1, true, false) == std::vector<Count>{26, 27, 27});
+  CHECK_THROWS_WITH(model::megatron_account_split(80, 4, 1, true, true), Catch::Contains("not a multiple of pp 4"));
+  CHECK_THROWS_WITH(model::megatron_account_split(78, 4, 3, true, true), Catch::Contains("not a multiple of the 3 virtual stages"));
+  CHECK_THROWS_WITH(model::megatron_account_split(2, 4, 1, true, true), Catch::Contains("without a transformer layer"));
+
+  // Read from Megatron-LM's arguments and NeMo's keys (a string, or stages of layer names).
+  const std::string args = "--pipeline-model-parallel-size 2 --num-layers 80 --hidden-size 1024 ";
+  const FrameworkConfig lay = load_megatron_args(write_temp("lay.sh", args + "--pipeline-model-parallel-layout 'Et*39|t*41L'\n"));
+  REQUIRE(lay.inputs.stage_layer_counts);
+  CHECK(*lay.inputs.stage_layer_counts == std::vector<Count>{39, 41});
+  CHECK_THAT(lay.inputs.stage_layer_counts.source, Catch::Contains("--pipeline-model-parallel-layout"));
+  CHECK_THROWS_WITH(load_megatron_args(write_temp("lay79.sh", args + "--pipeline-model-parallel-layout 'Et*39|t*40L'\n")),
+                    Catch::Contains("places 79 transformer layers, --num-layers says 80"));
+  CHECK_THROWS_WITH(load_megatron_args(write_temp("both.sh", args + "--pipeline-model-parallel-layout 'Et*39|t*41L' "
+                                                                    "--decoder-first-pipeline-num-layers 39\n")),
+                    Catch::Contains("Megatron-LM takes one way to split the layers"));
+  // 80 + 1 = 81 over pp 2 is refused as Megatron-LM refuses it; over pp 3: 26, 27, 27.
+  CHECK_THROWS_WITH(load_megatron_args(write_temp("acc.sh", args + "--account-for-loss-in-pipeline-split\n")),
+                    Catch::Contains("80 layers count as 81 with the embedding and loss, not a multiple of pp 2"));
+  CHECK_THROWS_WITH(load_megatron_args(write_temp("acc2.sh", "--pipeline-model-parallel-size 2 --account-for-loss-in-pipeline-split\n")),
+                    Catch::Contains("needs --num-layers"));
+  const FrameworkConfig acc3 = load_megatron_args(write_temp(
+      "acc3.sh", "--pipeline-model-parallel-size 3 --num-layers 80 --account-for-embedding-in-pipeline-split\n"));
+  REQUIRE(acc3.inputs.stage_layer_counts);
+  CHECK(*acc3.inputs.stage_layer_counts == std::vector<Count>{26, 27, 27});
+  const FrameworkConfig nl = load_nemo_config(write_temp(
+      "lay.yaml", "model:\n  pipeline_model_parallel_size: 2\n  num_layers: 3\n"
+                  "  pipeline_model_parallel_layout: [[embedding, decoder], [decoder, decoder, loss]]\n"));
+  REQUIRE(nl.inputs.stage_layer_counts);
+  CHECK(*nl.inputs.stage_layer_counts == std::vector<Count>{1, 2});
+  CHECK_THROWS_WITH(load_nemo_config(write_temp("lay2.yaml", "model:\n  pipeline_model_parallel_size: 2\n  num_layers: 3\n"
+                                                            "  pipeline_model_parallel_layout: [[embedding, decoder], "
+                                                            "[decoder], [decoder, loss], []]\n")),
+                    Catch::Contains("model stage 3 (empty) holds no transformer layer"));
+  const FrameworkConfig na = load_nemo_config(write_temp(
+      "acc.yaml", "model:\n  pipeline_model_parallel_size: 3\n  num_layers: 80\n"
+                  "  account_for_embedding_in_pipeline_split: true\n"));
+  REQUIRE(na.inputs.stage_layer_counts);
+  CHECK(*na.inputs.stage_layer_counts == std::vector<Count>{26, 27, 27});
+
+  // Written by tune: a pick split stage by stage becomes the layout (v from it), and the file's
+  // accounting stays where it makes the pick's split.
+  model::Config pick{1, 8, 16, Strategy::overlap};
+  pick.layout.pp = 2;
+  pick.layout.stage_layer_counts = {39, 41};
+  const std::string out = complete_framework_config(acc3, pick, 80);
+  CHECK(out.find("--pipeline-model-parallel-layout 'Et*39|t*41L'") != std::string::npos);
+  CHECK(out.find("--account-for-embedding-in-pipeline-split") == std::string::npos);
+  CHECK(*load_megatron_args(write_temp("out.sh", out)).inputs.stage_layer_counts == std::vector<Count>{39, 41});
+  pick.layout.pp = 3;
+  pick.layout.stage_layer_counts = {26, 27, 27};
+  const std::string kept = complete_framework_config(acc3, pick, 80);
+  CHECK(kept.find("--account-for-embedding-in-pipeline-split") != std::string::npos);
+  CHECK(kept.find("--pipeline-model-parallel-layout") == std::string::npos);
 }
