@@ -292,6 +292,14 @@ FrameworkConfig load_megatron_args(const std::string& path) {
   put(in.micro_batch, "micro-batch-size");
   put(in.global_batch, "global-batch-size");
   put(in.virtual_stages, "virtual-pipeline-model-parallel-size");
+  // Megatron-LM's current spelling of the same (its scripts' --num-virtual-stages-per-pipeline-rank).
+  if (auto v = count("num-virtual-stages-per-pipeline-rank")) {
+    if (in.virtual_stages && *in.virtual_stages != *v)
+      throw InputError(fmt::format("{}: --num-virtual-stages-per-pipeline-rank {} and --virtual-pipeline-model-parallel-size "
+                                   "{} disagree: keep one",
+                                   path, *v, *in.virtual_stages));
+    in.virtual_stages.set(*v, src + " --num-virtual-stages-per-pipeline-rank");
+  }
   put(in.first_stage_layers, "decoder-first-pipeline-num-layers");
   put(in.last_stage_layers, "decoder-last-pipeline-num-layers");
   const auto layers = count("num-layers");
@@ -346,8 +354,15 @@ FrameworkConfig load_megatron_args(const std::string& path) {
                                                    : src + " (no --use-distributed-optimizer)");
   in.strategy.set(has("overlap-grad-reduce") ? Strategy::overlap : Strategy::fused,
                   has("overlap-grad-reduce") ? src + " --overlap-grad-reduce" : src + " (no --overlap-grad-reduce)");
-  in.precision.set(has("bf16") ? Precision::bf16 : has("fp16") ? Precision::fp16 : Precision::fp32,
-                   has("bf16") ? src + " --bf16" : has("fp16") ? src + " --fp16" : src + " (neither --bf16 nor --fp16)");
+  // --fp8-format runs the GEMMs in fp8 (Transformer Engine) over --bf16 or --fp16.
+  in.precision.set(has("fp8-format") ? Precision::fp8
+                   : has("bf16")     ? Precision::bf16
+                   : has("fp16")     ? Precision::fp16
+                                     : Precision::fp32,
+                   has("fp8-format") ? src + " --fp8-format"
+                   : has("bf16")     ? src + " --bf16"
+                   : has("fp16")     ? src + " --fp16"
+                                     : src + " (neither --bf16 nor --fp16)");
   // Its gradient buffers: fp32 under --bf16 unless --grad-reduce-in-bf16 (the framework's default,
   // model/spec_model.hpp GradDtype); --accumulate-allreduce-grads-in-fp32 asks for fp32 under fp16 too.
   if (has("grad-reduce-in-bf16")) in.grad_reduce_in_fp32.set(false, src + " --grad-reduce-in-bf16");
@@ -504,6 +519,9 @@ FrameworkConfig load_nemo_config(const std::string& path) {
                                                                                 : Precision::fp32;
     in.precision.set(prec, src + " trainer.precision");
   }
+  // Transformer Engine's fp8 GEMMs (model.fp8 over a bf16/fp16 trainer precision).
+  if (auto v = get(model, "model", "fp8"); v && v->is_boolean() && v->get<bool>())
+    in.precision.set(Precision::fp8, src + " model.fp8");
   if (auto d = get(trainer, "trainer", "devices"); d && d->is_number_integer()) {
     const Count nodes = get(trainer, "trainer", "num_nodes") ? positive(*get(trainer, "trainer", "num_nodes"),
                                                                         path + ": trainer.num_nodes")
@@ -1404,14 +1422,19 @@ std::string complete_framework_config(const FrameworkConfig& fc, const model::Co
       if (l.virtual_stages > 1 && l.pp > 1 && !l.stage_layer_counts.empty() && !megatron_accounting_kept(fc, l, layers)) {
         drop_arg(t, "num-layers-per-virtual-pipeline-stage", true);  // the layout gives v
         drop_arg(t, "virtual-pipeline-model-parallel-size", true);
+        drop_arg(t, "num-virtual-stages-per-pipeline-rank", true);
       } else if (l.virtual_stages > 1) {
+        // v in the file's own spelling.
         if (fc.text.find("--num-layers-per-virtual-pipeline-stage") != std::string::npos && layers > 0)
           set_arg(t, "num-layers-per-virtual-pipeline-stage", n(layers / (l.pp * l.virtual_stages)));
+        else if (fc.text.find("--num-virtual-stages-per-pipeline-rank") != std::string::npos)
+          set_arg(t, "num-virtual-stages-per-pipeline-rank", n(l.virtual_stages));
         else
           set_arg(t, "virtual-pipeline-model-parallel-size", n(l.virtual_stages));
       } else {
         drop_arg(t, "num-layers-per-virtual-pipeline-stage", true);
         drop_arg(t, "virtual-pipeline-model-parallel-size", true);
+        drop_arg(t, "num-virtual-stages-per-pipeline-rank", true);
       }
       if (l.sequence_parallel && fc.text.find("--sequence-parallel") == std::string::npos) set_arg(t, "sequence-parallel", "");
       if (!l.sequence_parallel) drop_arg(t, "sequence-parallel", false);

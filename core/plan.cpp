@@ -94,18 +94,25 @@ std::string to_string(const ParallelLayout& l) {
   return out;
 }
 
-std::string layer_counts_text(const std::vector<Count>& counts) {
+namespace {
+
+// Runs of equal counts folded: three or more as "N<times>K", two spelled out, joined by `sep`.
+std::string fold_runs(const std::vector<Count>& counts, const char* sep, const char* times) {
   std::string out;
   for (std::size_t i = 0; i < counts.size();) {
     std::size_t j = i;
     while (j < counts.size() && counts[j] == counts[i]) ++j;
-    out += (out.empty() ? "" : ", ") + (j - i > 2 ? fmt::format("{} x {}", counts[i], j - i)
-                                        : j - i == 2 ? fmt::format("{}, {}", counts[i], counts[i])
-                                                     : fmt::format("{}", counts[i]));
+    out += (out.empty() ? "" : sep) + (j - i > 2    ? fmt::format("{}{}{}", counts[i], times, j - i)
+                                       : j - i == 2 ? fmt::format("{}{}{}", counts[i], sep, counts[i])
+                                                    : fmt::format("{}", counts[i]));
     i = j;
   }
   return out;
 }
+
+}  // namespace
+
+std::string layer_counts_text(const std::vector<Count>& counts) { return fold_runs(counts, ", ", " x "); }
 
 std::string short_string(const ParallelLayout& l) {
   if (l.data_parallel_only()) return "";
@@ -120,17 +127,7 @@ std::string short_string(const ParallelLayout& l) {
       add(fmt::format("f{}l{}", l.first_stage_layers, l.last_stage_layers));
     if (!l.stage_layer_counts.empty()) {
       // Runs folded, no spaces or commas (a table column, a CSV field): L5-6-5x13-4.
-      std::string list;
-      const auto& n = l.stage_layer_counts;
-      for (std::size_t i = 0; i < n.size();) {
-        std::size_t j = i;
-        while (j < n.size() && n[j] == n[i]) ++j;
-        list += (list.empty() ? "" : "-") + (j - i > 2 ? fmt::format("{}x{}", n[i], j - i)
-                                             : j - i == 2 ? fmt::format("{}-{}", n[i], n[i])
-                                                          : std::to_string(n[i]));
-        i = j;
-      }
-      add("L" + list);
+      add("L" + fold_runs(l.stage_layer_counts, "-", "x"));
     }
   }
   if (l.cp > 1) add(fmt::format("cp{}", l.cp));

@@ -1,6 +1,8 @@
 // What/why: see parallel_plan.hpp.
 #include "model/parallel_plan.hpp"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -86,45 +88,57 @@ std::vector<Count> stage_layers(const ParallelLayout& l, Count layers) {
   return out;
 }
 
-std::optional<std::string> torchtitan_split_rejection(Count layers, Count stages, Count first_less, Count last_less) {
-  const Count effective = layers + first_less + last_less;
-  if (stages < 1) return std::string("torchtitan needs at least one stage");
-  if (stages == 1) return std::nullopt;
-  if (stages > effective)
-    return fmt::format("torchtitan refuses {} stages for {} effective layers ({} layers + first_stage_less_layers {} + "
-                       "last_stage_less_layers {})",
-                       stages, effective, layers, first_less, last_less);
-  const Count per = effective / stages;
-  if (first_less > per || last_less > per)
-    return fmt::format("torchtitan refuses pipeline_parallel_{}_stage_less_layers {} above the {} effective layers per "
-                       "stage of {} layers over {} stages",
-                       first_less > per ? "first" : "last", first_less > per ? first_less : last_less, per, layers,
-                       stages);
-  // A stage left without a transformer layer (torchtitan builds it; priced here it is not).
-  const Count extra = effective % stages;
-  const Count first = per + (extra > 0 ? 1 : 0) - first_less, last = per + (stages - 1 < extra ? 1 : 0) - last_less;
-  if (first < 1 || last < 1)
-    return fmt::format("torchtitan's split of {} layers over {} stages leaves the {} stage without a transformer layer",
-                       layers, stages, first < 1 ? "first" : "last");
-  return std::nullopt;
-}
+namespace {
 
-std::vector<Count> torchtitan_split(Count layers, Count stages, Count first_less, Count last_less) {
-  if (auto why = torchtitan_split_rejection(layers, stages, first_less, last_less)) throw InputError(*why);
-  if (stages == 1) return {layers};
+// torchtitan's split of `layers` over `stages`, or why torchtitan refuses it: one computation
+// behind torchtitan_split and torchtitan_split_rejection.
+struct TorchtitanSplit {
+  std::vector<Count> stages;
+  std::optional<std::string> refusal;
+};
+TorchtitanSplit torchtitan_split_of(Count layers, Count stages, Count first_less, Count last_less) {
+  const auto refused = [](std::string why) { return TorchtitanSplit{{}, std::move(why)}; };
   const Count effective = layers + first_less + last_less;
+  if (stages < 1) return refused("torchtitan needs at least one stage");
+  if (stages == 1) return TorchtitanSplit{{layers}, std::nullopt};
+  if (stages > effective)
+    return refused(fmt::format("torchtitan refuses {} stages for {} effective layers ({} layers + "
+                               "first_stage_less_layers {} + last_stage_less_layers {})",
+                               stages, effective, layers, first_less, last_less));
   const Count per = effective / stages, extra = effective % stages;
-  std::vector<Count> out;
+  if (first_less > per || last_less > per)
+    return refused(fmt::format("torchtitan refuses pipeline_parallel_{}_stage_less_layers {} above the {} effective layers "
+                               "per stage of {} layers over {} stages",
+                               first_less > per ? "first" : "last", first_less > per ? first_less : last_less, per,
+                               layers, stages));
+  TorchtitanSplit out;
   Count placed = 0;
   for (Count j = 0; j < stages; ++j) {
     Count n = per + (j < extra ? 1 : 0);
     if (j == 0) n -= first_less;
     if (j == stages - 1) n -= last_less;
     n = std::min(n, layers - placed);  // torchtitan stops at the last layer
-    out.push_back(n);
+    out.stages.push_back(n);
     placed += n;
   }
+  // A stage left without a transformer layer (torchtitan builds it; priced here it is not).
+  if (out.stages.front() < 1 || out.stages.back() < 1)
+    return refused(fmt::format("torchtitan's split of {} layers over {} stages leaves the {} stage without a transformer "
+                               "layer",
+                               layers, stages, out.stages.front() < 1 ? "first" : "last"));
   return out;
+}
+
+}  // namespace
+
+std::optional<std::string> torchtitan_split_rejection(Count layers, Count stages, Count first_less, Count last_less) {
+  return torchtitan_split_of(layers, stages, first_less, last_less).refusal;
+}
+
+std::vector<Count> torchtitan_split(Count layers, Count stages, Count first_less, Count last_less) {
+  TorchtitanSplit s = torchtitan_split_of(layers, stages, first_less, last_less);
+  if (s.refusal) throw InputError(*s.refusal);
+  return std::move(s.stages);
 }
 
 std::vector<Count> megatron_account_split(Count layers, Count pp, Count virtual_stages, bool embedding, bool loss) {

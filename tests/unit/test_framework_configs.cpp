@@ -80,6 +80,24 @@ TEST_CASE("Megatron-LM arguments: layout, batch, plan and the model", "[check][m
   const FrameworkConfig f32 = load_megatron_args(write_temp("f32.sh", "--fp16 --accumulate-allreduce-grads-in-fp32\n"));
   REQUIRE(f32.inputs.grad_reduce_in_fp32);
   CHECK(*f32.inputs.grad_reduce_in_fp32);
+  // Megatron-LM's current spelling of v (it was ignored: priced as 1F1B), and fp8 (it was bf16).
+  const FrameworkConfig vs = load_megatron_args(write_temp(
+      "vs.sh", "--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 --bf16 --fp8-format hybrid\n"));
+  CHECK(*vs.inputs.virtual_stages == 2);
+  CHECK(*vs.inputs.schedule == Schedule::interleaved_1f1b);
+  CHECK(*vs.inputs.precision == Precision::fp8);
+  CHECK_THROWS_WITH(load_megatron_args(write_temp("vs2.sh", "--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
+                                                            "--virtual-pipeline-model-parallel-size 3\n")),
+                    Catch::Contains("disagree: keep one"));
+  model::Config pick{1, 8, 16, Strategy::overlap};
+  pick.layout.pp = 4;
+  pick.layout.virtual_stages = 4;
+  pick.layout.schedule = Schedule::interleaved_1f1b;
+  const std::string out = complete_framework_config(vs, pick, 32);
+  CHECK(out.find("--num-virtual-stages-per-pipeline-rank 4") != std::string::npos);
+  CHECK(out.find("--virtual-pipeline-model-parallel-size") == std::string::npos);
+  const FrameworkConfig nemo8 = load_nemo_config(write_temp("fp8.yaml", "trainer: {precision: bf16-mixed}\nmodel: {fp8: true}\n"));
+  CHECK(*nemo8.inputs.precision == Precision::fp8);
 }
 
 TEST_CASE("NeMo YAML and torchtitan TOML fields", "[check][nemo][torchtitan]") {
