@@ -25,6 +25,15 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path;
 }
 
+// A pick of micro_batch 1 x 8 microbatches on 16 ranks over an interleaved pipeline of pp x v.
+model::Config interleaved_pick(Count pp, Count v) {
+  model::Config pick{1, 8, 16, Strategy::overlap};
+  pick.layout.pp = pp;
+  pick.layout.virtual_stages = v;
+  pick.layout.schedule = Schedule::interleaved_1f1b;
+  return pick;
+}
+
 }  // namespace
 
 TEST_CASE("TOML through toml++: tables, scalars, arrays, comments flattened; errors name the line", "[check][toml]") {
@@ -89,11 +98,7 @@ TEST_CASE("Megatron-LM arguments: layout, batch, plan and the model", "[check][m
   CHECK_THROWS_WITH(load_megatron_args(write_temp("vs2.sh", "--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
                                                             "--virtual-pipeline-model-parallel-size 3\n")),
                     Catch::Contains("disagree: keep one"));
-  model::Config pick{1, 8, 16, Strategy::overlap};
-  pick.layout.pp = 4;
-  pick.layout.virtual_stages = 4;
-  pick.layout.schedule = Schedule::interleaved_1f1b;
-  const std::string out = complete_framework_config(vs, pick, 32);
+  const std::string out = complete_framework_config(vs, interleaved_pick(4, 4), 32);
   CHECK(out.find("--num-virtual-stages-per-pipeline-rank 4") != std::string::npos);
   CHECK(out.find("--virtual-pipeline-model-parallel-size") == std::string::npos);
   const FrameworkConfig nemo8 = load_nemo_config(write_temp("fp8.yaml", "trainer: {precision: bf16-mixed}\nmodel: {fp8: true}\n"));
@@ -299,10 +304,7 @@ TEST_CASE("torchtitan's pipeline stages: module_fqns_per_model_part and layers p
 
   // Written: torchtitan's own stages need nothing; 5 chunks per rank name every stage, and the
   // file's own stage keys go (a multi-line list included).
-  model::Config pick{1, 8, 16, Strategy::overlap};
-  pick.layout.pp = 2;
-  pick.layout.virtual_stages = 2;
-  pick.layout.schedule = Schedule::interleaved_1f1b;
+  model::Config pick = interleaved_pick(2, 2);
   const std::string own = complete_framework_config(named, pick, 80);
   CHECK(own.find("module_fqns_per_model_part") == std::string::npos);
   CHECK(!load_torchtitan_config(write_temp("own.toml", own)).inputs.stage_layer_counts);
