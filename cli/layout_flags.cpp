@@ -48,7 +48,15 @@ ParallelLayout parse_layout(const LayoutFlags& f, bool allow_auto) {
     throw InputError("--stage-layers: give --pp N with it (a searched pp has no fixed stage count)");
   if (!f.stage_layers.empty() && f.virtual_stages == "auto")
     throw InputError("--stage-layers: give --virtual-stages N with it (a searched v has no fixed stage count)");
-  if (!f.stage_layers.empty()) set_stage_layers(l, f.stage_layers, "--stage-layers");
+  if (!f.stage_layers.empty()) {
+    set_stage_layers(l, f.stage_layers, "--stage-layers");
+    // Every model stage given with virtual stages: kept stage by stage, as given (Megatron-LM runs
+    // it from --pipeline-model-parallel-layout; its first/last flags would spread over the chunks).
+    if (l.virtual_stages > 1 && l.stage_layer_counts.empty() && f.stage_layers.find(",...,") == std::string::npos) {
+      l.stage_layer_counts = parse_count_list(f.stage_layers, "--stage-layers");
+      l.first_stage_layers = l.last_stage_layers = 0;
+    }
+  }
   return l;
 }
 

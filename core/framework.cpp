@@ -93,8 +93,8 @@ std::optional<std::string> table_refusal(Framework f, const FrameworkPlan& p) {
           return fmt::format("Megatron-LM schedules pipelines as 1F1B or interleaved 1F1B, not {}", to_string(l.schedule));
         if (l.pp > 1 && l.virtual_stages > 1 && (l.first_stage_layers > 0 || l.last_stage_layers > 0))
           return std::string("Megatron-LM's uneven first and last stages (--decoder-first/last-pipeline-num-layers) "
-                             "spread over all of the rank's virtual chunks; one chunk of another size is torchtitan's "
-                             "split");
+                             "spread over all of the rank's virtual chunks; one chunk of another size runs from its "
+                             "--pipeline-model-parallel-layout: give every model stage's layers (--stage-layers with pp x v counts)");
         break;
       case Framework::torchtitan:
         if (l.pp > 1 && l.schedule == Schedule::zb_h1)

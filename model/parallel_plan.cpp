@@ -48,8 +48,8 @@ std::optional<std::string> split_rejection(const ParallelLayout& l, Count layers
                          tt ? fmt::format("--stage-layers {} (torchtitan's own split, which a torchtitan job "
                                           "makes itself; {})",
                                           stage_layers_text(torchtitan_split(layers, S)),
-                                          v > 1 ? "Megatron-LM runs it from --pipeline-model-parallel-layout in "
-                                                  "--megatron-args"
+                                          v > 1 ? "Megatron-LM runs it given model stage by model stage, as "
+                                                  "its --pipeline-model-parallel-layout"
                                                 : "Megatron-LM's --decoder-first/last-pipeline-num-layers")
                             : std::string("--stage-layers"));
     }

@@ -113,7 +113,7 @@ gaccum_cli_test(check-nemo-uneven-ends 0 "9 tensor / pipeline layout PASS tp 8 s
   "sed 's/^  num_layers: 80/  num_layers: 80\\n  num_layers_in_first_pipeline_stage: 19\\n  num_layers_in_last_pipeline_stage: 19/' \"$1/llama3-70b-nemo.yaml\" > \"$3/uneven.yaml\" && \"$0\" check --nemo-config \"$3/uneven.yaml\" --cluster \"$2\" | tr -s '\\n ' ' '" ${G} ${FW} ${C64} ${CMAKE_CURRENT_BINARY_DIR})
 # As Megatron-LM runs it, the split is refused, naming the one to give; given, torchtitan's split
 # prices on the spec as it is; Megatron-LM arguments with uneven ends and virtual stages are refused.
-gaccum_cli_test(pipeline-uneven-interleaved-megatron 2 "126 layers do not split evenly over pp 8 x virtual stages 2 = 16 stages: .*--stage-layers 7,...,7 \\(torchtitan's own split.*Megatron-LM runs it from --pipeline-model-parallel-layout in --megatron-args" --one-line-stderr --
+gaccum_cli_test(pipeline-uneven-interleaved-megatron 2 "126 layers do not split evenly over pp 8 x virtual stages 2 = 16 stages: .*--stage-layers 7,...,7 \\(torchtitan's own split.*Megatron-LM runs it given model stage by model stage, as its --pipeline-model-parallel-layout" --one-line-stderr --
   ${G} predict --spec builtin:llama3-405b --cluster ${C2048} -p 512 --tp 8 --pp 8 --virtual-stages 2 --sequence-parallel -b 1 -k 32 --framework megatron)
 gaccum_cli_test(pipeline-uneven-interleaved-given 0 "0e +15 .*1 +16 .*7h +15 .*fits yes" -- sh -c
   "\"$0\" predict --spec builtin:llama3-405b --cluster \"$1\" -p 512 --tp 8 --pp 8 --virtual-stages 2 --sequence-parallel --stage-layers 7,...,7 -b 1 -k 32 --checkpointing full --sharding zero3 --framework torchtitan | tr -s '\\n ' ' '" ${G} ${C2048})
@@ -134,6 +134,8 @@ gaccum_cli_test(check-megatron-account-split 2 "80 layers count as 82 with the e
 gaccum_cli_test(tune-megatron-layout-completed 0 "--pipeline-model-parallel-layout 'Et\\*9\\|\\(t\\*10\\|\\)\\*6t\\*11L'.*--global-batch-size 128.*layers per model stage: 9, 10 x 6, 11.*verdict: PASS" -- sh -c
   "rm -rf \"$1\" && mkdir -p \"$1\" && sed \"s/--pipeline-model-parallel-size 4/--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'Et*9|(t*10|)*6t*11L'/\" \"$2/llama3-70b-megatron.sh\" > \"$1/in.sh\" && \"$0\" tune --megatron-args \"$1/in.sh\" --cluster \"$3\" --global-batch 128 --out \"$1\" --force > \"$1/stdout.txt\" && (cat \"$1/megatron_args.sh\" && \"$0\" check --megatron-args \"$1/megatron_args.sh\" --cluster \"$3\") | tr -s '\\n ' ' '"
   ${G} ${T}/completed-megatron-layout ${FW} ${C64})
+gaccum_cli_test(pipeline-megatron-every-stage 0 "plan +tp 8 sp x pp 4 interleaved-1f1b v 2 \\(layers 9, 10 x 6, 11\\).*--pipeline-model-parallel-layout 'Et\\*9\\|\\(t\\*10\\|\\)\\*6t\\*11L'" -- sh -c
+  "\"$0\" predict --spec builtin:llama3-70b --cluster \"$1\" -p 64 --tp 8 --sequence-parallel --pp 4 --virtual-stages 2 --stage-layers 9,10,10,10,10,10,10,11 -b 1 -k 32 --sharding zero1 --framework megatron | tr -s '\\n ' ' '" ${G} ${C64})
 # tune on each framework config writes the file completed with its pick, and check passes it:
 # the file's own layout (micro_batch and m searched at global batch 128), and --tp/--pp auto.
 foreach(kind megatron-args:llama3-70b-megatron.sh:megatron_args.sh nemo-config:llama3-70b-nemo.yaml:nemo_config.yaml

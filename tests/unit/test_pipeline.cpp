@@ -488,11 +488,20 @@ TEST_CASE("frameworks and layouts", "[pipeline][framework]") {
         "--virtual-pipeline-model-parallel-size 2");
   CHECK_THAT(framework_setting(Framework::torchtitan, fp), Catch::Contains("pipeline_parallel_schedule Interleaved1F1B"));
   CHECK_THAT(*framework_refusal(Framework::deepspeed, fp), Catch::Contains("no tensor or context parallelism"));
-  // An uneven interleaved split (one chunk of another size) is torchtitan's; Megatron-LM's uneven
-  // ends span a rank's chunks.
+  // Megatron-LM's uneven ends span a rank's chunks: one chunk of another size runs from its layout,
+  // every model stage given (then the run line writes it).
   fp.layout.first_stage_layers = 7;
-  CHECK_THAT(*framework_refusal(Framework::megatron, fp), Catch::Contains("torchtitan's split"));
+  CHECK_THAT(*framework_refusal(Framework::megatron, fp), Catch::Contains("give every model stage's layers"));
   CHECK(framework_runs(Framework::torchtitan, fp));
+  ParallelLayout every = fp.layout;
+  every.first_stage_layers = 0;
+  every.stage_layer_counts = {7, 8, 8, 8, 8, 8, 8, 7};
+  FrameworkPlan listed = fp;
+  listed.layout = every;
+  CHECK(framework_runs(Framework::megatron, listed));
+  CHECK_THAT(framework_setting(Framework::megatron, listed),
+             Catch::Contains("--pipeline-model-parallel-layout 'Et*7|(t*8|)*6t*7L'"));
+  CHECK_THAT(framework_setting(Framework::megatron, listed), !Catch::Contains("--virtual-pipeline-model-parallel-size"));
   fp.layout.virtual_stages = 1;
   fp.layout.schedule = Schedule::one_f_one_b;
   CHECK(framework_runs(Framework::megatron, fp));
